@@ -1,0 +1,140 @@
+package core
+
+import "strconv"
+
+// Layout of keys. Every key is the prefix, a hash tag, and a suffix:
+//
+//	P:{uB}:d:USER           hash   device ID → device record; expires 10 s past the latest window
+//	P:{uB}:m:USER           string manual status; expires with the manual status, if ever
+//	P:{uB}:st               hash   USER → published status, pending change, token sequence
+//	P:{uB}:due              zset   USER → next instant the user needs a sweep
+//	P:{uB}:lock             string sweep lock of bucket B
+//	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
+//	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
+//	P:{sB}:x:CLASS:T:SCOPE  hll    members touched in the bucket starting at T (approx layout)
+//	P:{sB}:n:CLASS:SCOPE    string "count:asOf", refreshed by each sweep
+//	P:{sB}:reg              zset   CLASS:SCOPE → next sweep of the scope
+//	P:{sB}:rel              hash   CLASS:SCOPE → consecutive empty sweeps
+//	P:{sB}:lock             string sweep lock of bucket B
+//
+// The user or scope ID is always the last part of a key and IDs never hold
+// control characters, so the mapping is injective whatever else the IDs hold;
+// the tag holds only the bucket number, so every key of one bucket (and so of
+// one script call) shares one cluster slot. Class names are checked to hold
+// no ':'; the prefix is checked to hold no braces.
+
+type keyLayout struct {
+	prefix       string
+	userBuckets  uint32
+	scopeBuckets uint32
+}
+
+// bucketOf returns the bucket of id: FNV-1a, stable across processes,
+// platforms and versions (a change would move every key).
+func bucketOf(id string, n uint32) uint32 { return uint32(fnv64(id) % uint64(n)) }
+
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func (l keyLayout) userBase(bucket uint32) string {
+	return l.prefix + ":{u" + strconv.FormatUint(uint64(bucket), 10) + "}:"
+}
+
+func (l keyLayout) scopeBase(bucket uint32) string {
+	return l.prefix + ":{s" + strconv.FormatUint(uint64(bucket), 10) + "}:"
+}
+
+func (l keyLayout) userBucket(user string) uint32 { return bucketOf(user, l.userBuckets) }
+
+func (l keyLayout) scopeBucket(s Scope) uint32 { return bucketOf(s.ref(), l.scopeBuckets) }
+
+// Suffixes of per-user keys and of per-bucket keys; scripts build per-user
+// keys from the bucket base and these, so the layout lives here only.
+const (
+	sufDevices  = "d:"
+	sufManual   = "m:"
+	sufState    = "st"
+	sufDue      = "due"
+	sufLock     = "lock"
+	sufExact    = "z:"
+	sufShard    = "h:"
+	sufHLL      = "x:"
+	sufCount    = "n:"
+	sufRegistry = "reg"
+	sufRelease  = "rel"
+)
+
+func (l keyLayout) devicesKey(user string) string {
+	return l.userBase(l.userBucket(user)) + sufDevices + user
+}
+
+func (l keyLayout) manualKey(user string) string {
+	return l.userBase(l.userBucket(user)) + sufManual + user
+}
+
+func (l keyLayout) countKey(s Scope) string {
+	return l.scopeBase(l.scopeBucket(s)) + sufCount + s.ref()
+}
+
+// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
+// hash tag, or of the whole key when it has no tag, modulo 16384.
+func Slot(key string) uint16 {
+	if i := indexByte(key, '{'); i >= 0 {
+		if j := indexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return crc16(key) % 16384
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial 0), as Redis Cluster uses.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// SameSlot returns ErrCrossSlot unless every key maps to one cluster slot.
+func SameSlot(keys []string) error {
+	for i := 1; i < len(keys); i++ {
+		if Slot(keys[i]) != Slot(keys[0]) {
+			return &SlotError{Keys: keys}
+		}
+	}
+	return nil
+}
+
+// SlotError reports a call whose keys span slots. It matches ErrCrossSlot.
+type SlotError struct{ Keys []string }
+
+// Error names the keys.
+func (e *SlotError) Error() string {
+	return "presence: keys span cluster slots: " + strconv.Quote(e.Keys[0]) + "…"
+}
+
+// Is matches ErrCrossSlot.
+func (e *SlotError) Is(target error) bool { return target == ErrCrossSlot }

@@ -1,0 +1,56 @@
+package core
+
+import "context"
+
+// Call is one script invocation: EVALSHA SHA when Source is empty, otherwise
+// EVAL Source. Keys and Args stay apart so that cluster drivers can route by
+// the keys; every key of one call shares one hash slot.
+type Call struct {
+	SHA    string
+	Source string
+	Keys   []string
+	Args   []string
+}
+
+// Result is the outcome of one Call: a normalised reply, or an error.
+type Result struct {
+	Value Value
+	Err   error
+}
+
+// Store is the one interface an adapter implements. Eval sends the calls in
+// order, in one round trip where the driver can pipeline them, and returns one
+// Result per call. A server reply of NOSCRIPT must come back as an error that
+// matches ErrNoScript, a nil reply as a Value of kind ValueNil, and a failure
+// to reach the server as an error that matches ErrUnavailable; ClassifyError
+// does that mapping for any driver. The EVALSHA→EVAL fallback is the core's
+// job, not the adapter's.
+type Store interface {
+	Eval(ctx context.Context, calls []Call) []Result
+}
+
+// CachedReader is an optional capability of a Store: reading string keys
+// through a client-side cache that the server invalidates when the key
+// changes. The engine reads hot scope counts through it when present. A
+// missing key reads as a Value of kind ValueNil.
+type CachedReader interface {
+	CachedGet(ctx context.Context, key string) (Value, error)
+}
+
+// Publisher is an optional capability of a Store: publishing a message on a
+// channel. The engine publishes status changes and kicks through it.
+type Publisher interface {
+	Publish(ctx context.Context, channel string, message []byte) error
+}
+
+// Subscriber is an optional capability of a Store: receiving messages
+// published on channels until ctx ends or the returned stop is called.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channels ...string) (<-chan Message, func() error, error)
+}
+
+// Message is one message received by a Subscriber.
+type Message struct {
+	Channel string
+	Payload []byte
+}
