@@ -1,0 +1,178 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Presence is the API that the Redis-backed Engine and the in-memory Model
+// both implement, so that either can stand in for the other.
+type Presence interface {
+	Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error)
+	HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error)
+	Login(ctx context.Context, l Login) (LoginResult, error)
+	Logout(ctx context.Context, user, device, token string) (Ended, error)
+	Disconnect(ctx context.Context, user, device, token string) (Ended, error)
+	SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error)
+	Status(ctx context.Context, user string) (UserStatus, error)
+	Statuses(ctx context.Context, users []string) ([]UserStatus, error)
+	Touch(ctx context.Context, sc Scope, member string) error
+	TouchBatch(ctx context.Context, touches []ScopeTouch) error
+	Leave(ctx context.Context, sc Scope, member string) (bool, error)
+	Count(ctx context.Context, sc Scope) (Count, error)
+	Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error)
+	ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error)
+	SweepUsers(ctx context.Context) (SweepReport, error)
+	SweepScopes(ctx context.Context) (SweepReport, error)
+}
+
+// Heartbeat is one heartbeat of a device. Any application message may serve
+// as one.
+type Heartbeat struct {
+	User   string
+	Device string
+	Kind   Kind
+	// Gateway is the node holding the device's connection; kicks are
+	// addressed to it. Optional.
+	Gateway string
+	// Token is the session token from Login. Required under the exclusive
+	// policies; under PolicyMulti it may be empty (an implicit login), and
+	// when given it fences the session: a superseded token is refused.
+	Token string
+	// Active marks a heartbeat that reflects a user action; it refreshes
+	// last-active (keeping a device ONLINE rather than AWAY).
+	Active bool
+	// Background marks an app suspended by the OS and reachable by push.
+	Background bool
+	// Meta replaces the device's metadata when non-nil.
+	Meta map[string]string
+	// At is when the client says the activity happened. Optional; it must be
+	// within Config.MaxSkew of the engine's clock.
+	At time.Time
+}
+
+// Ack is the outcome of one heartbeat.
+type Ack struct {
+	// Token is the session token in force: the one the heartbeat carried,
+	// or the one issued by an implicit login.
+	Token string
+	// Err is the refusal of this heartbeat within a batch (ErrSessionReplaced,
+	// ErrNoSession, ErrTooManyDevices, ErrClockSkew, or an *InputError).
+	Err error
+	// Changes are the status changes this heartbeat published.
+	Changes []Change
+}
+
+// Login logs a device in.
+type Login struct {
+	User       string
+	Device     string
+	Kind       Kind
+	Gateway    string
+	Background bool
+	Meta       map[string]string
+	// Policy overrides Config.Policy for this login when non-nil.
+	Policy *Policy
+}
+
+// LoginResult is the outcome of a login.
+type LoginResult struct {
+	// Token is the new session token; heartbeats should carry it.
+	Token string
+	// Kicked are the sessions the login removed, with their gateways.
+	Kicked  []Kick
+	Changes []Change
+}
+
+// Ended is the outcome of a logout or disconnect.
+type Ended struct {
+	// Removed reports whether the device had a live session.
+	Removed bool
+	Changes []Change
+}
+
+// Change is a published change of a user's status, as others see it.
+type Change struct {
+	User string
+	From Status
+	To   Status
+	At   time.Time
+}
+
+// Kick is a session removed by a login, addressed to its gateway.
+type Kick struct {
+	User    string
+	Device  string
+	Kind    Kind
+	Gateway string
+	At      time.Time
+}
+
+// UserStatus is one user's status at an instant.
+type UserStatus struct {
+	User string
+	// Status is what others see: the aggregate of design section 6.
+	Status Status
+	// Manual is the manual status in force, and ManualUntil its expiry (zero: none).
+	Manual      Manual
+	ManualUntil time.Time
+	// Devices are the live devices, by ID.
+	Devices []Device
+	At      time.Time
+}
+
+// Device is one live device session.
+type Device struct {
+	ID         string
+	Kind       Kind
+	Gateway    string
+	State      Status
+	Background bool
+	LoginAt    time.Time
+	LastSeen   time.Time
+	LastActive time.Time
+	Meta       map[string]string
+}
+
+// ScopeTouch is one member's activity in a scope.
+type ScopeTouch struct {
+	Scope  Scope
+	Member string
+}
+
+// Count is a scope's member count.
+type Count struct {
+	N int64
+	// AsOf is when the count was taken (for compact scopes, the last sweep).
+	AsOf time.Time
+	// Stale is set when Redis could not be reached and this is the last
+	// good count the engine saw.
+	Stale bool
+}
+
+// Member is one member of a scope and its last touch.
+type Member struct {
+	ID       string
+	LastSeen time.Time
+}
+
+// MemberPage is one page of a scope's members. Next is the cursor of the
+// next page, or "" after the last.
+type MemberPage struct {
+	Members []Member
+	Next    string
+}
+
+// SweepReport says what one sweep pass did.
+type SweepReport struct {
+	Buckets  int // buckets visited
+	Held     int // buckets skipped: another sweeper held their lock
+	Visited  int // users or scopes settled
+	Removed  int // scope members removed (user sweeps count users settled)
+	Released int // empty scopes released
+	Changes  []Change
+	Steps    int           // script calls
+	Duration time.Duration // server time from the first to the last step
+
+	first, last time.Time
+}

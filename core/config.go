@@ -1,0 +1,293 @@
+package core
+
+import (
+	"io"
+	"log/slog"
+	"regexp"
+	"time"
+)
+
+// Config configures an Engine or a Model. The zero value of every field
+// means its documented default; New validates the rest.
+type Config struct {
+	// Prefix starts every key and channel name. Default "presence". It may
+	// not contain '{' or '}' (they would change the cluster hash tag).
+	Prefix string
+
+	// Intervals is the heartbeat interval I of each device kind; a device is
+	// alive while its last heartbeat is at most 2·I old. Missing kinds take
+	// the defaults: 30 s for web, desktop and other, 60 s for ios and android.
+	Intervals map[Kind]time.Duration
+	// IdleAfter is how long after the last user activity a foreground device
+	// turns AWAY. Default 5 min.
+	IdleAfter time.Duration
+	// PushWindow is how long a backgrounded device stays PUSH_ONLINE after
+	// its last heartbeat. Default 10 min.
+	PushWindow time.Duration
+	// LeaveDelay is how long a user must stay offline after a disconnect or
+	// an expiry before OFFLINE is published. Default 15 s; negative: at once.
+	LeaveDelay time.Duration
+	// CoalesceWindow merges status changes that follow one another within
+	// it. Default 1 s; negative: publish every change at once.
+	CoalesceWindow time.Duration
+	// KeyGrace is how long session keys outlive the latest window of their
+	// devices, so that nothing lingers even if no sweep runs. Default 10 s.
+	KeyGrace time.Duration
+	// MaxDevices caps the live devices of one user. Default 16.
+	MaxDevices int
+	// MaxSkew is how far a client timestamp may be from the engine's clock.
+	// Default 5 min.
+	MaxSkew time.Duration
+	// Policy is the login policy of heartbeats: under PolicyMulti a
+	// heartbeat from a device without a session logs it in; under the
+	// exclusive policies it is refused with ErrNoSession. Login may name
+	// another policy for one login. Default PolicyMulti.
+	Policy Policy
+
+	// UserBuckets is the number of user buckets: each bucket's keys share a
+	// cluster slot, and the sweeper visits each bucket. Default 16.
+	UserBuckets int
+	// ScopeBuckets is the number of scope buckets, likewise. Default 16.
+	ScopeBuckets int
+	// Classes configures scope classes by name (lower-case letters, digits,
+	// '-' and '_', at most 32 bytes). Default: "room" (exact, window 2×30 s,
+	// sweep every 5 s) and "video" (compact, window 10 min, sweep every 60 s).
+	Classes map[string]ScopeClass
+
+	// SweepInterval is how often Run sweeps user buckets. Default 5 s.
+	SweepInterval time.Duration
+	// SweepBatch is the most users one sweep script call settles. Default 256.
+	SweepBatch int
+	// SweepBudget is about the most scope entries one sweep script call
+	// examines. Default 512.
+	SweepBudget int
+	// ReleaseAfter is how many sweeps in a row a scope must be found empty
+	// before its keys are deleted. Default 3.
+	ReleaseAfter int
+	// CountTTL is the lifetime of a count key written by a sweep. Default 10 min.
+	CountTTL time.Duration
+	// LockLease is the lifetime of a sweep lock. Default 30 s.
+	LockLease time.Duration
+	// LastGoodCounts is how many scope counts the engine remembers to serve,
+	// marked stale, while Redis is unreachable. Default 10,000; negative: none.
+	LastGoodCounts int
+
+	// Clock supplies "now". Default nil: the Redis server's clock, read by
+	// each script, so that skewed hosts cannot move anyone on- or offline.
+	Clock Clock
+	// Rand supplies session tokens and sweep lock tokens. Default crypto/rand.
+	Rand io.Reader
+	// Metrics receives counters. Default none.
+	Metrics Metrics
+	// Logger receives warnings (a failed publish, a lock held elsewhere).
+	// Default none.
+	Logger *slog.Logger
+}
+
+// ScopeClass configures one class of scopes.
+type ScopeClass struct {
+	// Layout is how members are counted. Default LayoutExact.
+	Layout Layout
+	// Window is how long a touch keeps a member in the scope. Default: the
+	// liveness window of a web device (2 × its interval).
+	Window time.Duration
+	// Shards is the number of compact shards of a scope; choose it so that
+	// each holds at most 512 members (Redis keeps such hashes compact).
+	// Default 256 (128,000 members). Counts do not depend on it.
+	Shards int
+	// SweepInterval is how often a scope of the class is swept. Default 5 s.
+	SweepInterval time.Duration
+	// Bucket is the time span of one approx HyperLogLog. Default Window/10.
+	Bucket time.Duration
+}
+
+// Clock supplies the current time. Inject one for tests and simulations in
+// virtual time.
+type Clock interface {
+	Now() time.Time
+}
+
+// ClockFunc adapts a function to Clock.
+type ClockFunc func() time.Time
+
+// Now calls f.
+func (f ClockFunc) Now() time.Time { return f() }
+
+// Limits of inputs (design section 3).
+const (
+	MaxIDBytes       = 128  // user, device, gateway, scope and member IDs
+	MaxMetaEntries   = 16   // metadata entries of one device
+	MaxMetaBytes     = 1024 // keys and values of one device's metadata
+	MaxBatch         = 1000 // users of Statuses, beats of HeartbeatBatch, touches of TouchBatch
+	MaxPage          = 1000 // members of one page
+	maxClassNameByte = 32
+)
+
+var classNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+// settings is a validated Config with every default applied and every
+// duration in milliseconds.
+type settings struct {
+	cfg                                 Config
+	keys                                keyLayout
+	interval                            [len(kindNames)]int64
+	idle, push, leave, coalesce, grace  int64
+	skew, countTTL, lease, sweepEvery   int64
+	maxDevices, batch, budget, release  int
+	lastGood                            int
+	classes                             map[string]classSettings
+	classNames                          []string
+}
+
+type classSettings struct {
+	layout                           Layout
+	window, interval, bucket         int64
+	shards                           int
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func orDur(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func orInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// DefaultClasses returns the scope classes used when Config.Classes is nil.
+func DefaultClasses() map[string]ScopeClass {
+	return map[string]ScopeClass{
+		"room":  {Layout: LayoutExact},
+		"video": {Layout: LayoutCompact, Window: 10 * time.Minute, SweepInterval: time.Minute},
+	}
+}
+
+func newSettings(cfg Config) (*settings, error) {
+	s := &settings{cfg: cfg}
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = "presence"
+	}
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c == '{' || c == '}' || c < 0x20 || c == 0x7f {
+			return nil, invalid("Config.Prefix", "may not contain braces or control characters")
+		}
+	}
+	defaults := [len(kindNames)]time.Duration{30 * time.Second, 30 * time.Second, 30 * time.Second, 60 * time.Second, 60 * time.Second}
+	for k, d := range cfg.Intervals {
+		if !k.valid() {
+			return nil, invalid("Config.Intervals", "unknown kind %d", k)
+		}
+		if d < time.Millisecond {
+			return nil, invalid("Config.Intervals["+k.String()+"]", "must be at least 1ms, got %v", d)
+		}
+	}
+	for k := range s.interval {
+		d := defaults[k]
+		if v, ok := cfg.Intervals[Kind(k)]; ok {
+			d = v
+		}
+		s.interval[k] = ms(d)
+	}
+	durations := []struct {
+		name string
+		v    time.Duration
+		def  time.Duration
+		neg  bool
+		out  *int64
+	}{
+		{"IdleAfter", cfg.IdleAfter, 5 * time.Minute, false, &s.idle},
+		{"PushWindow", cfg.PushWindow, 10 * time.Minute, false, &s.push},
+		{"LeaveDelay", cfg.LeaveDelay, 15 * time.Second, true, &s.leave},
+		{"CoalesceWindow", cfg.CoalesceWindow, time.Second, true, &s.coalesce},
+		{"KeyGrace", cfg.KeyGrace, 10 * time.Second, false, &s.grace},
+		{"MaxSkew", cfg.MaxSkew, 5 * time.Minute, false, &s.skew},
+		{"CountTTL", cfg.CountTTL, 10 * time.Minute, false, &s.countTTL},
+		{"LockLease", cfg.LockLease, 30 * time.Second, false, &s.lease},
+		{"SweepInterval", cfg.SweepInterval, 5 * time.Second, false, &s.sweepEvery},
+	}
+	for _, d := range durations {
+		v := orDur(d.v, d.def)
+		switch {
+		case v < 0 && d.neg:
+			v = 0
+		case v < time.Millisecond:
+			return nil, invalid("Config."+d.name, "must be at least 1ms, got %v", d.v)
+		}
+		*d.out = ms(v)
+	}
+	ints := []struct {
+		name     string
+		v, def   int
+		min, max int
+		out      *int
+	}{
+		{"MaxDevices", cfg.MaxDevices, 16, 1, 1024, &s.maxDevices},
+		{"SweepBatch", cfg.SweepBatch, 256, 1, 10000, &s.batch},
+		{"SweepBudget", cfg.SweepBudget, 512, 1, 100000, &s.budget},
+		{"ReleaseAfter", cfg.ReleaseAfter, 3, 1, 1000, &s.release},
+		{"LastGoodCounts", cfg.LastGoodCounts, 10000, -1, 10000000, &s.lastGood},
+	}
+	for _, n := range ints {
+		v := orInt(n.v, n.def)
+		if v < n.min || v > n.max {
+			return nil, invalid("Config."+n.name, "must be in [%d, %d], got %d", n.min, n.max, n.v)
+		}
+		*n.out = v
+	}
+	if s.lastGood < 0 {
+		s.lastGood = 0
+	}
+	if !cfg.Policy.valid() {
+		return nil, invalid("Config.Policy", "unknown policy %d", cfg.Policy)
+	}
+	ub, sb := orInt(cfg.UserBuckets, 16), orInt(cfg.ScopeBuckets, 16)
+	if ub < 1 || ub > 16384 {
+		return nil, invalid("Config.UserBuckets", "must be in [1, 16384], got %d", cfg.UserBuckets)
+	}
+	if sb < 1 || sb > 16384 {
+		return nil, invalid("Config.ScopeBuckets", "must be in [1, 16384], got %d", cfg.ScopeBuckets)
+	}
+	s.keys = keyLayout{prefix: prefix, userBuckets: uint32(ub), scopeBuckets: uint32(sb)}
+	classes := cfg.Classes
+	if classes == nil {
+		classes = DefaultClasses()
+	}
+	s.classes = make(map[string]classSettings, len(classes))
+	for name, c := range classes {
+		field := "Config.Classes[" + name + "]"
+		if !classNameRE.MatchString(name) {
+			return nil, invalid("Config.Classes", "class name %q must be 1-32 of a-z, 0-9, '-', '_'", name)
+		}
+		if !c.Layout.valid() {
+			return nil, invalid(field+".Layout", "unknown layout %d", c.Layout)
+		}
+		cs := classSettings{layout: c.Layout}
+		cs.window = ms(orDur(c.Window, time.Duration(2*s.interval[KindWeb])*time.Millisecond))
+		cs.interval = ms(orDur(c.SweepInterval, 5*time.Second))
+		cs.bucket = ms(orDur(c.Bucket, time.Duration(cs.window/10)*time.Millisecond))
+		cs.shards = orInt(c.Shards, 256)
+		if cs.window < 1 || cs.interval < 1 || cs.bucket < 1 {
+			return nil, invalid(field, "Window, SweepInterval and Bucket must be at least 1ms")
+		}
+		if cs.shards < 1 || cs.shards > 65536 {
+			return nil, invalid(field+".Shards", "must be in [1, 65536], got %d", c.Shards)
+		}
+		s.classes[name] = cs
+		s.classNames = append(s.classNames, name)
+	}
+	sortStrings(s.classNames)
+	return s, nil
+}
+
+func (k Kind) valid() bool     { return int(k) < len(kindNames) }
+func (p Policy) valid() bool   { return int(p) < len(policyNames) }
+func (l Layout) valid() bool   { return int(l) < len(layoutNames) }
+func (m Manual) valid() bool   { return int(m) < len(manualNames) }

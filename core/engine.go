@@ -1,0 +1,143 @@
+package core
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Engine is the Redis-backed presence engine. It is safe for concurrent use
+// by any number of goroutines and processes sharing one Redis: all state
+// lives in Redis, and every change is one atomic script.
+type Engine struct {
+	store   Store
+	s       *settings
+	scripts scriptSet
+	cache   CachedReader
+	pub     Publisher
+	metrics Metrics
+	log     *slog.Logger
+	rand    io.Reader
+
+	mu       sync.Mutex
+	lastGood map[Scope]Count
+}
+
+var _ Presence = (*Engine)(nil)
+
+// New returns an engine over store, configured by cfg (see Config for the
+// defaults). It returns an *InputError for an invalid configuration. It
+// detects the store's optional capabilities (CachedReader, Publisher).
+func New(store Store, cfg Config) (*Engine, error) {
+	if store == nil {
+		return nil, invalid("store", "must not be nil")
+	}
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{store: store, s: s, scripts: loadScripts(), metrics: cfg.Metrics, log: cfg.Logger, rand: cfg.Rand}
+	if e.metrics == nil {
+		e.metrics = NopMetrics{}
+	}
+	if e.rand == nil {
+		e.rand = rand.Reader
+	}
+	e.cache, _ = store.(CachedReader)
+	e.pub, _ = store.(Publisher)
+	if s.lastGood > 0 {
+		e.lastGood = make(map[Scope]Count)
+	}
+	return e, nil
+}
+
+// ChangeChannel is the channel status changes are published on.
+func (e *Engine) ChangeChannel() string { return e.s.keys.prefix + ":changes" }
+
+// KickChannel is the channel kicks for gateway are published on.
+func (e *Engine) KickChannel(gateway string) string { return e.s.keys.prefix + ":kick:" + gateway }
+
+// nowArg is the "now" argument of every script: the injected clock's
+// instant, or "" for the server's clock.
+func (e *Engine) nowArg() string {
+	if e.s.cfg.Clock == nil {
+		return ""
+	}
+	return itoa(e.s.cfg.Clock.Now().UnixMilli())
+}
+
+// newToken returns 16 hex digits of randomness for a session or lock token.
+func (e *Engine) newToken() (string, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(e.rand, b[:]); err != nil {
+		return "", fmt.Errorf("presence: reading a token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// userArgs returns the common arguments of the user scripts of bucket b
+// (their order is documented in lua/lib.lua), with room for more.
+func (e *Engine) userArgs(b uint32, more int) []string {
+	base := e.s.keys.userBase(b)
+	s := e.s
+	args := make([]string, 0, 11+more)
+	return append(args, e.nowArg(), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce),
+		itoa(s.grace), base+sufDevices, base+sufManual, strconv.Itoa(s.maxDevices), itoa(s.skew),
+		strconv.Itoa(int(s.cfg.Policy)))
+}
+
+func (e *Engine) userKeys(b uint32) []string {
+	base := e.s.keys.userBase(b)
+	return []string{base + sufState, base + sufDue}
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// decodeChanges reads events (user, from, to, ...) published at now.
+func decodeChanges(v Value, now int64) ([]Change, error) {
+	items, err := v.AsArray(-1)
+	if err != nil || len(items)%3 != 0 {
+		return nil, replyErr("events: %s", v)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := make([]Change, 0, len(items)/3)
+	for i := 0; i < len(items); i += 3 {
+		user, err1 := items[i].AsString()
+		from, err2 := items[i+1].AsInt()
+		to, err3 := items[i+2].AsInt()
+		if err1 != nil || err2 != nil || err3 != nil || !Status(from).Valid() || !Status(to).Valid() {
+			return nil, replyErr("event %d: %s", i/3, v)
+		}
+		out = append(out, Change{User: user, From: Status(from), To: Status(to), At: msTime(now)})
+	}
+	return out, nil
+}
+
+// codeErr maps a script's refusal code to its error.
+func codeErr(code string) error {
+	switch code {
+	case "":
+		return nil
+	case "REPLACED":
+		return ErrSessionReplaced
+	case "NOSESSION":
+		return ErrNoSession
+	case "TOOMANY":
+		return ErrTooManyDevices
+	case "SKEW":
+		return ErrClockSkew
+	}
+	return replyErr("unknown result code %q", code)
+}

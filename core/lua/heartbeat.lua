@@ -1,0 +1,62 @@
+-- heartbeat.lua: applies a batch of heartbeats of users in one bucket.
+-- KEYS[1] the bucket's user-state hash (P:{uB}:st)
+-- KEYS[2] the bucket's due index (P:{uB}:due)
+-- ARGV[1..11] common parameters (lib.lua)
+-- ARGV[12] n, the number of heartbeats; then 11 fields each:
+--   user, device, kind, gateway, token ("" none), active 0/1, background 0/1,
+--   interval ms, metadata ("" keep, "=" .. encoded to set), client time ms
+--   ("" none), token to issue on an implicit login
+-- Returns {now, results, events}: results holds code, token for each
+-- heartbeat (code "" accepted, or REPLACED, NOSESSION, TOOMANY, SKEW; a
+-- refused heartbeat changes nothing); events holds user, from, to for each
+-- published status change.
+local P = params()
+local now = P.now
+local results, events = {}, {}
+local n = tonumber(ARGV[12])
+for i = 0, n - 1 do
+  local a = 13 + i * 11
+  local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
+  local code, issued = '', token
+  if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
+    code = 'SKEW'
+  else
+    local u = load(user, KEYS[1], P)
+    local r = u.devs[dev]
+    if r and not r.gone then
+      if token ~= '' and token ~= r.token then
+        code = 'REPLACED'
+      elseif token == '' and P.policy ~= 0 then
+        code = 'NOSESSION'
+      end
+      issued = r.token
+    elseif r and token ~= '' and token == r.token then
+      code = 'REPLACED'
+    elseif P.policy ~= 0 then
+      code = 'NOSESSION'
+    elseif live(u, P) >= P.maxdev then
+      code = 'TOOMANY'
+    else
+      if issued == '' then issued = ARGV[a + 10] end
+      r = { token = issued, login = now, active = now, meta = '', gone = false }
+    end
+    if code ~= '' then
+      issued = ''
+    else
+      r.kind, r.gw, r.seen = ARGV[a + 2], ARGV[a + 3], now
+      r.bg, r.iv = ARGV[a + 6] == '1', tonumber(ARGV[a + 7])
+      if ARGV[a + 5] == '1' then
+        local t = now
+        if at ~= '' and tonumber(at) < now then t = tonumber(at) end
+        if t > r.active then r.active = t end
+      end
+      local meta = ARGV[a + 8]
+      if meta ~= '' then r.meta = string.sub(meta, 2) end
+      set(u, dev, r)
+      settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
+    end
+  end
+  results[#results + 1] = code
+  results[#results + 1] = issued
+end
+return { now, results, events }

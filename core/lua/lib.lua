@@ -1,0 +1,234 @@
+-- lib.lua: helpers shared by the scripts; the core prepends this file to
+-- each of them, so every script stays self-contained for EVAL.
+--
+-- Common ARGV of every user script (P below):
+--   ARGV[1]  now in ms since the epoch, or "" to read the server's TIME
+--   ARGV[2]  IdleAfter ms         ARGV[3]  PushWindow ms
+--   ARGV[4]  LeaveDelay ms        ARGV[5]  CoalesceWindow ms (0: publish at once)
+--   ARGV[6]  key grace ms (session keys live this long past the last window)
+--   ARGV[7]  prefix of device-hash keys of this bucket ("P:{uB}:d:")
+--   ARGV[8]  prefix of manual-status keys of this bucket ("P:{uB}:m:")
+--   ARGV[9]  MaxDevices           ARGV[10] MaxSkew ms
+--   ARGV[11] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
+-- Script-specific ARGV start at ARGV[12].
+--
+-- Device record (hash field = device ID), fields joined by \31:
+--   kind, gateway, token, loginAt, lastSeen, lastActive, background 0/1,
+--   interval ms, gone 0/1 (kicked or logged out: kept only to fence its
+--   token until its window ends), metadata ("k\30v\30k\30v").
+-- User state (field of the bucket's st hash), fields joined by \31:
+--   last published status, pending status ("" none), pending due ms.
+-- Statuses: 0 OFFLINE, 1 PUSH_ONLINE, 2 AWAY, 3 ONLINE, 4 DND.
+
+local US = '\31'
+
+local function split(s, sep)
+  local out, i = {}, 1
+  while true do
+    local j = string.find(s, sep, i, true)
+    if not j then
+      out[#out + 1] = string.sub(s, i)
+      return out
+    end
+    out[#out + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
+
+local function fmt(n) return string.format('%.0f', n) end
+
+-- clock returns arg as the current instant, or the server's clock when arg is "".
+local function clock(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function params()
+  return {
+    now = clock(ARGV[1]), idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
+    leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
+    dpre = ARGV[7], mpre = ARGV[8], maxdev = tonumber(ARGV[9]), skew = tonumber(ARGV[10]),
+    policy = tonumber(ARGV[11]),
+  }
+end
+
+local function decode(s)
+  local f = split(s, US)
+  return {
+    kind = f[1], gw = f[2], token = f[3], login = tonumber(f[4]), seen = tonumber(f[5]),
+    active = tonumber(f[6]), bg = f[7] == '1', iv = tonumber(f[8]), gone = f[9] == '1',
+    meta = f[10] or '',
+  }
+end
+
+local function encode(r)
+  return table.concat({ r.kind, r.gw, r.token, fmt(r.login), fmt(r.seen), fmt(r.active),
+    r.bg and '1' or '0', fmt(r.iv), r.gone and '1' or '0', r.meta }, US)
+end
+
+local function window(r, P)
+  if r.bg then return P.push end
+  return 2 * r.iv
+end
+
+-- deadline is the last instant at which the device is alive.
+local function deadline(r, P) return r.seen + window(r, P) end
+
+local function state(r, now, P)
+  if r.gone or now > deadline(r, P) then return 0 end
+  if r.bg then return 1 end
+  if now - r.active >= P.idle then return 2 end
+  return 3
+end
+
+-- load reads a user's devices, manual status and published state. Records
+-- whose window has passed are marked for deletion (compare-and-delete: the
+-- check and the delete happen inside one script); since is the instant the
+-- last of them that was live died.
+local function load(user, st, P)
+  local u = { user = user, dkey = P.dpre .. user, mkey = P.mpre .. user, devs = {}, since = nil,
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, dirty = {} }
+  local flat = redis.call('HGETALL', u.dkey)
+  for i = 1, #flat, 2 do
+    local r = decode(flat[i + 1])
+    if P.now > deadline(r, P) then
+      u.dirty[flat[i]] = false
+      if not r.gone then
+        local d = deadline(r, P) + 1
+        if u.since == nil or d > u.since then u.since = d end
+      end
+    else
+      u.devs[flat[i]] = r
+    end
+  end
+  local m = redis.call('GET', u.mkey)
+  if m then
+    local f = split(m, US)
+    u.manual, u.mexp = tonumber(f[1]), tonumber(f[2])
+    if u.mexp > 0 and P.now >= u.mexp then
+      u.manual, u.mexp, u.mdel = 0, 0, true
+    end
+  end
+  local s = redis.call('HGET', st, user)
+  if s then
+    local f = split(s, US)
+    u.pub = tonumber(f[1])
+    if f[2] ~= '' then u.pend, u.due = tonumber(f[2]), tonumber(f[3]) end
+  end
+  return u
+end
+
+local function live(u, P)
+  local n = 0
+  for _, r in pairs(u.devs) do
+    if state(r, P.now, P) ~= 0 then n = n + 1 end
+  end
+  return n
+end
+
+-- aggregate is the status others see (design section 6).
+local function aggregate(u, P)
+  local best = 0
+  for _, r in pairs(u.devs) do
+    local s = state(r, P.now, P)
+    if s > best then best = s end
+  end
+  if best == 0 then return 0 end
+  if u.manual == 1 then return 4 end
+  if u.manual == 2 then return 0 end
+  return best
+end
+
+-- observe applies the debounce of design section 7 and returns the
+-- published change {from, to}, or nil. cause: 'change', 'leave' (disconnect
+-- or expiry, offline since 'since') or 'logout'.
+local function observe(u, cur, cause, since, P)
+  local now = P.now
+  if cur == u.pub then
+    u.pend, u.due = nil, 0
+    return nil
+  end
+  if cause == 'logout' and cur == 0 then
+    u.due = now
+  elseif u.pend == cur then
+    -- the same change is already waiting: keep its due time
+  elseif cur == 0 and cause == 'leave' then
+    u.due = since + P.leave
+  elseif u.pend ~= nil then
+    u.due = math.min(u.due, now + P.coalesce)
+  else
+    u.due = now + P.coalesce
+  end
+  u.pend = cur
+  if now >= u.due then
+    local from = u.pub
+    u.pub, u.pend, u.due = cur, nil, 0
+    return { from, cur }
+  end
+  return nil
+end
+
+-- store writes back the dirty device records, the key expiry, the user state
+-- and the user's next due instant in the bucket index.
+local function store(u, st, due, P)
+  local now = P.now
+  for id, r in pairs(u.dirty) do
+    if r == false then
+      redis.call('HDEL', u.dkey, id)
+    else
+      redis.call('HSET', u.dkey, id, encode(r))
+    end
+  end
+  if u.mdel then redis.call('DEL', u.mkey) end
+  local last, nxt = nil, nil
+  local function take(t)
+    if t > now and (nxt == nil or t < nxt) then nxt = t end
+  end
+  for _, r in pairs(u.devs) do
+    local d = deadline(r, P)
+    if last == nil or d > last then last = d end
+    if not r.gone then
+      take(d + 1)
+      if not r.bg then take(r.active + P.idle) end
+    end
+  end
+  if last ~= nil then redis.call('PEXPIRE', u.dkey, last - now + P.grace) end
+  if u.mexp > 0 and live(u, P) > 0 then take(u.mexp) end
+  if u.pend ~= nil then take(u.due) end
+  if u.pub ~= 0 or u.pend ~= nil then
+    local p = ''
+    if u.pend ~= nil then p = tostring(u.pend) end
+    redis.call('HSET', st, u.user, table.concat({ tostring(u.pub), p, fmt(u.due) }, US))
+  else
+    redis.call('HDEL', st, u.user)
+  end
+  if nxt ~= nil then
+    redis.call('ZADD', due, nxt, u.user)
+  else
+    redis.call('ZREM', due, u.user)
+  end
+end
+
+-- settle observes the user's current status and stores everything; a
+-- published change is appended to events as user, from, to.
+local function settle(u, cause, since, st, due, P, events)
+  local ev = observe(u, aggregate(u, P), cause, u.since or since or P.now, P)
+  store(u, st, due, P)
+  if ev then
+    events[#events + 1] = u.user
+    events[#events + 1] = ev[1]
+    events[#events + 1] = ev[2]
+  end
+end
+
+local function set(u, id, r)
+  u.devs[id] = r
+  u.dirty[id] = r
+end
+
+local function drop(u, id)
+  u.devs[id] = nil
+  u.dirty[id] = false
+end
+

@@ -1,0 +1,43 @@
+-- login.lua: logs a device in under a policy, kicking what the policy removes.
+-- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
+-- ARGV[1..11] common parameters (lib.lua)
+-- ARGV[12] user  ARGV[13] device  ARGV[14] kind  ARGV[15] gateway
+-- ARGV[16] policy (0 multi, 1 exclusive, 2 exclusive per kind)
+-- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
+-- ARGV[20] the new session token
+-- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
+-- kicked holds device, kind, gateway for each removed session (the device's
+-- own earlier session included); events holds user, from, to.
+local P = params()
+local now = P.now
+local user, dev, kind, policy = ARGV[12], ARGV[13], ARGV[14], tonumber(ARGV[16])
+local function class(k)
+  if k == '3' or k == '4' then return 'mobile' end
+  return k
+end
+local u = load(user, KEYS[1], P)
+local kicked, keep = {}, 0
+for id, r in pairs(u.devs) do
+  if state(r, now, P) ~= 0 then
+    if id == dev or policy == 1 or (policy == 2 and class(r.kind) == class(kind)) then
+      kicked[#kicked + 1] = id
+    else
+      keep = keep + 1
+    end
+  end
+end
+if keep >= P.maxdev then return { now, 'TOOMANY', {}, {} } end
+local out, events = {}, {}
+table.sort(kicked)
+for _, id in ipairs(kicked) do
+  local r = u.devs[id]
+  out[#out + 1] = id
+  out[#out + 1] = r.kind
+  out[#out + 1] = r.gw
+  r.gone = true
+  set(u, id, r)
+end
+set(u, dev, { kind = kind, gw = ARGV[15], token = ARGV[20], login = now, seen = now, active = now,
+  bg = ARGV[17] == '1', iv = tonumber(ARGV[18]), gone = false, meta = ARGV[19] })
+settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
+return { now, '', out, events }

@@ -1,0 +1,114 @@
+-- sweep_scopes.lua: one bounded step of the sweep of one scope bucket.
+-- KEYS[1] the bucket's scope registry  KEYS[2] the bucket's release counters
+-- KEYS[3] the bucket's sweep lock
+-- ARGV[1] now ms or ""  ARGV[2] lock token  ARGV[3] lock lease ms
+-- ARGV[4] at most this many scopes  ARGV[5] at most about this many entries
+-- examined  ARGV[6] empty sweeps before release  ARGV[7] count key lifetime ms
+-- ARGV[8] the bucket's key base ("P:{sB}:")  ARGV[9..12] key kinds of the
+-- exact set, compact shard, approx bucket and count ("z:", "h:", "x:", "n:")
+-- ARGV[13] number of classes; then 6 fields each: name, layout, window ms,
+-- shards, sweep interval ms, approx bucket ms
+-- Returns {now, visited, removed, released, more 0/1, lock}: lock is "idle",
+-- "held" (nothing done) or "ok". Each due scope loses the members whose
+-- window has passed (checked and deleted inside this script), gets its count
+-- key rewritten, and is released (keys and registry entry deleted) once it
+-- has been empty for the given number of sweeps in a row. A compact scope too
+-- large for one step resumes from its saved shard on the next step.
+local now = clock(ARGV[1])
+local token, lease, limit, budget = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local releaseAfter, countTTL, base = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+local kz, kh, kx, kn = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local classes = {}
+for i = 0, tonumber(ARGV[13]) - 1 do
+  local a = 14 + i * 6
+  classes[ARGV[a]] = { layout = ARGV[a + 1], win = tonumber(ARGV[a + 2]), shards = tonumber(ARGV[a + 3]),
+    interval = tonumber(ARGV[a + 4]), bucket = tonumber(ARGV[a + 5]) }
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+local holder = redis.call('GET', KEYS[3])
+if #due == 0 then
+  if holder == token then redis.call('DEL', KEYS[3]) end
+  return { now, 0, 0, 0, 0, 'idle' }
+end
+if holder and holder ~= token then return { now, 0, 0, 0, 1, 'held' } end
+redis.call('SET', KEYS[3], token, 'PX', lease)
+
+local visited, removed, released, examined, more = 0, 0, 0, 0, 0
+for _, ref in ipairs(due) do
+  if examined >= budget then
+    more = 1
+    break
+  end
+  visited = visited + 1
+  local c = string.find(ref, ':', 1, true)
+  local class, id = string.sub(ref, 1, c - 1), string.sub(ref, c + 1)
+  local cfg = classes[class]
+  local tail = ':' .. id
+  local rel = split(redis.call('HGET', KEYS[2], ref) or '0:0', ':')
+  local empties, cursor = tonumber(rel[1]), tonumber(rel[2])
+  local done, n, keys = true, 0, {}
+  if cfg == nil then
+    -- the class is no longer configured: forget the scope
+    redis.call('ZREM', KEYS[1], ref)
+    redis.call('HDEL', KEYS[2], ref)
+  else
+    if cfg.layout == '0' then
+      local key = base .. kz .. ref
+      keys[1] = key
+      local room = budget - examined
+      local old = redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. fmt(now - cfg.win), 'LIMIT', 0, room)
+      for _, m in ipairs(old) do redis.call('ZREM', key, m) end
+      removed, examined = removed + #old, examined + #old + 1
+      if #old >= room then done = false end
+      n = redis.call('ZCARD', key)
+    elseif cfg.layout == '1' then
+      local prefix = base .. kh .. class .. ':'
+      for i = 0, cfg.shards - 1 do keys[#keys + 1] = prefix .. i .. tail end
+      while cursor < cfg.shards do
+        if examined >= budget then
+          done = false
+          break
+        end
+        local key = prefix .. cursor .. tail
+        local flat = redis.call('HGETALL', key)
+        for i = 1, #flat, 2 do
+          if now - tonumber(flat[i + 1]) > cfg.win then
+            redis.call('HDEL', key, flat[i])
+            removed = removed + 1
+          end
+        end
+        examined = examined + #flat / 2 + 1
+        cursor = cursor + 1
+      end
+      if done then n = size('1', prefix, tail, cfg.win, cfg.shards, 0, now) end
+    else
+      local prefix = base .. kx .. class .. ':'
+      keys = buckets(prefix, tail, now - cfg.win - cfg.bucket, now, cfg.bucket)
+      n = size('2', prefix, tail, cfg.win, 0, cfg.bucket, now)
+      examined = examined + 1
+    end
+    local countKey = base .. kn .. ref
+    if not done then
+      redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor)
+      redis.call('ZADD', KEYS[1], now, ref)
+      more = 1
+    elseif n > 0 or empties + 1 < releaseAfter then
+      redis.call('SET', countKey, n .. ':' .. fmt(now), 'PX', countTTL)
+      if n > 0 then
+        redis.call('HDEL', KEYS[2], ref)
+      else
+        redis.call('HSET', KEYS[2], ref, (empties + 1) .. ':0')
+      end
+      redis.call('ZADD', KEYS[1], now + cfg.interval, ref)
+    else
+      keys[#keys + 1] = countKey
+      redis.call('DEL', unpack(keys))
+      redis.call('ZREM', KEYS[1], ref)
+      redis.call('HDEL', KEYS[2], ref)
+      released = released + 1
+    end
+  end
+end
+if more == 0 and #due >= limit then more = 1 end
+if more == 0 then redis.call('DEL', KEYS[3]) end
+return { now, visited, removed, released, more, 'ok' }

@@ -1,0 +1,203 @@
+package core
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file holds the presence rules in Go: the same rules as the Lua
+// library (lua/lib.lua), used to derive states from stored records and by
+// the reference model. The conformance suite checks that both agree.
+
+// record is a stored device session (the encoding is described in lua/lib.lua).
+type record struct {
+	kind       Kind
+	gateway    string
+	token      string
+	loginAt    int64
+	seen       int64
+	active     int64
+	background bool
+	interval   int64
+	gone       bool
+	meta       string
+}
+
+const (
+	unitSep   = "\x1f"
+	recordSep = "\x1e"
+)
+
+func (r record) encode() string {
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return strings.Join([]string{
+		strconv.Itoa(int(r.kind)), r.gateway, r.token, itoa(r.loginAt), itoa(r.seen), itoa(r.active),
+		b(r.background), itoa(r.interval), b(r.gone), r.meta,
+	}, unitSep)
+}
+
+func decodeRecord(s string) (record, error) {
+	f := strings.SplitN(s, unitSep, 10)
+	if len(f) != 10 {
+		return record{}, replyErr("device record has %d fields, want 10", len(f))
+	}
+	var r record
+	var err error
+	k, err := strconv.Atoi(f[0])
+	if err != nil || !Kind(k).valid() {
+		return record{}, replyErr("device record kind %q", f[0])
+	}
+	r.kind, r.gateway, r.token, r.meta = Kind(k), f[1], f[2], f[9]
+	nums := []*int64{&r.loginAt, &r.seen, &r.active, &r.interval}
+	for i, idx := range []int{3, 4, 5, 7} {
+		if *nums[i], err = strconv.ParseInt(f[idx], 10, 64); err != nil {
+			return record{}, replyErr("device record field %d: %q", idx, f[idx])
+		}
+	}
+	r.background, r.gone = f[6] == "1", f[8] == "1"
+	return r, nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func (s *settings) window(r record) int64 {
+	if r.background {
+		return s.push
+	}
+	return 2 * r.interval
+}
+
+// deadline is the last instant at which the device is alive.
+func (s *settings) deadline(r record) int64 { return r.seen + s.window(r) }
+
+// state is the device state of design section 5.
+func (s *settings) state(r record, now int64) Status {
+	switch {
+	case r.gone || now > s.deadline(r):
+		return StatusOffline
+	case r.background:
+		return StatusPushOnline
+	case now-r.active >= s.idle:
+		return StatusAway
+	}
+	return StatusOnline
+}
+
+// aggregate is the status others see, by the rules of design section 6.
+func aggregate(states []Status, manual Manual) Status {
+	best := StatusOffline
+	for _, st := range states {
+		if st > best && st <= StatusOnline {
+			best = st
+		}
+	}
+	switch {
+	case best == StatusOffline:
+		return StatusOffline
+	case manual == ManualDND:
+		return StatusDND
+	case manual == ManualInvisible:
+		return StatusOffline
+	}
+	return best
+}
+
+// Aggregate returns the status others see for a user whose devices are in
+// the given states and whose manual status is manual: OFFLINE with no live
+// device, DND or (for INVISIBLE) OFFLINE by the manual status, else the most
+// present device (ONLINE over AWAY over PUSH_ONLINE).
+func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
+
+// cause is why a user's status is being re-evaluated (design section 7).
+type cause uint8
+
+const (
+	causeChange cause = iota // heartbeat, login, manual status
+	causeLeave               // disconnect or expiry: OFFLINE waits for LeaveDelay
+	causeLogout              // explicit logout: OFFLINE is published at once
+)
+
+// debounce is a user's published status and the change waiting to be published.
+type debounce struct {
+	pub     Status
+	pending bool
+	pend    Status
+	due     int64
+}
+
+// observe applies the debounce of design section 7 to the current status
+// cur and reports the change it publishes, if any. since is the instant the
+// user went offline (for causeLeave).
+func (d *debounce) observe(cur Status, c cause, now, since int64, s *settings) (from, to Status, published bool) {
+	if cur == d.pub {
+		d.pending, d.due = false, 0
+		return 0, 0, false
+	}
+	switch {
+	case c == causeLogout && cur == StatusOffline:
+		d.due = now
+	case d.pending && d.pend == cur:
+	case cur == StatusOffline && c == causeLeave:
+		d.due = since + s.leave
+	case d.pending:
+		d.due = min(d.due, now+s.coalesce)
+	default:
+		d.due = now + s.coalesce
+	}
+	d.pending, d.pend = true, cur
+	if now >= d.due {
+		from = d.pub
+		d.pub, d.pending, d.pend, d.due = cur, false, 0, 0
+		return from, cur, true
+	}
+	return 0, 0, false
+}
+
+// encodeMeta renders metadata as "k\x1ev\x1ek\x1ev" with keys in order.
+func encodeMeta(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(recordSep)
+		}
+		b.WriteString(k)
+		b.WriteString(recordSep)
+		b.WriteString(m[k])
+	}
+	return b.String()
+}
+
+func decodeMeta(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	f := strings.Split(s, recordSep)
+	m := make(map[string]string, len(f)/2)
+	for i := 0; i+1 < len(f); i += 2 {
+		m[f[i]] = f[i+1]
+	}
+	return m
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func (k Kind) classCode() string {
+	if k == KindIOS || k == KindAndroid {
+		return "mobile"
+	}
+	return strconv.Itoa(int(k))
+}

@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"errors"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// Script is one Lua script with its SHA1, as EVALSHA names it.
+type Script struct {
+	name   string
+	source string
+	sha    string
+}
+
+// Name returns the script's file name without ".lua".
+func (s *Script) Name() string { return s.name }
+
+// Source returns the full source sent by EVAL.
+func (s *Script) Source() string { return s.source }
+
+// SHA returns the hex SHA1 of the source, as EVALSHA takes it.
+func (s *Script) SHA() string { return s.sha }
+
+// scriptSet holds every script of the engine. Scripts that share helpers get
+// lib.lua (and scopelib.lua) prepended, so each is self-contained.
+type scriptSet struct {
+	heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
+	touch, leave, count, members, active, sweepScopes            *Script
+}
+
+func loadScript(name string, libs ...string) *Script {
+	var src []byte
+	for _, f := range append(libs, name) {
+		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic("presence: missing embedded script " + f) // the embed pattern guarantees it
+		}
+		src = append(src, b...)
+		src = append(src, '\n')
+	}
+	sum := sha1.Sum(src)
+	return &Script{name: name, source: string(src), sha: hex.EncodeToString(sum[:])}
+}
+
+func loadScripts() scriptSet {
+	user := []string{"lib"}
+	scope := []string{"lib", "scopelib"}
+	return scriptSet{
+		heartbeat:   loadScript("heartbeat", user...),
+		login:       loadScript("login", user...),
+		logout:      loadScript("logout", user...),
+		manual:      loadScript("manual", user...),
+		status:      loadScript("status", user...),
+		sweepUsers:  loadScript("sweep_users", user...),
+		unlock:      loadScript("unlock"),
+		touch:       loadScript("touch", scope...),
+		leave:       loadScript("leave"),
+		count:       loadScript("count", scope...),
+		members:     loadScript("members", scope...),
+		active:      loadScript("active", scope...),
+		sweepScopes: loadScript("sweep_scopes", scope...),
+	}
+}
+
+// Scripts returns every script the engine runs, for tools that preload them
+// (SCRIPT LOAD) or inspect them.
+func Scripts() []*Script {
+	s := loadScripts()
+	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
+		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes}
+}
+
+// scriptCall is one call the engine wants made.
+type scriptCall struct {
+	script *Script
+	keys   []string
+	args   []string
+}
+
+// eval runs calls through the store: refused before sending if a call's keys
+// span slots; by SHA first, then, for the calls the server did not know, by
+// source in a second round trip. It returns the values in order, or the
+// first error, wrapped in a *StoreError naming op.
+func (e *Engine) eval(ctx context.Context, op string, calls []scriptCall) ([]Value, error) {
+	out := make([]Call, len(calls))
+	for i, c := range calls {
+		if err := SameSlot(c.keys); err != nil {
+			return nil, err
+		}
+		out[i] = Call{SHA: c.script.sha, Keys: c.keys, Args: c.args}
+	}
+	res := e.store.Eval(ctx, out)
+	if len(res) != len(out) {
+		return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res), len(out))}
+	}
+	var missing []int
+	for i, r := range res {
+		if errors.Is(r.Err, ErrNoScript) {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		again := make([]Call, len(missing))
+		for j, i := range missing {
+			again[j] = Call{Source: calls[i].script.source, Keys: out[i].Keys, Args: out[i].Args}
+		}
+		res2 := e.store.Eval(ctx, again)
+		if len(res2) != len(again) {
+			return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res2), len(again))}
+		}
+		for j, i := range missing {
+			res[i] = res2[j]
+		}
+	}
+	vals := make([]Value, len(res))
+	for i, r := range res {
+		if r.Err != nil {
+			err := &StoreError{Op: op, Unavailable: errors.Is(r.Err, ErrUnavailable), Err: r.Err}
+			e.metrics.Error(op, err)
+			return nil, err
+		}
+		vals[i] = r.Value
+	}
+	return vals, nil
+}

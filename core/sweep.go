@@ -1,0 +1,154 @@
+package core
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// SweepUsers runs one sweep pass over every user bucket (design section 10):
+// each bucket takes one cheap call when nothing is due; otherwise bounded
+// steps settle due users (expired devices deleted after a re-check inside
+// the script, pending changes published, idle devices turned AWAY) until
+// none is due. A bucket whose lock another sweeper holds is skipped;
+// correctness never depends on the lock.
+func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
+	n := int(e.s.keys.userBuckets)
+	return e.sweep(ctx, "users", n, func(b uint32, token string) scriptCall {
+		base := e.s.keys.userBase(b)
+		args := append(e.userArgs(b, 3), token, itoa(e.s.lease), strconv.Itoa(e.s.batch))
+		return scriptCall{e.scripts.sweepUsers, []string{base + sufState, base + sufDue, base + sufLock}, args}
+	}, func(v Value, r *SweepReport) (bool, string, error) {
+		now, rest, err := splitReply(v, 4)
+		if err != nil {
+			return false, "", err
+		}
+		visited, err1 := rest[0].AsInt()
+		more, err2 := rest[1].AsInt()
+		lock, err3 := rest[2].AsString()
+		if err1 != nil || err2 != nil || err3 != nil {
+			return false, "", replyErr("sweep: %s", v)
+		}
+		changes, err := decodeChanges(rest[3], now)
+		if err != nil {
+			return false, "", err
+		}
+		r.Visited += int(visited)
+		r.Changes = append(r.Changes, changes...)
+		r.observe(now)
+		return more == 1, lock, nil
+	})
+}
+
+// SweepScopes runs one sweep pass over every scope bucket: due scopes lose
+// their expired members (deleted after a re-check inside the script), get
+// their count keys rewritten, and are released once empty for
+// Config.ReleaseAfter sweeps in a row.
+func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
+	n := int(e.s.keys.scopeBuckets)
+	classes := make([]string, 0, 1+6*len(e.s.classNames))
+	classes = append(classes, strconv.Itoa(len(e.s.classNames)))
+	for _, name := range e.s.classNames {
+		c := e.s.classes[name]
+		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
+			itoa(c.interval), itoa(c.bucket))
+	}
+	return e.sweep(ctx, "scopes", n, func(b uint32, token string) scriptCall {
+		args := append(make([]string, 0, 12+len(classes)), e.nowArg(), token, itoa(e.s.lease),
+			strconv.Itoa(e.s.batch), strconv.Itoa(e.s.budget), strconv.Itoa(e.s.release), itoa(e.s.countTTL),
+			e.s.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
+		return scriptCall{e.scripts.sweepScopes, e.scopeBucketKeys(b), append(args, classes...)}
+	}, func(v Value, r *SweepReport) (bool, string, error) {
+		now, rest, err := splitReply(v, 5)
+		if err != nil {
+			return false, "", err
+		}
+		var n [4]int64
+		for i := range n {
+			if n[i], err = rest[i].AsInt(); err != nil {
+				return false, "", err
+			}
+		}
+		lock, err := rest[4].AsString()
+		if err != nil {
+			return false, "", err
+		}
+		r.Visited += int(n[0])
+		r.Removed += int(n[1])
+		r.Released += int(n[2])
+		r.observe(now)
+		return n[3] == 1, lock, nil
+	})
+}
+
+// sweep drives the steps of a pass: one pipelined round over all buckets,
+// then further rounds for the buckets that have more to do. On failure it
+// releases the locks it may hold.
+func (e *Engine) sweep(ctx context.Context, kind string, buckets int,
+	step func(b uint32, token string) scriptCall,
+	read func(v Value, r *SweepReport) (more bool, lock string, err error)) (SweepReport, error) {
+	token, err := e.newToken()
+	if err != nil {
+		return SweepReport{}, err
+	}
+	r := SweepReport{Buckets: buckets}
+	pending := make([]uint32, buckets)
+	for i := range pending {
+		pending[i] = uint32(i)
+	}
+	for len(pending) > 0 {
+		calls := make([]scriptCall, len(pending))
+		for i, b := range pending {
+			calls[i] = step(b, token)
+		}
+		vals, err := e.eval(ctx, "sweep "+kind, calls)
+		if err != nil {
+			e.unlock(ctx, calls, token)
+			return r, err
+		}
+		r.Steps += len(calls)
+		next := pending[:0]
+		for i, v := range vals {
+			more, lock, err := read(v, &r)
+			if err != nil {
+				e.unlock(ctx, calls, token)
+				return r, err
+			}
+			switch {
+			case lock == "held":
+				r.Held++
+			case more:
+				next = append(next, pending[i])
+			}
+		}
+		pending = next
+		if err := ctx.Err(); err != nil && len(pending) > 0 {
+			e.unlock(context.WithoutCancel(ctx), calls, token)
+			return r, err
+		}
+	}
+	e.metrics.Swept(kind, r)
+	e.publish(ctx, r.Changes, nil)
+	return r, nil
+}
+
+// unlock releases this pass's locks (the last key of each step call).
+func (e *Engine) unlock(ctx context.Context, steps []scriptCall, token string) {
+	calls := make([]scriptCall, len(steps))
+	for i, s := range steps {
+		calls[i] = scriptCall{e.scripts.unlock, s.keys[len(s.keys)-1:], []string{token}}
+	}
+	_, _ = e.eval(ctx, "unlock", calls)
+}
+
+// observe widens the report's server-time span to include now.
+func (r *SweepReport) observe(now int64) {
+	t := time.UnixMilli(now)
+	if r.first.IsZero() || t.Before(r.first) {
+		r.first = t
+	}
+	if t.After(r.last) {
+		r.last = t
+	}
+	r.Duration = r.last.Sub(r.first)
+}

@@ -1,0 +1,436 @@
+package core
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Heartbeat records one heartbeat (design section 5): the device is seen
+// now, active now if hb.Active, backgrounded if hb.Background. Under
+// PolicyMulti a device without a session is logged in implicitly. A
+// refused heartbeat (ErrSessionReplaced, ErrNoSession, ErrTooManyDevices,
+// ErrClockSkew, or an *InputError) changes nothing.
+func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
+	acks, err := e.HeartbeatBatch(ctx, []Heartbeat{hb})
+	if err != nil {
+		return Ack{}, err
+	}
+	return acks[0], acks[0].Err
+}
+
+// HeartbeatBatch records up to MaxBatch heartbeats in one round trip (one
+// script call per user bucket), as a gateway merging the beats of one tick
+// does. Each beat's refusal is in its Ack.Err; the error is for the batch
+// as a whole (invalid batch size, Redis unavailable).
+func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
+	if err := checkBatch("beats", len(beats)); err != nil {
+		return nil, err
+	}
+	acks := make([]Ack, len(beats))
+	groups := map[uint32][]int{}
+	var order []uint32
+	for i, hb := range beats {
+		if err := e.checkHeartbeat(hb); err != nil {
+			acks[i].Err = err
+			continue
+		}
+		b := e.s.keys.userBucket(hb.User)
+		if _, ok := groups[b]; !ok {
+			order = append(order, b)
+		}
+		groups[b] = append(groups[b], i)
+	}
+	calls := make([]scriptCall, 0, len(order))
+	for _, b := range order {
+		idx := groups[b]
+		args := e.userArgs(b, 1+11*len(idx))
+		args = append(args, strconv.Itoa(len(idx)))
+		for _, i := range idx {
+			hb := beats[i]
+			meta, at, issue := "", "", ""
+			if hb.Meta != nil {
+				meta = "=" + encodeMeta(hb.Meta)
+			}
+			if !hb.At.IsZero() {
+				at = itoa(hb.At.UnixMilli())
+			}
+			if hb.Token == "" {
+				t, err := e.newToken()
+				if err != nil {
+					return nil, err
+				}
+				issue = t
+			}
+			args = append(args, hb.User, hb.Device, strconv.Itoa(int(hb.Kind)), hb.Gateway, hb.Token,
+				flag(hb.Active), flag(hb.Background), itoa(e.s.interval[hb.Kind]), meta, at, issue)
+		}
+		calls = append(calls, scriptCall{e.scripts.heartbeat, e.userKeys(b), args})
+	}
+	if len(calls) == 0 {
+		e.metrics.Heartbeats(0, len(beats))
+		return acks, nil
+	}
+	vals, err := e.eval(ctx, "heartbeat", calls)
+	if err != nil {
+		return nil, err
+	}
+	var changes []Change
+	accepted := 0
+	for g, b := range order {
+		now, rest, err := splitReply(vals[g], 2)
+		if err != nil {
+			return nil, err
+		}
+		results, err := rest[0].AsArray(2 * len(groups[b]))
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range groups[b] {
+			code, err1 := results[2*j].AsString()
+			token, err2 := results[2*j+1].AsString()
+			if err1 != nil || err2 != nil {
+				return nil, replyErr("heartbeat result %d: %s", j, vals[g])
+			}
+			if acks[i].Err = codeErr(code); acks[i].Err == nil {
+				acks[i].Token = token
+				accepted++
+			}
+		}
+		ch, err := decodeChanges(rest[1], now)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range ch {
+			for _, i := range groups[b] {
+				if beats[i].User == c.User {
+					acks[i].Changes = append(acks[i].Changes, c)
+					break
+				}
+			}
+		}
+		changes = append(changes, ch...)
+	}
+	e.metrics.Heartbeats(accepted, len(beats)-accepted)
+	e.publish(ctx, changes, nil)
+	return acks, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// splitReply reads a script reply {now, rest...} with n items after now.
+func splitReply(v Value, n int) (int64, []Value, error) {
+	items, err := v.AsArray(n + 1)
+	if err != nil {
+		return 0, nil, err
+	}
+	now, err := items[0].AsInt()
+	if err != nil {
+		return 0, nil, err
+	}
+	return now, items[1:], nil
+}
+
+func (e *Engine) checkHeartbeat(hb Heartbeat) error {
+	if err := checkID("Heartbeat.User", hb.User); err != nil {
+		return err
+	}
+	if err := checkID("Heartbeat.Device", hb.Device); err != nil {
+		return err
+	}
+	if !hb.Kind.valid() {
+		return invalid("Heartbeat.Kind", "unknown kind %d", hb.Kind)
+	}
+	if err := checkGateway("Heartbeat.Gateway", hb.Gateway); err != nil {
+		return err
+	}
+	if hb.Token != "" {
+		if err := checkID("Heartbeat.Token", hb.Token); err != nil {
+			return err
+		}
+	}
+	return checkMeta("Heartbeat.Meta", hb.Meta)
+}
+
+// Login logs a device in under the policy (design section 8) and returns a
+// new session token. Sessions the policy removes, and an earlier session of
+// the same device, are kicked: returned, marked so that their tokens are
+// refused, and announced on their gateways' kick channels. A login beyond
+// Config.MaxDevices is refused with ErrTooManyDevices and changes nothing.
+func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
+	policy := e.s.cfg.Policy
+	if l.Policy != nil {
+		policy = *l.Policy
+	}
+	if err := e.checkLogin(l, policy); err != nil {
+		return LoginResult{}, err
+	}
+	token, err := e.newToken()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	b := e.s.keys.userBucket(l.User)
+	args := append(e.userArgs(b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token)
+	vals, err := e.eval(ctx, "login", []scriptCall{{e.scripts.login, e.userKeys(b), args}})
+	if err != nil {
+		return LoginResult{}, err
+	}
+	now, rest, err := splitReply(vals[0], 3)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	code, err := rest[0].AsString()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if err := codeErr(code); err != nil {
+		return LoginResult{}, err
+	}
+	kicked, err := decodeKicks(l.User, rest[1], now)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	changes, err := decodeChanges(rest[2], now)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	e.publish(ctx, changes, kicked)
+	return LoginResult{Token: token, Kicked: kicked, Changes: changes}, nil
+}
+
+func (e *Engine) checkLogin(l Login, p Policy) error {
+	if err := checkID("Login.User", l.User); err != nil {
+		return err
+	}
+	if err := checkID("Login.Device", l.Device); err != nil {
+		return err
+	}
+	if !l.Kind.valid() {
+		return invalid("Login.Kind", "unknown kind %d", l.Kind)
+	}
+	if !p.valid() {
+		return invalid("Login.Policy", "unknown policy %d", p)
+	}
+	if err := checkGateway("Login.Gateway", l.Gateway); err != nil {
+		return err
+	}
+	return checkMeta("Login.Meta", l.Meta)
+}
+
+func decodeKicks(user string, v Value, now int64) ([]Kick, error) {
+	items, err := v.AsArray(-1)
+	if err != nil || len(items)%3 != 0 {
+		return nil, replyErr("kicks: %s", v)
+	}
+	var out []Kick
+	for i := 0; i < len(items); i += 3 {
+		dev, err1 := items[i].AsString()
+		kind, err2 := items[i+1].AsInt()
+		gw, err3 := items[i+2].AsString()
+		if err1 != nil || err2 != nil || err3 != nil || !Kind(kind).valid() {
+			return nil, replyErr("kick %d: %s", i/3, v)
+		}
+		out = append(out, Kick{User: user, Device: dev, Kind: Kind(kind), Gateway: gw, At: msTime(now)})
+	}
+	return out, nil
+}
+
+// Logout ends a device's session because the user logged out. If it was
+// the user's last live device, OFFLINE is published at once. A non-empty
+// token must be the session's (else ErrSessionReplaced: a stale client
+// cannot end a newer session); the token then stays refused.
+func (e *Engine) Logout(ctx context.Context, user, device, token string) (Ended, error) {
+	return e.end(ctx, "logout", user, device, token)
+}
+
+// Disconnect ends a device's session because its transport closed. If it
+// was the user's last live device, OFFLINE is published only after the user
+// stays offline for LeaveDelay, so a quick reconnect publishes nothing.
+func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (Ended, error) {
+	return e.end(ctx, "disconnect", user, device, token)
+}
+
+func (e *Engine) end(ctx context.Context, mode, user, device, token string) (Ended, error) {
+	if err := checkID("user", user); err != nil {
+		return Ended{}, err
+	}
+	if err := checkID("device", device); err != nil {
+		return Ended{}, err
+	}
+	if token != "" {
+		if err := checkID("token", token); err != nil {
+			return Ended{}, err
+		}
+	}
+	b := e.s.keys.userBucket(user)
+	args := append(e.userArgs(b, 4), user, device, mode, token)
+	vals, err := e.eval(ctx, mode, []scriptCall{{e.scripts.logout, e.userKeys(b), args}})
+	if err != nil {
+		return Ended{}, err
+	}
+	now, rest, err := splitReply(vals[0], 3)
+	if err != nil {
+		return Ended{}, err
+	}
+	code, err1 := rest[0].AsString()
+	removed, err2 := rest[1].AsInt()
+	if err1 != nil || err2 != nil {
+		return Ended{}, replyErr("%s: %s", mode, vals[0])
+	}
+	if err := codeErr(code); err != nil {
+		return Ended{}, err
+	}
+	changes, err := decodeChanges(rest[2], now)
+	if err != nil {
+		return Ended{}, err
+	}
+	e.publish(ctx, changes, nil)
+	return Ended{Removed: removed == 1, Changes: changes}, nil
+}
+
+// SetManual sets the user's manual status (ManualNone clears it) for ttl,
+// or until cleared when ttl is 0 (design section 6). A manual status never
+// makes anyone online.
+func (e *Engine) SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error) {
+	if err := checkID("user", user); err != nil {
+		return nil, err
+	}
+	if !m.valid() {
+		return nil, invalid("manual", "unknown manual status %d", m)
+	}
+	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
+		return nil, invalid("ttl", "must be 0 (no expiry) or at least 1ms, got %v", ttl)
+	}
+	b := e.s.keys.userBucket(user)
+	args := append(e.userArgs(b, 3), user, strconv.Itoa(int(m)), itoa(ms(ttl)))
+	vals, err := e.eval(ctx, "manual", []scriptCall{{e.scripts.manual, e.userKeys(b), args}})
+	if err != nil {
+		return nil, err
+	}
+	now, rest, err := splitReply(vals[0], 1)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := decodeChanges(rest[0], now)
+	if err != nil {
+		return nil, err
+	}
+	e.publish(ctx, changes, nil)
+	return changes, nil
+}
+
+// Status returns one user's status and live devices.
+func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
+	out, err := e.Statuses(ctx, []string{user})
+	if err != nil {
+		return UserStatus{}, err
+	}
+	return out[0], nil
+}
+
+// Statuses returns up to MaxBatch users' statuses in one round trip (one
+// read-only script call per user bucket), in the order asked.
+func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
+	if err := checkBatch("users", len(users)); err != nil {
+		return nil, err
+	}
+	groups := map[uint32][]int{}
+	var order []uint32
+	for i, u := range users {
+		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
+			return nil, err
+		}
+		b := e.s.keys.userBucket(u)
+		if _, ok := groups[b]; !ok {
+			order = append(order, b)
+		}
+		groups[b] = append(groups[b], i)
+	}
+	calls := make([]scriptCall, len(order))
+	for g, b := range order {
+		args := append(e.userArgs(b, 1+len(groups[b])), strconv.Itoa(len(groups[b])))
+		for _, i := range groups[b] {
+			args = append(args, users[i])
+		}
+		calls[g] = scriptCall{e.scripts.status, e.userKeys(b)[:1], args}
+	}
+	vals, err := e.eval(ctx, "status", calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]UserStatus, len(users))
+	for g, b := range order {
+		now, rest, err := splitReply(vals[g], 1)
+		if err != nil {
+			return nil, err
+		}
+		items, err := rest[0].AsArray(len(groups[b]))
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range groups[b] {
+			if out[i], err = e.decodeStatus(users[i], items[j], now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
+	f, err := v.AsArray(3)
+	if err != nil {
+		return UserStatus{}, err
+	}
+	manual, err1 := f[0].AsInt()
+	mexp, err2 := f[1].AsInt()
+	flat, err3 := f[2].AsArray(-1)
+	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !Manual(manual).valid() {
+		return UserStatus{}, replyErr("status of %q: %s", user, v)
+	}
+	recs := make(map[string]record, len(flat)/2)
+	for i := 0; i < len(flat); i += 2 {
+		id, err1 := flat[i].AsString()
+		raw, err2 := flat[i+1].AsString()
+		if err1 != nil || err2 != nil {
+			return UserStatus{}, replyErr("status of %q: %s", user, v)
+		}
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return UserStatus{}, err
+		}
+		recs[id] = r
+	}
+	return e.s.userStatus(user, recs, Manual(manual), mexp, now), nil
+}
+
+// userStatus derives a user's status from stored records by the rules.
+func (s *settings) userStatus(user string, recs map[string]record, manual Manual, mexp, now int64) UserStatus {
+	if mexp > 0 && now >= mexp {
+		manual, mexp = ManualNone, 0
+	}
+	st := UserStatus{User: user, Manual: manual, ManualUntil: msTime(mexp), At: msTime(now)}
+	states := make([]Status, 0, len(recs))
+	for id, r := range recs {
+		state := s.state(r, now)
+		if state == StatusOffline {
+			continue
+		}
+		states = append(states, state)
+		st.Devices = append(st.Devices, Device{
+			ID: id, Kind: r.kind, Gateway: r.gateway, State: state, Background: r.background,
+			LoginAt: msTime(r.loginAt), LastSeen: msTime(r.seen), LastActive: msTime(r.active),
+			Meta: decodeMeta(r.meta),
+		})
+	}
+	sort.Slice(st.Devices, func(i, j int) bool { return st.Devices[i].ID < st.Devices[j].ID })
+	st.Status = aggregate(states, manual)
+	return st
+}

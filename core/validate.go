@@ -1,0 +1,79 @@
+package core
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// checkID applies the ID rules of design section 3: non-empty UTF-8 of at
+// most MaxIDBytes bytes with no control characters.
+func checkID(field, id string) error {
+	if id == "" {
+		return invalid(field, "must not be empty")
+	}
+	if len(id) > MaxIDBytes {
+		return invalid(field, "is %d bytes, at most %d allowed", len(id), MaxIDBytes)
+	}
+	return checkText(field, id)
+}
+
+func checkText(field, s string) error {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return invalid(field, "is not valid UTF-8 (byte %d)", i)
+			}
+		}
+		if unicode.IsControl(r) {
+			return invalid(field, "contains control character %U at byte %d", r, i)
+		}
+	}
+	return nil
+}
+
+// checkGateway allows an empty gateway (no routing of kicks).
+func checkGateway(field, gw string) error {
+	if gw == "" {
+		return nil
+	}
+	return checkID(field, gw)
+}
+
+// checkMeta applies the metadata caps of design section 3.
+func checkMeta(field string, m map[string]string) error {
+	if len(m) > MaxMetaEntries {
+		return invalid(field, "has %d entries, at most %d allowed", len(m), MaxMetaEntries)
+	}
+	total := 0
+	for k, v := range m {
+		if k == "" {
+			return invalid(field, "has an empty key")
+		}
+		if err := checkText(field+"[key]", k); err != nil {
+			return err
+		}
+		if err := checkText(field+"["+k+"]", v); err != nil {
+			return err
+		}
+		total += len(k) + len(v)
+	}
+	if total > MaxMetaBytes {
+		return invalid(field, "holds %d bytes, at most %d allowed", total, MaxMetaBytes)
+	}
+	return nil
+}
+
+func checkBatch(field string, n int) error {
+	if n < 1 || n > MaxBatch {
+		return invalid(field, "has %d items, want 1 to %d", n, MaxBatch)
+	}
+	return nil
+}
+
+func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
+	cs, ok := s.classes[sc.Class]
+	if !ok {
+		return cs, invalid(field+".Class", "unknown scope class %q", sc.Class)
+	}
+	return cs, checkID(field+".ID", sc.ID)
+}
