@@ -128,21 +128,21 @@ var classNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 // settings is a validated Config with every default applied and every
 // duration in milliseconds.
 type settings struct {
-	cfg                                 Config
-	keys                                keyLayout
-	interval                            [len(kindNames)]int64
-	idle, push, leave, coalesce, grace  int64
-	skew, countTTL, lease, sweepEvery   int64
-	maxDevices, batch, budget, release  int
-	lastGood                            int
-	classes                             map[string]classSettings
-	classNames                          []string
+	cfg                                Config
+	keys                               keyLayout
+	interval                           [len(kindNames)]int64
+	idle, push, leave, coalesce, grace int64
+	skew, countTTL, lease, sweepEvery  int64
+	maxDevices, batch, budget, release int
+	lastGood                           int
+	classes                            map[string]classSettings
+	classNames                         []string
 }
 
 type classSettings struct {
-	layout                           Layout
-	window, interval, bucket         int64
-	shards                           int
+	layout                   Layout
+	window, interval, bucket int64
+	shards                   int
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -287,7 +287,7 @@ func newSettings(cfg Config) (*settings, error) {
 	return s, nil
 }
 
-func (k Kind) valid() bool     { return int(k) < len(kindNames) }
-func (p Policy) valid() bool   { return int(p) < len(policyNames) }
-func (l Layout) valid() bool   { return int(l) < len(layoutNames) }
-func (m Manual) valid() bool   { return int(m) < len(manualNames) }
+func (k Kind) valid() bool   { return int(k) < len(kindNames) }
+func (p Policy) valid() bool { return int(p) < len(policyNames) }
+func (l Layout) valid() bool { return int(l) < len(layoutNames) }
+func (m Manual) valid() bool { return int(m) < len(manualNames) }

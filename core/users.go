@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"time"
@@ -29,12 +30,20 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		return nil, err
 	}
 	acks := make([]Ack, len(beats))
+	issue := make([]string, len(beats))
 	groups := map[uint32][]int{}
 	var order []uint32
 	for i, hb := range beats {
 		if err := e.checkHeartbeat(hb); err != nil {
 			acks[i].Err = err
 			continue
+		}
+		if hb.Token == "" {
+			t, err := e.newToken()
+			if err != nil {
+				return nil, err
+			}
+			issue[i] = t
 		}
 		b := e.s.keys.userBucket(hb.User)
 		if _, ok := groups[b]; !ok {
@@ -49,68 +58,58 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		args = append(args, strconv.Itoa(len(idx)))
 		for _, i := range idx {
 			hb := beats[i]
-			meta, at, issue := "", "", ""
+			meta, at := "", ""
 			if hb.Meta != nil {
 				meta = "=" + encodeMeta(hb.Meta)
 			}
 			if !hb.At.IsZero() {
 				at = itoa(hb.At.UnixMilli())
 			}
-			if hb.Token == "" {
-				t, err := e.newToken()
-				if err != nil {
-					return nil, err
-				}
-				issue = t
-			}
 			args = append(args, hb.User, hb.Device, strconv.Itoa(int(hb.Kind)), hb.Gateway, hb.Token,
-				flag(hb.Active), flag(hb.Background), itoa(e.s.interval[hb.Kind]), meta, at, issue)
+				flag(hb.Active), flag(hb.Background), itoa(e.s.interval[hb.Kind]), meta, at, issue[i])
 		}
 		calls = append(calls, scriptCall{e.scripts.heartbeat, e.userKeys(b), args})
 	}
-	if len(calls) == 0 {
-		e.metrics.Heartbeats(0, len(beats))
-		return acks, nil
-	}
-	vals, err := e.eval(ctx, "heartbeat", calls)
-	if err != nil {
-		return nil, err
-	}
-	var changes []Change
 	accepted := 0
-	for g, b := range order {
-		now, rest, err := splitReply(vals[g], 2)
+	var changes []Change
+	if len(calls) > 0 {
+		vals, err := e.eval(ctx, "heartbeat", calls)
 		if err != nil {
 			return nil, err
 		}
-		results, err := rest[0].AsArray(2 * len(groups[b]))
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range groups[b] {
-			code, err1 := results[2*j].AsString()
-			token, err2 := results[2*j+1].AsString()
-			if err1 != nil || err2 != nil {
-				return nil, replyErr("heartbeat result %d: %s", j, vals[g])
+		for g, b := range order {
+			now, rest, err := splitReply(vals[g], 1)
+			if err != nil {
+				return nil, err
 			}
-			if acks[i].Err = codeErr(code); acks[i].Err == nil {
-				acks[i].Token = token
+			results, err := rest[0].AsArray(4 * len(groups[b]))
+			if err != nil {
+				return nil, err
+			}
+			for j, i := range groups[b] {
+				r := results[4*j : 4*j+4]
+				code, err1 := r[0].AsString()
+				token, err2 := r[1].AsString()
+				from, err3 := r[2].AsInt()
+				to, err4 := r[3].AsInt()
+				if err := errors.Join(err1, err2, err3, err4); err != nil {
+					return nil, replyErr("heartbeat result %d: %v", j, err)
+				}
+				if acks[i].Err = codeErr(code); acks[i].Err != nil {
+					continue
+				}
 				accepted++
-			}
-		}
-		ch, err := decodeChanges(rest[1], now)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range ch {
-			for _, i := range groups[b] {
-				if beats[i].User == c.User {
-					acks[i].Changes = append(acks[i].Changes, c)
-					break
+				acks[i].Token = token
+				if from >= 0 {
+					if !Status(from).Valid() || !Status(to).Valid() {
+						return nil, replyErr("heartbeat result %d: status %d→%d", j, from, to)
+					}
+					c := Change{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}
+					acks[i].Changes = []Change{c}
+					changes = append(changes, c)
 				}
 			}
 		}
-		changes = append(changes, ch...)
 	}
 	e.metrics.Heartbeats(accepted, len(beats)-accepted)
 	e.publish(ctx, changes, nil)

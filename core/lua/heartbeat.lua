@@ -6,18 +6,18 @@
 --   user, device, kind, gateway, token ("" none), active 0/1, background 0/1,
 --   interval ms, metadata ("" keep, "=" .. encoded to set), client time ms
 --   ("" none), token to issue on an implicit login
--- Returns {now, results, events}: results holds code, token for each
--- heartbeat (code "" accepted, or REPLACED, NOSESSION, TOOMANY, SKEW; a
--- refused heartbeat changes nothing); events holds user, from, to for each
--- published status change.
+-- Returns {now, results}: results holds code, token, from, to for each
+-- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
+-- refused heartbeat changes nothing); token the session token in force;
+-- from, to the status change it published, or -1, -1.
 local P = params()
 local now = P.now
-local results, events = {}, {}
+local results = {}
 local n = tonumber(ARGV[12])
 for i = 0, n - 1 do
   local a = 13 + i * 11
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
-  local code, issued = '', token
+  local code, issued, events = '', token, {}
   if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
     code = 'SKEW'
   else
@@ -58,5 +58,7 @@ for i = 0, n - 1 do
   end
   results[#results + 1] = code
   results[#results + 1] = issued
+  results[#results + 1] = events[2] or -1
+  results[#results + 1] = events[3] or -1
 end
-return { now, results, events }
+return { now, results }

@@ -1,0 +1,341 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
+)
+
+// t0 is the first named instant of every step table; steps name later
+// instants as offsets from it.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// env is what a step acts on: one implementation of Presence, its clock,
+// and the session tokens handed out so far (by "user/device").
+type env struct {
+	ctx    context.Context
+	p      core.Presence
+	clk    *manualClock
+	move   func(time.Time)
+	tokens map[string]string
+}
+
+// step is one row of a table: at instant t0+at, do something and observe.
+type step struct {
+	at   time.Duration
+	do   func(*env) string
+	want string
+}
+
+// backend builds a fresh Presence for one table run.
+type backend struct {
+	name string
+	open func(tb testing.TB, cfg core.Config, clk *manualClock) (core.Presence, func(time.Time))
+}
+
+func modelBackend() backend {
+	return backend{"model", func(tb testing.TB, cfg core.Config, clk *manualClock) (core.Presence, func(time.Time)) {
+		m, err := core.NewModel(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return m, func(time.Time) {}
+	}}
+}
+
+func miniBackend() backend {
+	return backend{"miniredis", func(tb testing.TB, cfg core.Config, clk *manualClock) (core.Presence, func(time.Time)) {
+		mr := miniredis.RunT(tb)
+		mr.SetTime(clk.t)
+		mr.ClockTTL(true)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		tb.Cleanup(func() { c.Close() })
+		e, err := core.New(testStore{c}, cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return e, mr.SetTime
+	}}
+}
+
+func realBackend() backend {
+	return backend{"redis-server", func(tb testing.TB, cfg core.Config, clk *manualClock) (core.Presence, func(time.Time)) {
+		srv := redistest.Server(tb)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		tb.Cleanup(func() { c.Close() })
+		e, err := core.New(testStore{c}, cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return e, func(time.Time) {}
+	}}
+}
+
+// runTable runs steps against the model, an engine on miniredis and an
+// engine on a real redis-server (skipped where none is installed).
+func runTable(t *testing.T, cfg core.Config, steps []step) {
+	t.Helper()
+	for _, b := range []backend{modelBackend(), miniBackend(), realBackend()} {
+		t.Run(b.name, func(t *testing.T) {
+			clk := &manualClock{t: t0}
+			cfg := cfg
+			cfg.Clock = clk
+			p, move := b.open(t, cfg, clk)
+			e := &env{ctx: context.Background(), p: p, clk: clk, move: move, tokens: map[string]string{}}
+			for i, s := range steps {
+				now := t0.Add(s.at)
+				if now.Before(clk.t) {
+					t.Fatalf("step %d goes back in time", i)
+				}
+				clk.t = now
+				e.move(now)
+				if got := s.do(e); got != s.want {
+					t.Errorf("step %d at t0+%v:\n got  %s\n want %s", i, s.at, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// errName names an error by the sentinel it matches.
+func errName(err error) string {
+	var ie *core.InputError
+	switch {
+	case errors.As(err, &ie):
+		return "invalid " + ie.Field
+	case errors.Is(err, core.ErrSessionReplaced):
+		return "replaced"
+	case errors.Is(err, core.ErrNoSession):
+		return "nosession"
+	case errors.Is(err, core.ErrTooManyDevices):
+		return "toomany"
+	case errors.Is(err, core.ErrClockSkew):
+		return "skew"
+	case errors.Is(err, core.ErrUnsupported):
+		return "unsupported"
+	}
+	return "error " + err.Error()
+}
+
+func changes(cs []core.Change) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.User + ":" + c.From.String() + "→" + c.To.String()
+	}
+	sort.Strings(out)
+	return " [" + strings.Join(out, " ") + "]"
+}
+
+type beatOpt func(*core.Heartbeat, *env)
+
+func active(hb *core.Heartbeat, _ *env)     { hb.Active = true }
+func background(hb *core.Heartbeat, _ *env) { hb.Background = true }
+
+// withToken sends the token that the login of user/device returned.
+func withToken(hb *core.Heartbeat, e *env) { hb.Token = e.tokens[hb.User+"/"+hb.Device] }
+
+func staleToken(token string) beatOpt {
+	return func(hb *core.Heartbeat, e *env) { hb.Token = e.tokens[token] }
+}
+
+func clientAt(offset time.Duration) beatOpt {
+	return func(hb *core.Heartbeat, e *env) { hb.At = t0.Add(offset) }
+}
+
+func gateway(gw string) beatOpt { return func(hb *core.Heartbeat, _ *env) { hb.Gateway = gw } }
+
+// hb sends a heartbeat and renders "ok" or the refusal, and any change.
+func hb(user, dev string, kind core.Kind, opts ...beatOpt) func(*env) string {
+	return func(e *env) string {
+		h := core.Heartbeat{User: user, Device: dev, Kind: kind}
+		for _, o := range opts {
+			o(&h, e)
+		}
+		ack, err := e.p.Heartbeat(e.ctx, h)
+		if err != nil {
+			return errName(err)
+		}
+		if ack.Token == "" {
+			return "no token"
+		}
+		if _, ok := e.tokens[user+"/"+dev]; !ok {
+			e.tokens[user+"/"+dev] = ack.Token
+		}
+		return "ok" + changes(ack.Changes)
+	}
+}
+
+// saveToken files the current token of user/device under name, for a later staleToken.
+func saveToken(user, dev, name string) func(*env) string {
+	return func(e *env) string {
+		e.tokens[name] = e.tokens[user+"/"+dev]
+		return "saved"
+	}
+}
+
+func login(user, dev string, kind core.Kind, gw string, policy ...core.Policy) func(*env) string {
+	return func(e *env) string {
+		l := core.Login{User: user, Device: dev, Kind: kind, Gateway: gw}
+		if len(policy) > 0 {
+			l.Policy = &policy[0]
+		}
+		res, err := e.p.Login(e.ctx, l)
+		if err != nil {
+			return errName(err)
+		}
+		e.tokens[user+"/"+dev] = res.Token
+		out := "ok"
+		for _, k := range res.Kicked {
+			out += " kicked=" + k.Device + "@" + k.Gateway
+		}
+		return out + changes(res.Changes)
+	}
+}
+
+func logout(user, dev string) func(*env) string {
+	return func(e *env) string {
+		r, err := e.p.Logout(e.ctx, user, dev, e.tokens[user+"/"+dev])
+		return ended(r, err)
+	}
+}
+
+func disconnect(user, dev string) func(*env) string {
+	return func(e *env) string {
+		r, err := e.p.Disconnect(e.ctx, user, dev, e.tokens[user+"/"+dev])
+		return ended(r, err)
+	}
+}
+
+func ended(r core.Ended, err error) string {
+	if err != nil {
+		return errName(err)
+	}
+	if !r.Removed {
+		return "absent" + changes(r.Changes)
+	}
+	return "removed" + changes(r.Changes)
+}
+
+func manual(user string, m core.Manual, ttl time.Duration) func(*env) string {
+	return func(e *env) string {
+		cs, err := e.p.SetManual(e.ctx, user, m, ttl)
+		if err != nil {
+			return errName(err)
+		}
+		return "ok" + changes(cs)
+	}
+}
+
+// status renders "STATUS dev:STATE …", with " manual=M" when one is set.
+func status(user string) func(*env) string {
+	return func(e *env) string {
+		st, err := e.p.Status(e.ctx, user)
+		if err != nil {
+			return errName(err)
+		}
+		out := st.Status.String()
+		for _, d := range st.Devices {
+			out += " " + d.ID + ":" + d.State.String()
+		}
+		if st.Manual != core.ManualNone {
+			out += " manual=" + st.Manual.String()
+		}
+		return out
+	}
+}
+
+func sweep(e *env) string {
+	r, err := e.p.SweepUsers(e.ctx)
+	if err != nil {
+		return errName(err)
+	}
+	return "swept" + changes(r.Changes)
+}
+
+func touch(sc core.Scope, members ...string) func(*env) string {
+	return func(e *env) string {
+		batch := make([]core.ScopeTouch, len(members))
+		for i, m := range members {
+			batch[i] = core.ScopeTouch{Scope: sc, Member: m}
+		}
+		if err := e.p.TouchBatch(e.ctx, batch); err != nil {
+			return errName(err)
+		}
+		return "ok"
+	}
+}
+
+func leave(sc core.Scope, member string) func(*env) string {
+	return func(e *env) string {
+		ok, err := e.p.Leave(e.ctx, sc, member)
+		if err != nil {
+			return errName(err)
+		}
+		return strconv.FormatBool(ok)
+	}
+}
+
+func count(sc core.Scope) func(*env) string {
+	return func(e *env) string {
+		c, err := e.p.Count(e.ctx, sc)
+		if err != nil {
+			return errName(err)
+		}
+		return strconv.FormatInt(c.N, 10)
+	}
+}
+
+func activeWithin(sc core.Scope, d time.Duration) func(*env) string {
+	return func(e *env) string {
+		n, err := e.p.ActiveWithin(e.ctx, sc, d)
+		if err != nil {
+			return errName(err)
+		}
+		return strconv.FormatInt(n, 10)
+	}
+}
+
+// members renders every page of size limit as "a b | c d".
+func members(sc core.Scope, limit int) func(*env) string {
+	return func(e *env) string {
+		var pages []string
+		cursor := ""
+		for i := 0; i < 100; i++ {
+			p, err := e.p.Members(e.ctx, sc, cursor, limit)
+			if err != nil {
+				return errName(err)
+			}
+			ids := make([]string, len(p.Members))
+			for j, m := range p.Members {
+				ids[j] = m.ID
+			}
+			pages = append(pages, strings.Join(ids, " "))
+			if cursor = p.Next; cursor == "" {
+				return strings.Join(pages, " | ")
+			}
+		}
+		return "too many pages"
+	}
+}
+
+func sweepScopes(e *env) string {
+	r, err := e.p.SweepScopes(e.ctx)
+	if err != nil {
+		return errName(err)
+	}
+	return fmt.Sprintf("removed=%d released=%d", r.Removed, r.Released)
+}

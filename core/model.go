@@ -1,0 +1,463 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Model is the in-memory reference model: the same semantics as Engine, in
+// plain Go with no Redis, written for clarity rather than speed. It is the
+// oracle of the conformance suite, and serves anyone who wants presence in
+// one process. It mirrors Redis down to key expiry, so that given the same
+// clock, configuration and Rand, every observation (statuses, devices,
+// counts, member pages, changes, kicks, errors) equals the Engine's, except
+// that approx counts are exact here where Redis estimates them.
+//
+// A Model needs Config.Clock. It is safe for concurrent use.
+type Model struct {
+	s    *settings
+	rand io.Reader
+
+	mu     sync.Mutex
+	users  map[string]*modelUser
+	due    map[string]int64 // the due index: user → next instant to settle
+	scopes map[Scope]*modelScope
+	reg    map[Scope]int64 // the scope registry: scope → next sweep
+	rel    map[Scope]modelRelease
+}
+
+type modelUser struct {
+	devs       map[string]record
+	devsExpire int64 // when the device hash expires (0: no hash)
+	manual     Manual
+	mexp       int64
+	st         debounce
+	hasState   bool // the user has an entry in the bucket's state hash
+}
+
+type modelScope struct {
+	exact        map[string]int64   // member → last touch
+	exactExpire  int64              // when the sorted set expires
+	shards       []map[string]int64 // compact shards
+	shardsExpire []int64
+	hll          map[int64]map[string]bool // approx: bucket start → members
+	hllExpire    map[int64]int64
+	count        Count // the count key
+	countExpire  int64 // when the count key expires (0: no key)
+}
+
+type modelRelease struct{ empties, cursor int }
+
+var _ Presence = (*Model)(nil)
+
+// NewModel returns a reference model configured like an Engine.
+func NewModel(cfg Config) (*Model, error) {
+	if cfg.Clock == nil {
+		return nil, invalid("Config.Clock", "a Model needs a clock")
+	}
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{s: s, rand: cfg.Rand, users: map[string]*modelUser{}, due: map[string]int64{},
+		scopes: map[Scope]*modelScope{}, reg: map[Scope]int64{}, rel: map[Scope]modelRelease{}}
+	if m.rand == nil {
+		m.rand = rand.Reader
+	}
+	return m, nil
+}
+
+func (m *Model) now() int64 { return m.s.cfg.Clock.Now().UnixMilli() }
+
+func (m *Model) token() (string, error) {
+	e := Engine{rand: m.rand}
+	return e.newToken()
+}
+
+// user returns the user's state as a script's load sees it: expired keys
+// gone, records past their window marked for deletion.
+func (m *Model) user(id string, now int64) (u *modelUser, since int64, pruned bool) {
+	u = m.users[id]
+	if u == nil {
+		u = &modelUser{devs: map[string]record{}}
+		m.users[id] = u
+	}
+	if u.devsExpire != 0 && now > u.devsExpire {
+		u.devs, u.devsExpire = map[string]record{}, 0
+	}
+	if u.mexp > 0 && now >= u.mexp {
+		u.manual, u.mexp = ManualNone, 0
+	}
+	for d, r := range u.devs {
+		if now > m.s.deadline(r) {
+			delete(u.devs, d)
+			if !r.gone && (!pruned || m.s.deadline(r)+1 > since) {
+				since, pruned = m.s.deadline(r)+1, true
+			}
+		}
+	}
+	return u, since, pruned
+}
+
+func (m *Model) live(u *modelUser, now int64) int {
+	n := 0
+	for _, r := range u.devs {
+		if m.s.state(r, now) != StatusOffline {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Model) aggregate(u *modelUser, now int64) Status {
+	states := make([]Status, 0, len(u.devs))
+	for _, r := range u.devs {
+		states = append(states, m.s.state(r, now))
+	}
+	return aggregate(states, u.manual)
+}
+
+// settle mirrors lib.lua's settle: observe, then store expiry, state and index.
+func (m *Model) settle(id string, u *modelUser, c cause, since int64, now int64) []Change {
+	from, to, published := u.st.observe(m.aggregate(u, now), c, now, since, m.s)
+	last, next := int64(0), int64(0)
+	hasLast, hasNext := false, false
+	take := func(t int64) {
+		if t > now && (!hasNext || t < next) {
+			next, hasNext = t, true
+		}
+	}
+	for _, r := range u.devs {
+		d := m.s.deadline(r)
+		if !hasLast || d > last {
+			last, hasLast = d, true
+		}
+		if !r.gone {
+			take(d + 1)
+			if !r.background {
+				take(r.active + m.s.idle)
+			}
+		}
+	}
+	if hasLast {
+		u.devsExpire = last + m.s.grace
+	} else {
+		u.devsExpire = 0
+	}
+	if u.mexp > 0 && m.live(u, now) > 0 {
+		take(u.mexp)
+	}
+	if u.st.pending {
+		take(u.st.due)
+	}
+	u.hasState = u.st.pub != StatusOffline || u.st.pending
+	if !u.hasState {
+		u.st = debounce{}
+	}
+	if hasNext {
+		m.due[id] = next
+	} else {
+		delete(m.due, id)
+	}
+	if !published {
+		return nil
+	}
+	return []Change{{User: id, From: from, To: to, At: msTime(now)}}
+}
+
+// Heartbeat mirrors Engine.Heartbeat.
+func (m *Model) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
+	acks, err := m.HeartbeatBatch(ctx, []Heartbeat{hb})
+	if err != nil {
+		return Ack{}, err
+	}
+	return acks[0], acks[0].Err
+}
+
+// HeartbeatBatch mirrors Engine.HeartbeatBatch.
+func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
+	if err := checkBatch("beats", len(beats)); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := Engine{s: m.s}
+	acks := make([]Ack, len(beats))
+	issue := make([]string, len(beats))
+	for i, hb := range beats {
+		if acks[i].Err = e.checkHeartbeat(hb); acks[i].Err != nil {
+			continue
+		}
+		if hb.Token == "" {
+			t, err := m.token()
+			if err != nil {
+				return nil, err
+			}
+			issue[i] = t
+		}
+	}
+	now := m.now()
+	for i, hb := range beats {
+		if acks[i].Err != nil {
+			continue
+		}
+		acks[i].Token, acks[i].Changes, acks[i].Err = m.beat(hb, issue[i], now)
+	}
+	return acks, nil
+}
+
+func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, error) {
+	if !hb.At.IsZero() {
+		if d := hb.At.UnixMilli() - now; d > m.s.skew || -d > m.s.skew {
+			return "", nil, ErrClockSkew
+		}
+	}
+	u, since, pruned := m.user(hb.User, now)
+	r, ok := u.devs[hb.Device]
+	token := hb.Token
+	switch {
+	case ok && !r.gone:
+		if hb.Token != "" && hb.Token != r.token {
+			return "", nil, ErrSessionReplaced
+		}
+		if hb.Token == "" && m.s.cfg.Policy != PolicyMulti {
+			return "", nil, ErrNoSession
+		}
+		token = r.token
+	case ok && hb.Token != "" && hb.Token == r.token:
+		return "", nil, ErrSessionReplaced
+	case m.s.cfg.Policy != PolicyMulti:
+		return "", nil, ErrNoSession
+	case m.live(u, now) >= m.s.maxDevices:
+		return "", nil, ErrTooManyDevices
+	default:
+		if token == "" {
+			token = issue
+		}
+		r = record{token: token, loginAt: now, active: now}
+	}
+	r.kind, r.gateway, r.seen = hb.Kind, hb.Gateway, now
+	r.background, r.interval, r.gone = hb.Background, m.s.interval[hb.Kind], false
+	if hb.Active {
+		t := now
+		if !hb.At.IsZero() && hb.At.UnixMilli() < now {
+			t = hb.At.UnixMilli()
+		}
+		r.active = max(r.active, t)
+	}
+	if hb.Meta != nil {
+		r.meta = encodeMeta(hb.Meta)
+	}
+	u.devs[hb.Device] = r
+	return token, m.settle(hb.User, u, causeChange, m.since(since, pruned, now), now), nil
+}
+
+// since mirrors settle's "u.since or since or now" for scripts that pass no since.
+func (m *Model) since(since int64, pruned bool, now int64) int64 {
+	if pruned {
+		return since
+	}
+	return now
+}
+
+// Login mirrors Engine.Login.
+func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
+	policy := m.s.cfg.Policy
+	if l.Policy != nil {
+		policy = *l.Policy
+	}
+	if err := (&Engine{s: m.s}).checkLogin(l, policy); err != nil {
+		return LoginResult{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	token, err := m.token()
+	if err != nil {
+		return LoginResult{}, err
+	}
+	now := m.now()
+	u, since, pruned := m.user(l.User, now)
+	var kicked []string
+	keep := 0
+	for id, r := range u.devs {
+		if m.s.state(r, now) == StatusOffline {
+			continue
+		}
+		if id == l.Device || policy == PolicyExclusive || (policy == PolicyExclusivePerKind && r.kind.classCode() == l.Kind.classCode()) {
+			kicked = append(kicked, id)
+		} else {
+			keep++
+		}
+	}
+	if keep >= m.s.maxDevices {
+		return LoginResult{}, ErrTooManyDevices
+	}
+	sort.Strings(kicked)
+	res := LoginResult{Token: token}
+	for _, id := range kicked {
+		r := u.devs[id]
+		res.Kicked = append(res.Kicked, Kick{User: l.User, Device: id, Kind: r.kind, Gateway: r.gateway, At: msTime(now)})
+		r.gone = true
+		u.devs[id] = r
+	}
+	u.devs[l.Device] = record{kind: l.Kind, gateway: l.Gateway, token: token, loginAt: now, seen: now, active: now,
+		background: l.Background, interval: m.s.interval[l.Kind], meta: encodeMeta(l.Meta)}
+	res.Changes = m.settle(l.User, u, causeChange, m.since(since, pruned, now), now)
+	return res, nil
+}
+
+// Logout mirrors Engine.Logout.
+func (m *Model) Logout(ctx context.Context, user, device, token string) (Ended, error) {
+	return m.end(causeLogout, user, device, token)
+}
+
+// Disconnect mirrors Engine.Disconnect.
+func (m *Model) Disconnect(ctx context.Context, user, device, token string) (Ended, error) {
+	return m.end(causeLeave, user, device, token)
+}
+
+func (m *Model) end(c cause, user, device, token string) (Ended, error) {
+	if err := checkID("user", user); err != nil {
+		return Ended{}, err
+	}
+	if err := checkID("device", device); err != nil {
+		return Ended{}, err
+	}
+	if token != "" {
+		if err := checkID("token", token); err != nil {
+			return Ended{}, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	u, since, pruned := m.user(user, now)
+	r, ok := u.devs[device]
+	if !ok || r.gone {
+		return Ended{}, nil
+	}
+	if token != "" && token != r.token {
+		return Ended{}, ErrSessionReplaced
+	}
+	if c == causeLogout {
+		r.gone = true
+		u.devs[device] = r
+	} else {
+		delete(u.devs, device)
+	}
+	if !pruned {
+		since = now
+	}
+	return Ended{Removed: true, Changes: m.settle(user, u, c, since, now)}, nil
+}
+
+// SetManual mirrors Engine.SetManual.
+func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time.Duration) ([]Change, error) {
+	if err := checkID("user", user); err != nil {
+		return nil, err
+	}
+	if !man.valid() {
+		return nil, invalid("manual", "unknown manual status %d", man)
+	}
+	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
+		return nil, invalid("ttl", "must be 0 (no expiry) or at least 1ms, got %v", ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	u, since, pruned := m.user(user, now)
+	u.manual, u.mexp = man, 0
+	if man != ManualNone && ttl > 0 {
+		u.mexp = now + ms(ttl)
+	}
+	return m.settle(user, u, causeChange, m.since(since, pruned, now), now), nil
+}
+
+// Status mirrors Engine.Status.
+func (m *Model) Status(ctx context.Context, user string) (UserStatus, error) {
+	out, err := m.Statuses(ctx, []string{user})
+	if err != nil {
+		return UserStatus{}, err
+	}
+	return out[0], nil
+}
+
+// Statuses mirrors Engine.Statuses.
+func (m *Model) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
+	if err := checkBatch("users", len(users)); err != nil {
+		return nil, err
+	}
+	for i, u := range users {
+		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	out := make([]UserStatus, len(users))
+	for i, id := range users {
+		recs := map[string]record{}
+		var man Manual
+		var mexp int64
+		if u := m.users[id]; u != nil {
+			if u.devsExpire == 0 || now <= u.devsExpire {
+				recs = u.devs
+			}
+			man, mexp = u.manual, u.mexp
+		}
+		out[i] = m.s.userStatus(id, recs, man, mexp, now)
+	}
+	return out, nil
+}
+
+// SweepUsers mirrors Engine.SweepUsers: every user due by now is settled,
+// bucket by bucket, in index order.
+func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.token(); err != nil {
+		return SweepReport{}, err
+	}
+	now := m.now()
+	type entry struct {
+		user   string
+		bucket uint32
+		score  int64
+	}
+	var due []entry
+	for u, score := range m.due {
+		if score <= now {
+			due = append(due, entry{u, m.s.keys.userBucket(u), score})
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		a, b := due[i], due[j]
+		if a.bucket != b.bucket {
+			return a.bucket < b.bucket
+		}
+		if a.score != b.score {
+			return a.score < b.score
+		}
+		return a.user < b.user
+	})
+	r := SweepReport{Buckets: int(m.s.keys.userBuckets)}
+	r.observe(now)
+	for _, d := range due {
+		u, since, pruned := m.user(d.user, now)
+		if !pruned {
+			since = d.score
+		}
+		r.Visited++
+		r.Changes = append(r.Changes, m.settle(d.user, u, causeLeave, since, now)...)
+		if len(u.devs) == 0 && !u.hasState && u.mexp == 0 && u.manual == ManualNone {
+			delete(m.users, d.user)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,318 @@
+package core
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// scope returns the scope's data as a script sees it at now: expired keys gone.
+func (m *Model) scope(sc Scope, cls classSettings, now int64) *modelScope {
+	s := m.scopes[sc]
+	if s == nil {
+		s = &modelScope{exact: map[string]int64{}, shards: make([]map[string]int64, cls.shards),
+			shardsExpire: make([]int64, cls.shards), hll: map[int64]map[string]bool{}, hllExpire: map[int64]int64{}}
+		for i := range s.shards {
+			s.shards[i] = map[string]int64{}
+		}
+		m.scopes[sc] = s
+	}
+	expired := func(at int64) bool { return at != 0 && now > at }
+	if expired(s.exactExpire) {
+		s.exact, s.exactExpire = map[string]int64{}, 0
+	}
+	for i, at := range s.shardsExpire {
+		if expired(at) {
+			s.shards[i], s.shardsExpire[i] = map[string]int64{}, 0
+		}
+	}
+	for b, at := range s.hllExpire {
+		if expired(at) {
+			delete(s.hll, b)
+			delete(s.hllExpire, b)
+		}
+	}
+	if expired(s.countExpire) {
+		s.count, s.countExpire = Count{}, 0
+	}
+	return s
+}
+
+func (m *Model) shardOf(cls classSettings, member string) int {
+	return int(fnv64(member) % uint64(cls.shards))
+}
+
+// Touch mirrors Engine.Touch.
+func (m *Model) Touch(ctx context.Context, sc Scope, member string) error {
+	return m.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
+}
+
+// TouchBatch mirrors Engine.TouchBatch.
+func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
+	if err := checkBatch("touches", len(touches)); err != nil {
+		return err
+	}
+	for i, t := range touches {
+		field := "touches[" + strconv.Itoa(i) + "]"
+		if _, err := m.s.checkScope(field+".Scope", t.Scope); err != nil {
+			return err
+		}
+		if err := checkID(field+".Member", t.Member); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for _, t := range touches {
+		cls := m.s.classes[t.Scope.Class]
+		s := m.scope(t.Scope, cls, now)
+		expire := now + cls.window + m.s.grace
+		switch cls.layout {
+		case LayoutExact:
+			s.exact[t.Member], s.exactExpire = now, expire
+		case LayoutCompact:
+			i := m.shardOf(cls, t.Member)
+			s.shards[i][t.Member], s.shardsExpire[i] = now, expire
+		case LayoutApprox:
+			b := now / cls.bucket * cls.bucket
+			if s.hll[b] == nil {
+				s.hll[b] = map[string]bool{}
+			}
+			s.hll[b][t.Member], s.hllExpire[b] = true, expire+cls.bucket
+		}
+		if _, ok := m.reg[t.Scope]; !ok {
+			m.reg[t.Scope] = now + cls.interval
+		}
+		delete(m.rel, t.Scope)
+	}
+	return nil
+}
+
+// Leave mirrors Engine.Leave.
+func (m *Model) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
+	cls, err := m.s.checkScope("scope", sc)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("member", member); err != nil {
+		return false, err
+	}
+	if cls.layout == LayoutApprox {
+		return false, ErrUnsupported
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.scope(sc, cls, m.now())
+	set := s.exact
+	if cls.layout == LayoutCompact {
+		set = s.shards[m.shardOf(cls, member)]
+	}
+	_, ok := set[member]
+	delete(set, member)
+	return ok, nil
+}
+
+// size mirrors scopelib.lua's size: live members (exact, approx) or all
+// stored ones (compact).
+func (m *Model) size(s *modelScope, cls classSettings, win, now int64) int64 {
+	var n int64
+	switch cls.layout {
+	case LayoutExact:
+		for _, t := range s.exact {
+			if t >= now-win {
+				n++
+			}
+		}
+	case LayoutCompact:
+		for _, sh := range s.shards {
+			n += int64(len(sh))
+		}
+	case LayoutApprox:
+		seen := map[string]bool{}
+		for b := (now - win) / cls.bucket * cls.bucket; b <= now; b += cls.bucket {
+			for member := range s.hll[b] {
+				seen[member] = true
+			}
+		}
+		n = int64(len(seen))
+	}
+	return n
+}
+
+// Count mirrors Engine.Count (approx counts are exact here).
+func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
+	cls, err := m.s.checkScope("scope", sc)
+	if err != nil {
+		return Count{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	s := m.scope(sc, cls, now)
+	if cls.layout == LayoutCompact && s.countExpire != 0 {
+		return s.count, nil
+	}
+	c := Count{N: m.size(s, cls, cls.window, now), AsOf: msTime(now)}
+	if cls.layout == LayoutCompact {
+		s.count, s.countExpire = c, now+m.s.countTTL
+	}
+	return c, nil
+}
+
+// Members mirrors Engine.Members.
+func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
+	cls, err := m.s.checkScope("scope", sc)
+	if err != nil {
+		return MemberPage{}, err
+	}
+	if limit < 1 || limit > MaxPage {
+		return MemberPage{}, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
+	}
+	shard, offset, err := parseCursor(cursor)
+	if err != nil {
+		return MemberPage{}, err
+	}
+	if cls.layout == LayoutApprox {
+		return MemberPage{}, ErrUnsupported
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	s := m.scope(sc, cls, now)
+	from := now - cls.window
+	live := func(set map[string]int64) []Member {
+		var out []Member
+		for id, t := range set {
+			if t >= from {
+				out = append(out, Member{ID: id, LastSeen: msTime(t)})
+			}
+		}
+		return out
+	}
+	page := MemberPage{Members: []Member{}}
+	if cls.layout == LayoutExact {
+		all := live(s.exact)
+		sort.Slice(all, func(i, j int) bool {
+			if !all[i].LastSeen.Equal(all[j].LastSeen) {
+				return all[i].LastSeen.After(all[j].LastSeen)
+			}
+			return all[i].ID > all[j].ID
+		})
+		if offset < len(all) {
+			page.Members = append(page.Members, all[offset:min(len(all), offset+limit)]...)
+		}
+		if len(page.Members) == limit {
+			page.Next = formatCursor(0, offset+limit)
+		}
+		return page, nil
+	}
+	for ; shard < cls.shards; shard, offset = shard+1, 0 {
+		members := live(s.shards[shard])
+		sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
+		for ; offset < len(members); offset++ {
+			if len(page.Members) >= limit {
+				page.Next = formatCursor(shard, offset)
+				return page, nil
+			}
+			page.Members = append(page.Members, members[offset])
+		}
+	}
+	return page, nil
+}
+
+// ActiveWithin mirrors Engine.ActiveWithin.
+func (m *Model) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
+	cls, err := m.s.checkScope("scope", sc)
+	if err != nil {
+		return 0, err
+	}
+	if d < time.Millisecond || ms(d) > cls.window {
+		return 0, invalid("d", "must be 1ms to the class window %v, got %v", time.Duration(cls.window)*time.Millisecond, d)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	s := m.scope(sc, cls, now)
+	if cls.layout != LayoutCompact {
+		return m.size(s, cls, ms(d), now), nil
+	}
+	var n int64
+	for _, sh := range s.shards {
+		for _, t := range sh {
+			if t >= now-ms(d) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// SweepScopes mirrors Engine.SweepScopes.
+func (m *Model) SweepScopes(ctx context.Context) (SweepReport, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.token(); err != nil {
+		return SweepReport{}, err
+	}
+	now := m.now()
+	var due []Scope
+	for sc, at := range m.reg {
+		if at <= now {
+			due = append(due, sc)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		bi, bj := m.s.keys.scopeBucket(due[i]), m.s.keys.scopeBucket(due[j])
+		if bi != bj {
+			return bi < bj
+		}
+		if m.reg[due[i]] != m.reg[due[j]] {
+			return m.reg[due[i]] < m.reg[due[j]]
+		}
+		return due[i].ref() < due[j].ref()
+	})
+	r := SweepReport{Buckets: int(m.s.keys.scopeBuckets)}
+	r.observe(now)
+	for _, sc := range due {
+		cls := m.s.classes[sc.Class]
+		s := m.scope(sc, cls, now)
+		r.Visited++
+		switch cls.layout {
+		case LayoutExact:
+			for id, t := range s.exact {
+				if t < now-cls.window {
+					delete(s.exact, id)
+					r.Removed++
+				}
+			}
+		case LayoutCompact:
+			for _, sh := range s.shards {
+				for id, t := range sh {
+					if now-t > cls.window {
+						delete(sh, id)
+						r.Removed++
+					}
+				}
+			}
+		}
+		n := m.size(s, cls, cls.window, now)
+		rel := m.rel[sc]
+		if n > 0 || rel.empties+1 < m.s.release {
+			s.count, s.countExpire = Count{N: n, AsOf: msTime(now)}, now+m.s.countTTL
+			if n > 0 {
+				delete(m.rel, sc)
+			} else {
+				m.rel[sc] = modelRelease{empties: rel.empties + 1}
+			}
+			m.reg[sc] = now + cls.interval
+			continue
+		}
+		delete(m.scopes, sc)
+		delete(m.reg, sc)
+		delete(m.rel, sc)
+		r.Released++
+	}
+	return r, nil
+}
