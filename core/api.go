@@ -31,9 +31,11 @@ type Presence interface {
 type Heartbeat struct {
 	User   string
 	Device string
-	Kind   Kind
+	// Kind selects the heartbeat interval of a new session; a session keeps
+	// the kind it logged in with.
+	Kind Kind
 	// Gateway is the node holding the device's connection; kicks are
-	// addressed to it. Optional.
+	// addressed to it. Optional: empty keeps the session's gateway.
 	Gateway string
 	// Token is the session token from Login. Required under the exclusive
 	// policies; under PolicyMulti it may be empty (an implicit login), and

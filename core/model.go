@@ -239,10 +239,12 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 		if token == "" {
 			token = issue
 		}
-		r = record{token: token, loginAt: now, active: now}
+		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.s.interval[hb.Kind]}
 	}
-	r.kind, r.gateway, r.seen = hb.Kind, hb.Gateway, now
-	r.background, r.interval, r.gone = hb.Background, m.s.interval[hb.Kind], false
+	r.seen, r.background = now, hb.Background
+	if hb.Gateway != "" {
+		r.gateway = hb.Gateway
+	}
 	if hb.Active {
 		t := now
 		if !hb.At.IsZero() && hb.At.UnixMilli() < now {

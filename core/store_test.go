@@ -68,6 +68,13 @@ func newMiniEngine(tb testing.TB, cfg core.Config) (*core.Engine, *manualClock, 
 	mr := miniredis.RunT(tb)
 	clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
 	mr.SetTime(clk.t)
+	mr.ClockTTL(true)
+	return engineOn(tb, mr, clk, cfg), clk, mr
+}
+
+// engineOn returns another engine on the same miniredis and clock.
+func engineOn(tb testing.TB, mr *miniredis.Miniredis, clk *manualClock, cfg core.Config) *core.Engine {
+	tb.Helper()
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
 	cfg.Clock = clk
@@ -75,5 +82,5 @@ func newMiniEngine(tb testing.TB, cfg core.Config) (*core.Engine, *manualClock, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return e, clk, mr
+	return e
 }

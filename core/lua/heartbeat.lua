@@ -3,8 +3,9 @@
 -- KEYS[2] the bucket's due index (P:{uB}:due)
 -- ARGV[1..11] common parameters (lib.lua)
 -- ARGV[12] n, the number of heartbeats; then 11 fields each:
---   user, device, kind, gateway, token ("" none), active 0/1, background 0/1,
---   interval ms, metadata ("" keep, "=" .. encoded to set), client time ms
+--   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
+--   background 0/1, interval ms (kind and interval apply to a new session
+--   only: a session keeps those of its login), metadata ("" keep, "=" .. encoded to set), client time ms
 --   ("" none), token to issue on an implicit login
 -- Returns {now, results}: results holds code, token, from, to for each
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
@@ -38,13 +39,14 @@ for i = 0, n - 1 do
       code = 'TOOMANY'
     else
       if issued == '' then issued = ARGV[a + 10] end
-      r = { token = issued, login = now, active = now, meta = '', gone = false }
+      r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
+        kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]) }
     end
     if code ~= '' then
       issued = ''
     else
-      r.kind, r.gw, r.seen = ARGV[a + 2], ARGV[a + 3], now
-      r.bg, r.iv = ARGV[a + 6] == '1', tonumber(ARGV[a + 7])
+      r.seen, r.bg = now, ARGV[a + 6] == '1'
+      if ARGV[a + 3] ~= '' then r.gw = ARGV[a + 3] end
       if ARGV[a + 5] == '1' then
         local t = now
         if at ~= '' and tonumber(at) < now then t = tonumber(at) end

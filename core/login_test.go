@@ -1,0 +1,119 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/presencekit/presence/core"
+)
+
+// TestLoginPolicies covers design section 8: the three policies, kicks with
+// their gateways, the device cap, and fencing by session token.
+func TestLoginPolicies(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   core.Config
+		steps []step
+	}{
+		{"multi: devices coexist", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, login("u", "phone", core.KindIOS, "gw2"), "ok"},
+			{0, login("u", "mac", core.KindDesktop, "gw3"), "ok"},
+			{1 * sec, status("u"), "ONLINE mac:ONLINE phone:ONLINE web:ONLINE"},
+		}},
+		{"multi: the device cap refuses, it does not truncate", core.Config{MaxDevices: 2}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, login("u", "phone", core.KindIOS, "gw2"), "ok"},
+			{0, login("u", "mac", core.KindDesktop, "gw3"), "toomany"},
+			{0, hb("u", "tab", core.KindWeb), "toomany"},
+			{0, login("u", "phone", core.KindIOS, "gw4"), "ok kicked=phone@gw2"},
+			{1 * sec, status("u"), "ONLINE phone:ONLINE web:ONLINE"},
+		}},
+		{"exclusive: a login kicks every other device", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, login("u", "mac", core.KindDesktop, "gw2"), "ok"},
+			{5 * sec, login("u", "phone", core.KindAndroid, "gw3", core.PolicyExclusive), "ok kicked=mac@gw2 kicked=web@gw1 [u:OFFLINE→ONLINE]"},
+			{5 * sec, status("u"), "ONLINE phone:ONLINE"},
+			{10 * sec, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{10 * sec, status("u"), "ONLINE phone:ONLINE"},
+		}},
+		{"exclusive per kind: one device per class", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, login("u", "iphone", core.KindIOS, "gw2"), "ok"},
+			{1 * sec, login("u", "pixel", core.KindAndroid, "gw3", core.PolicyExclusivePerKind), "ok kicked=iphone@gw2 [u:OFFLINE→ONLINE]"},
+			{1 * sec, login("u", "mac", core.KindDesktop, "gw4", core.PolicyExclusivePerKind), "ok"},
+			{1 * sec, status("u"), "ONLINE mac:ONLINE pixel:ONLINE web:ONLINE"},
+		}},
+		{"a re-login of the same device fences the old tab", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "first tab"), "saved"},
+			{5 * sec, login("u", "web", core.KindWeb, "gw2"), "ok kicked=web@gw1 [u:OFFLINE→ONLINE]"},
+			{10 * sec, hb("u", "web", core.KindWeb, staleToken("first tab")), "replaced"},
+			{10 * sec, hb("u", "web", core.KindWeb, withToken), "ok"},
+		}},
+		{"a logged-out token stays refused; a new login is accepted", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{10 * sec, logout("u", "web"), "removed"},
+			{10 * sec, status("u"), "OFFLINE"},
+			{20 * sec, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{20 * sec, status("u"), "OFFLINE"},
+			{20 * sec, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{21 * sec, hb("u", "web", core.KindWeb, withToken), "ok [u:OFFLINE→ONLINE]"},
+		}},
+		{"exclusive policy: a device must log in first", core.Config{Policy: core.PolicyExclusive}, []step{
+			{0, hb("u", "web", core.KindWeb), "nosession"},
+			{0, status("u"), "OFFLINE"},
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{1 * sec, hb("u", "web", core.KindWeb), "nosession"},
+			{1 * sec, hb("u", "web", core.KindWeb, withToken), "ok [u:OFFLINE→ONLINE]"},
+			{2 * sec, login("u", "phone", core.KindIOS, "gw2"), "ok kicked=web@gw1"},
+			{3 * sec, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{2 * min, hb("u", "web", core.KindWeb, withToken), "nosession"},
+		}},
+		{"a stale client cannot log out a newer session", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "old"), "saved"},
+			{1 * sec, login("u", "web", core.KindWeb, "gw1"), "ok kicked=web@gw1 [u:OFFLINE→ONLINE]"},
+			{2 * sec, func(e *env) string {
+				r, err := e.p.Logout(e.ctx, "u", "web", e.tokens["old"])
+				return ended(r, err)
+			}, "replaced"},
+			{2 * sec, status("u"), "ONLINE web:ONLINE"},
+		}},
+		{"a heartbeat with an unknown token under multi is an implicit login", core.Config{}, []step{
+			{0, func(e *env) string {
+				ack, err := e.p.Heartbeat(e.ctx, core.Heartbeat{User: "u", Device: "web", Token: "from-before-a-restart"})
+				if err != nil {
+					return errName(err)
+				}
+				return ack.Token
+			}, "from-before-a-restart"},
+			{0, status("u"), "ONLINE web:ONLINE"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { runTable(t, tt.cfg, tt.steps) })
+	}
+}
+
+// TestKickMessagesReachTheGateway checks that a kick is published on the
+// channel of the gateway that held the session.
+func TestKickMessagesReachTheGateway(t *testing.T) {
+	ctx := context.Background()
+	e, _, mr := newMiniEngine(t, core.Config{})
+	_ = mr
+	if _, err := e.Login(ctx, core.Login{User: "u", Device: "web", Gateway: "gw-7"}); err != nil {
+		t.Fatal(err)
+	}
+	exclusive := core.PolicyExclusive
+	res, err := e.Login(ctx, core.Login{User: "u", Device: "phone", Kind: core.KindIOS, Policy: &exclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kicked) != 1 || res.Kicked[0].Gateway != "gw-7" || res.Kicked[0].Device != "web" {
+		t.Fatalf("kicked %+v, want web on gw-7", res.Kicked)
+	}
+	if got := e.KickChannel("gw-7"); got != "presence:kick:gw-7" {
+		t.Fatalf("KickChannel = %q", got)
+	}
+}
