@@ -1,0 +1,192 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/core"
+)
+
+// newRecordedEngine returns an engine whose store records every call.
+func newRecordedEngine(tb testing.TB, cfg core.Config) (*core.Engine, *recorder, *manualClock, *miniredis.Miniredis) {
+	tb.Helper()
+	mr := miniredis.RunT(tb)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	mr.ClockTTL(true)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	tb.Cleanup(func() { c.Close() })
+	rec := &recorder{inner: testStore{c}}
+	cfg.Clock = clk
+	e, err := core.New(rec, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e, rec, clk, mr
+}
+
+func (c *manualClock) advance(mr *miniredis.Miniredis, d time.Duration) {
+	c.t = c.t.Add(d)
+	mr.SetTime(c.t)
+}
+
+// TestHeartbeatRacingSweepSurvives lands a heartbeat after the sweeper has
+// decided a device is due (its index entry is past) and before the sweep
+// script runs: the script re-checks, so the device survives and no
+// OFFLINE is published. The same holds for a scope member.
+func TestHeartbeatRacingSweepSurvives(t *testing.T) {
+	ctx := context.Background()
+	e, rec, clk, mr := newRecordedEngine(t, scopeConfig(4))
+	other := engineOn(t, mr, clk, scopeConfig(4))
+	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Touch(ctx, video, "m"); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(mr, time.Second)
+	if _, err := e.SweepUsers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Past the device's window (60 s) and the member's (60 s): both due.
+	clk.advance(mr, 60*time.Second+time.Millisecond)
+	raced := 0
+	rec.before = func(calls []core.Call) error {
+		for _, c := range calls {
+			if name := scriptOf(c); (name == "sweep_users" || name == "sweep_scopes") && raced < 2 {
+				raced++
+				if _, err := other.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web"}); err != nil {
+					return err
+				}
+				return other.Touch(ctx, video, "m")
+			}
+		}
+		return nil
+	}
+	r, err := e.SweepUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changes) != 0 {
+		t.Fatalf("sweep published %v for a device that heartbeat in time", r.Changes)
+	}
+	rs, err := e.SweepScopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Removed != 0 {
+		t.Fatalf("scope sweep removed %d members, want 0", rs.Removed)
+	}
+	rec.before = nil
+	if raced != 2 {
+		t.Fatalf("the race was injected %d times, want 2", raced)
+	}
+	st, err := e.Status(ctx, "u")
+	if err != nil || st.Status != core.StatusOnline || len(st.Devices) != 1 {
+		t.Fatalf("status %+v, %v: the device must survive", st, err)
+	}
+	page, err := e.Members(ctx, video, "", 10)
+	if err != nil || len(page.Members) != 1 {
+		t.Fatalf("members %+v, %v: the member must survive", page, err)
+	}
+}
+
+// TestSweepStepsAreBounded settles 1,000 due users with SweepBatch 64 and
+// checks that it took at least 1000/64 steps and settled every user.
+func TestSweepStepsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	e, rec, clk, mr := newRecordedEngine(t, core.Config{SweepBatch: 64, UserBuckets: 2})
+	beats := make([]core.Heartbeat, 1000)
+	for i := range beats {
+		beats[i] = core.Heartbeat{User: fmt.Sprint("user-", i), Device: "d", Active: true}
+	}
+	if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(mr, time.Second)
+	r, err := e.SweepUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changes) != 1000 {
+		t.Fatalf("published %d changes, want 1000", len(r.Changes))
+	}
+	if want := (1000 + 63) / 64; r.Steps < want {
+		t.Fatalf("%d steps, want at least %d bounded steps", r.Steps, want)
+	}
+	// An idle pass costs one cheap call per bucket.
+	before := rec.count()
+	if r, err = e.SweepUsers(ctx); err != nil || r.Visited != 0 {
+		t.Fatalf("idle pass: %+v, %v", r, err)
+	}
+	if got := rec.count() - before; got != 2 {
+		t.Fatalf("idle pass made %d calls, want 2 (one per bucket)", got)
+	}
+}
+
+// TestSweepLock checks that a bucket locked by another sweeper is skipped
+// and that only the holder's token releases a lock.
+func TestSweepLock(t *testing.T) {
+	ctx := context.Background()
+	e, _, clk, mr := newRecordedEngine(t, core.Config{UserBuckets: 1, SweepBatch: 1})
+	for _, u := range []string{"a", "b", "c"} {
+		if _, err := e.Heartbeat(ctx, core.Heartbeat{User: u, Device: "d"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(mr, time.Second)
+	lockKey := "presence:{u0}:lock"
+	if err := mr.Set(lockKey, "someone-else"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.SweepUsers(ctx)
+	if err != nil || r.Held != 1 || len(r.Changes) != 0 {
+		t.Fatalf("with the lock held elsewhere: %+v, %v; want the bucket skipped", r, err)
+	}
+	if got, _ := mr.Get(lockKey); got != "someone-else" {
+		t.Fatalf("the other sweeper's lock became %q", got)
+	}
+	mr.Del(lockKey)
+	if r, err = e.SweepUsers(ctx); err != nil || len(r.Changes) != 3 {
+		t.Fatalf("after release: %+v, %v; want 3 changes", r, err)
+	}
+	if mr.Exists(lockKey) {
+		t.Fatal("the sweeper left its lock behind")
+	}
+}
+
+// TestSweepReleasesLockOnFailure fails the second step of a pass and checks
+// that the lock taken by the first is released with the pass's token.
+func TestSweepReleasesLockOnFailure(t *testing.T) {
+	ctx := context.Background()
+	e, rec, clk, mr := newRecordedEngine(t, core.Config{UserBuckets: 1, SweepBatch: 1})
+	for _, u := range []string{"a", "b"} {
+		if _, err := e.Heartbeat(ctx, core.Heartbeat{User: u, Device: "d"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(mr, time.Second)
+	steps := 0
+	boom := fmt.Errorf("injected: %w", core.ErrUnavailable)
+	rec.before = func(calls []core.Call) error {
+		if scriptOf(calls[0]) == "sweep_users" {
+			if steps++; steps == 2 {
+				return boom
+			}
+		}
+		return nil
+	}
+	_, err := e.SweepUsers(ctx)
+	if !errors.Is(err, core.ErrUnavailable) {
+		t.Fatalf("err = %v, want one matching ErrUnavailable", err)
+	}
+	if mr.Exists("presence:{u0}:lock") {
+		t.Fatal("the failed pass left its lock behind")
+	}
+}
