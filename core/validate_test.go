@@ -1,0 +1,178 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// TestBadInputIsRefusedBeforeRedis checks design section 3: every bad input
+// gets an *InputError naming the field, and no command is sent.
+func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Repeat("x", core.MaxIDBytes+1)
+	bigMeta := map[string]string{}
+	for i := 0; i < core.MaxMetaEntries+1; i++ {
+		bigMeta[string(rune('a'+i))] = "v"
+	}
+	bad := core.Policy(9)
+	tests := []struct {
+		name  string
+		field string
+		call  func(p core.Presence) error
+	}{
+		{"empty user", "Heartbeat.User", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{Device: "d"})
+			return err
+		}},
+		{"long device", "Heartbeat.Device", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: long})
+			return err
+		}},
+		{"control character", "Heartbeat.User", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "a\nb", Device: "d"})
+			return err
+		}},
+		{"invalid UTF-8", "Heartbeat.Device", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "\xff\xfe"})
+			return err
+		}},
+		{"unknown kind", "Heartbeat.Kind", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Kind: 42})
+			return err
+		}},
+		{"too much metadata", "Heartbeat.Meta", func(p core.Presence) error {
+			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Meta: bigMeta})
+			return err
+		}},
+		{"metadata over 1 KiB", "Login.Meta", func(p core.Presence) error {
+			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Meta: map[string]string{"k": strings.Repeat("v", 1024)}})
+			return err
+		}},
+		{"unknown policy", "Login.Policy", func(p core.Presence) error {
+			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Policy: &bad})
+			return err
+		}},
+		{"gateway with control character", "Login.Gateway", func(p core.Presence) error {
+			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Gateway: "gw\x00"})
+			return err
+		}},
+		{"logout without device", "device", func(p core.Presence) error {
+			_, err := p.Logout(ctx, "u", "", "")
+			return err
+		}},
+		{"unknown manual status", "manual", func(p core.Presence) error {
+			_, err := p.SetManual(ctx, "u", 7, 0)
+			return err
+		}},
+		{"negative manual lifetime", "ttl", func(p core.Presence) error {
+			_, err := p.SetManual(ctx, "u", core.ManualDND, -time.Second)
+			return err
+		}},
+		{"empty batch", "users", func(p core.Presence) error {
+			_, err := p.Statuses(ctx, nil)
+			return err
+		}},
+		{"batch over the cap", "users", func(p core.Presence) error {
+			_, err := p.Statuses(ctx, make([]string, core.MaxBatch+1))
+			return err
+		}},
+		{"one bad user in a batch", "users[1]", func(p core.Presence) error {
+			_, err := p.Statuses(ctx, []string{"a", "", "c"})
+			return err
+		}},
+		{"page over the cap", "limit", func(p core.Presence) error {
+			_, err := p.Members(ctx, room, "", core.MaxPage+1)
+			return err
+		}},
+		{"forged cursor", "cursor", func(p core.Presence) error {
+			_, err := p.Members(ctx, room, "x.y", 10)
+			return err
+		}},
+		{"one bad touch in a batch sends nothing", "touches[1].Member", func(p core.Presence) error {
+			return p.TouchBatch(ctx, []core.ScopeTouch{{Scope: room, Member: "a"}, {Scope: room, Member: long}})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, rec, _, _ := newRecordedEngine(t, scopeConfig(4))
+			m, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}, Classes: scopeConfig(4).Classes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []core.Presence{e, m} {
+				err := tt.call(p)
+				var ie *core.InputError
+				if !errors.As(err, &ie) || !errors.Is(err, core.ErrInvalid) {
+					t.Fatalf("%T: err = %v, want an *InputError", p, err)
+				}
+				if ie.Field != tt.field {
+					t.Errorf("%T: field %q, want %q (%v)", p, ie.Field, tt.field, err)
+				}
+			}
+			if n := rec.count(); n != 0 {
+				t.Fatalf("%d commands were sent for a rejected call", n)
+			}
+		})
+	}
+}
+
+// TestCapsAreInclusive checks that each cap itself is accepted.
+func TestCapsAreInclusive(t *testing.T) {
+	ctx := context.Background()
+	e, _, _, _ := newRecordedEngine(t, core.Config{})
+	meta := map[string]string{}
+	for i := 0; i < core.MaxMetaEntries; i++ {
+		meta[string(rune('a'+i))] = strings.Repeat("v", core.MaxMetaBytes/core.MaxMetaEntries-1)
+	}
+	id := strings.Repeat("é", core.MaxIDBytes/2)
+	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: id, Device: id, Meta: meta}); err != nil {
+		t.Fatalf("at the caps: %v", err)
+	}
+	st, err := e.Status(ctx, id)
+	if err != nil || len(st.Devices) != 1 || len(st.Devices[0].Meta) != core.MaxMetaEntries {
+		t.Fatalf("status %+v, %v: want the device with all its metadata", st, err)
+	}
+	users := make([]string, core.MaxBatch)
+	for i := range users {
+		users[i] = strings.Repeat("u", i%core.MaxIDBytes+1)
+	}
+	if out, err := e.Statuses(ctx, users); err != nil || len(out) != core.MaxBatch {
+		t.Fatalf("a full batch: %d statuses, %v", len(out), err)
+	}
+}
+
+// TestConfigValidation checks that New refuses bad configurations with the
+// field named.
+func TestConfigValidation(t *testing.T) {
+	tests := []struct {
+		cfg   core.Config
+		field string
+	}{
+		{core.Config{Prefix: "a{b"}, "Config.Prefix"},
+		{core.Config{IdleAfter: -time.Second}, "Config.IdleAfter"},
+		{core.Config{Intervals: map[core.Kind]time.Duration{core.KindIOS: 0}}, "Config.Intervals[ios]"},
+		{core.Config{MaxDevices: -1}, "Config.MaxDevices"},
+		{core.Config{UserBuckets: 20000}, "Config.UserBuckets"},
+		{core.Config{Policy: 5}, "Config.Policy"},
+		{core.Config{Classes: map[string]core.ScopeClass{"Bad:Name": {}}}, "Config.Classes"},
+		{core.Config{Classes: map[string]core.ScopeClass{"v": {Layout: 9}}}, "Config.Classes[v].Layout"},
+	}
+	for _, tt := range tests {
+		_, err := core.New(&recorder{}, tt.cfg)
+		var ie *core.InputError
+		if !errors.As(err, &ie) || ie.Field != tt.field {
+			t.Errorf("New(%+v) = %v, want an *InputError for %s", tt.cfg, err, tt.field)
+		}
+	}
+	if _, err := core.New(nil, core.Config{}); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("New(nil store) = %v, want ErrInvalid", err)
+	}
+	if _, err := core.NewModel(core.Config{}); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("NewModel without a clock = %v, want ErrInvalid", err)
+	}
+}
