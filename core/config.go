@@ -3,7 +3,6 @@ package core
 import (
 	"io"
 	"log/slog"
-	"regexp"
 	"time"
 )
 
@@ -123,7 +122,20 @@ const (
 	maxClassNameByte = 32
 )
 
-var classNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+// validClassName reports whether name is 1 to 32 of a-z, 0-9, '-' and '_'
+// (no ':', which separates class and ID inside keys).
+func validClassName(name string) bool {
+	if name == "" || len(name) > maxClassNameByte {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // settings is a validated Config with every default applied and every
 // duration in milliseconds.
@@ -263,7 +275,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s.classes = make(map[string]classSettings, len(classes))
 	for name, c := range classes {
 		field := "Config.Classes[" + name + "]"
-		if !classNameRE.MatchString(name) {
+		if !validClassName(name) {
 			return nil, invalid("Config.Classes", "class name %q must be 1-32 of a-z, 0-9, '-', '_'", name)
 		}
 		if !c.Layout.valid() {

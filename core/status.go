@@ -24,10 +24,7 @@ var statusNames = [...]string{"OFFLINE", "PUSH_ONLINE", "AWAY", "ONLINE", "DND"}
 
 // String returns the status name as the design spells it, such as "PUSH_ONLINE".
 func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
+	return enumName(statusNames[:], int(s), "Status")
 }
 
 // Valid reports whether s is one of the five statuses.
@@ -35,12 +32,8 @@ func (s Status) Valid() bool { return int(s) < len(statusNames) }
 
 // ParseStatus returns the status named name (as String spells it).
 func ParseStatus(name string) (Status, bool) {
-	for i, n := range statusNames {
-		if n == name {
-			return Status(i), true
-		}
-	}
-	return 0, false
+	i, ok := enumValue(statusNames[:], name)
+	return Status(i), ok
 }
 
 // Manual is a user-level status set by the user. The zero value is ManualNone.
@@ -59,20 +52,13 @@ var manualNames = [...]string{"NONE", "DND", "INVISIBLE"}
 
 // String returns the manual status name, such as "INVISIBLE".
 func (m Manual) String() string {
-	if int(m) < len(manualNames) {
-		return manualNames[m]
-	}
-	return "Manual(" + strconv.Itoa(int(m)) + ")"
+	return enumName(manualNames[:], int(m), "Manual")
 }
 
 // ParseManual returns the manual status named name (as String spells it).
 func ParseManual(name string) (Manual, bool) {
-	for i, n := range manualNames {
-		if n == name {
-			return Manual(i), true
-		}
-	}
-	return 0, false
+	i, ok := enumValue(manualNames[:], name)
+	return Manual(i), ok
 }
 
 // Kind is the kind of client a device runs. It selects the heartbeat interval
@@ -96,20 +82,13 @@ var kindNames = [...]string{"other", "web", "desktop", "ios", "android"}
 
 // String returns the kind name in lower case, such as "ios".
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
+	return enumName(kindNames[:], int(k), "Kind")
 }
 
 // ParseKind returns the kind named name (as String spells it).
 func ParseKind(name string) (Kind, bool) {
-	for i, n := range kindNames {
-		if n == name {
-			return Kind(i), true
-		}
-	}
-	return 0, false
+	i, ok := enumValue(kindNames[:], name)
+	return Kind(i), ok
 }
 
 // Class returns the device class that PolicyExclusivePerKind keeps one device
@@ -142,20 +121,13 @@ var policyNames = [...]string{"multi", "exclusive", "exclusive-per-kind"}
 
 // String returns the policy name, such as "exclusive-per-kind".
 func (p Policy) String() string {
-	if int(p) < len(policyNames) {
-		return policyNames[p]
-	}
-	return "Policy(" + strconv.Itoa(int(p)) + ")"
+	return enumName(policyNames[:], int(p), "Policy")
 }
 
 // ParsePolicy returns the policy named name (as String spells it).
 func ParsePolicy(name string) (Policy, bool) {
-	for i, n := range policyNames {
-		if n == name {
-			return Policy(i), true
-		}
-	}
-	return 0, false
+	i, ok := enumValue(policyNames[:], name)
+	return Policy(i), ok
 }
 
 // Layout is how a scope class counts its members. The zero value is LayoutExact.
@@ -174,17 +146,28 @@ var layoutNames = [...]string{"exact", "compact", "approx"}
 
 // String returns the layout name, such as "compact".
 func (l Layout) String() string {
-	if int(l) < len(layoutNames) {
-		return layoutNames[l]
-	}
-	return "Layout(" + strconv.Itoa(int(l)) + ")"
+	return enumName(layoutNames[:], int(l), "Layout")
 }
 
 // ParseLayout returns the layout named name (as String spells it).
 func ParseLayout(name string) (Layout, bool) {
-	for i, n := range layoutNames {
+	i, ok := enumValue(layoutNames[:], name)
+	return Layout(i), ok
+}
+
+// enumName returns names[v], or "Type(v)" for a value out of range.
+func enumName(names []string, v int, typ string) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
+	}
+	return typ + "(" + strconv.Itoa(v) + ")"
+}
+
+// enumValue returns the index of name in names.
+func enumValue(names []string, name string) (int, bool) {
+	for i, n := range names {
 		if n == name {
-			return Layout(i), true
+			return i, true
 		}
 	}
 	return 0, false
