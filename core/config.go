@@ -71,6 +71,11 @@ type Config struct {
 	// marked stale, while Redis is unreachable. Default 10,000; negative: none.
 	LastGoodCounts int
 
+	// ChangeLog keeps about this many of the latest published changes in a
+	// Redis stream, so that a reader that reconnects can catch up from the
+	// last entry it saw (ChangeLogAfter). Default 0: no log.
+	ChangeLog int
+
 	// Clock supplies "now". Default nil: the Redis server's clock, read by
 	// each script, so that skewed hosts cannot move anyone on- or offline.
 	Clock Clock
@@ -146,7 +151,7 @@ type settings struct {
 	idle, push, leave, coalesce, grace int64
 	skew, countTTL, lease, sweepEvery  int64
 	maxDevices, batch, budget, release int
-	lastGood                           int
+	lastGood, changeLog                int
 	classes                            map[string]classSettings
 	classNames                         []string
 }
@@ -246,6 +251,7 @@ func newSettings(cfg Config) (*settings, error) {
 		{"SweepBudget", cfg.SweepBudget, 512, 1, 100000, &s.budget},
 		{"ReleaseAfter", cfg.ReleaseAfter, 3, 1, 1000, &s.release},
 		{"LastGoodCounts", cfg.LastGoodCounts, 10000, -1, 10000000, &s.lastGood},
+		{"ChangeLog", cfg.ChangeLog, 0, 0, 100000000, &s.changeLog},
 	}
 	for _, n := range ints {
 		v := orInt(n.v, n.def)

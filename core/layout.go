@@ -16,6 +16,7 @@ import "strconv"
 //	P:{sB}:reg              zset   CLASS:SCOPE → next sweep of the scope
 //	P:{sB}:rel              hash   CLASS:SCOPE → consecutive empty sweeps
 //	P:{sB}:lock             string sweep lock of bucket B
+//	P:log                   stream the change log (Config.ChangeLog)
 //
 // The user or scope ID is always the last part of a key and IDs never hold
 // control characters, so the mapping is injective whatever else the IDs hold;
@@ -69,6 +70,8 @@ const (
 	sufRegistry = "reg"
 	sufRelease  = "rel"
 )
+
+func (l keyLayout) logKey() string { return l.prefix + ":log" }
 
 func (l keyLayout) devicesKey(user string) string {
 	return l.userBase(l.userBucket(user)) + sufDevices + user

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,10 +64,11 @@ func UnmarshalKick(b []byte) (Kick, error) {
 	return Kick{User: w.User, Device: w.Device, Kind: kind, Gateway: w.Gateway, At: time.UnixMilli(w.At)}, nil
 }
 
-// publish announces changes and kicks through the store's Publisher, if it
-// has one. The state change is already committed, so a failed publish is
+// publish appends changes to the change log, if there is one, and
+// announces changes and kicks through the store's Publisher, if it has one. The state change is already committed, so a failed publish is
 // logged and counted, not returned.
 func (e *Engine) publish(ctx context.Context, changes []Change, kicks []Kick) {
+	e.logChanges(ctx, changes)
 	if e.pub == nil || len(changes)+len(kicks) == 0 {
 		return
 	}
@@ -88,4 +91,93 @@ func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) {
 		return
 	}
 	e.metrics.Published(kind, 1)
+}
+
+// LoggedChange is one entry of the change log.
+type LoggedChange struct {
+	// ID is the entry's stream ID; pass it to ChangeLogAfter to read on.
+	ID     string
+	Change Change
+}
+
+// ChangeLogAfter reads up to limit (1 to MaxPage) changes logged after the
+// entry with ID after ("" reads from the oldest kept). Gap reports that
+// entries after after were already trimmed, so a reader missed some: it
+// should reload the statuses it shows. It needs Config.ChangeLog.
+func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (entries []LoggedChange, gap bool, err error) {
+	if e.s.changeLog == 0 {
+		return nil, false, ErrUnsupported
+	}
+	if limit < 1 || limit > MaxPage {
+		return nil, false, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
+	}
+	if after != "" && !validStreamID(after) {
+		return nil, false, invalid("after", "%q is not a change log ID", after)
+	}
+	vals, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logRead, []string{e.s.keys.logKey()}, []string{after, itoa(int64(limit))}}})
+	if err != nil {
+		return nil, false, err
+	}
+	items, err := vals[0].AsArray(2)
+	if err != nil {
+		return nil, false, err
+	}
+	oldest, err1 := items[0].AsString()
+	flat, err2 := items[1].AsArray(-1)
+	if err1 != nil || err2 != nil || len(flat)%2 != 0 {
+		return nil, false, replyErr("change log: %s", vals[0])
+	}
+	for i := 0; i < len(flat); i += 2 {
+		id, err1 := flat[i].AsString()
+		raw, err2 := flat[i+1].AsString()
+		if err1 != nil || err2 != nil {
+			return nil, false, replyErr("change log: %s", vals[0])
+		}
+		c, err := UnmarshalChange([]byte(raw))
+		if err != nil {
+			return nil, false, err
+		}
+		entries = append(entries, LoggedChange{ID: id, Change: c})
+	}
+	// Entries up to the oldest kept may have been trimmed; a reader whose
+	// last entry is older than that cannot know what it missed.
+	gap = after != "" && oldest != "" && streamIDLess(after, oldest)
+	return entries, gap, nil
+}
+
+// logChanges appends changes to the change log, when there is one.
+func (e *Engine) logChanges(ctx context.Context, changes []Change) {
+	if e.s.changeLog == 0 || len(changes) == 0 {
+		return
+	}
+	args := make([]string, 0, 1+len(changes))
+	args = append(args, itoa(int64(e.s.changeLog)))
+	for _, c := range changes {
+		args = append(args, string(MarshalChange(c)))
+	}
+	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.s.keys.logKey()}, args}}); err != nil && e.log != nil {
+		e.log.WarnContext(ctx, "presence: change log append failed", "err", err)
+	}
+}
+
+// validStreamID reports whether id looks like "ms-seq".
+func validStreamID(id string) bool {
+	ms, seq, ok := strings.Cut(id, "-")
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return ok && err1 == nil && err2 == nil
+}
+
+// streamIDLess compares two valid stream IDs.
+func streamIDLess(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	x, _ := strconv.ParseUint(am, 10, 64)
+	y, _ := strconv.ParseUint(bm, 10, 64)
+	if x != y {
+		return x < y
+	}
+	x, _ = strconv.ParseUint(as, 10, 64)
+	y, _ = strconv.ParseUint(bs, 10, 64)
+	return x < y
 }

@@ -32,6 +32,7 @@ func (s *Script) SHA() string { return s.sha }
 type scriptSet struct {
 	heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
 	touch, leave, count, members, active, sweepScopes            *Script
+	logAppend, logRead                                           *Script
 }
 
 func loadScript(name string, libs ...string) *Script {
@@ -65,6 +66,8 @@ func loadScripts() scriptSet {
 		members:     loadScript("members", scope...),
 		active:      loadScript("active", scope...),
 		sweepScopes: loadScript("sweep_scopes", scope...),
+		logAppend:   loadScript("log_append"),
+		logRead:     loadScript("log_read"),
 	}
 }
 
@@ -73,7 +76,7 @@ func loadScripts() scriptSet {
 func Scripts() []*Script {
 	s := loadScripts()
 	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
-		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes}
+		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead}
 }
 
 // scriptCall is one call the engine wants made.
