@@ -1,0 +1,32 @@
+// Package abi is the versioned wire format between a presence module built
+// for WebAssembly and its host: the operations a host hands the module
+// (configure, heartbeat, login, status, count, sweep …), their results and
+// errors, and the script-runner messages the module hands back to the host
+// to run Lua scripts on Redis.
+//
+// Every message is one JSON object carrying "v": [Version]. The decoders
+// (DecodeRequest, DecodeResponse, DecodeScriptRequest,
+// DecodeScriptResponse) are strict: unknown fields, wrong types, trailing
+// data, unknown operations or enum names and oversized messages are
+// rejected with a *DecodeError (it matches [ErrMalformed]), a message of
+// another version with a *VersionError (it matches [ErrVersion]). They never
+// panic, so a module can answer malformed input with an error instead of
+// trapping.
+//
+// Errors cross the boundary as an [Error] with a code; [Error.Err] rebuilds
+// a Go error that matches the same core sentinels (errors.Is) and has the
+// same message as the one the module returned, so that a host sees the same
+// errors as callers of the native core. The full format is described in
+// wasm/ABI.md.
+//
+// The package depends only on the standard library and core, and builds
+// for every GOOS, GOOS=wasip1 and GOOS=js included.
+//
+// A host builds a request, and reads the response:
+//
+//	req, _ := abi.EncodeRequest(abi.Request{Op: abi.OpHeartbeat, Now: now,
+//		Args: &abi.Heartbeat{User: "alice", Device: "web", Kind: abi.Kind(core.KindWeb)}})
+//	out := module.Call(req) // however the host reaches the module
+//	resp, err := abi.DecodeResponse(abi.OpHeartbeat, out)
+//	ack := resp.Result.(*abi.Ack).Core()
+package abi

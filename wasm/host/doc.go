@@ -1,0 +1,19 @@
+// Package host runs the presence WebAssembly module (wasm/module) on
+// wazero, a pure-Go WebAssembly runtime, and connects the script runner
+// the module imports to any core.Store: miniredis, or a real server through
+// any adapter.
+//
+// A Runtime compiles the module once; each NewInstance is an independent
+// instance (its own memory, its own engine), as an edge node would run one.
+// Instance.Configure returns an Engine, which implements core.Presence by
+// calling into the module, so anything written against the native engine
+// (tests, tools, the simulator) can drive the WebAssembly one:
+//
+//	rt, err := host.NewRuntime(ctx, wasmBytes, host.Options{})
+//	defer rt.Close(ctx)
+//	in, err := rt.NewInstance(ctx, goredis.New(client))
+//	eng, err := in.Configure(ctx, core.Config{Clock: clock}, host.EngineOptions{})
+//	ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb})
+//
+// The module is built from source with package wasm (wasm.Build).
+package host
