@@ -21,30 +21,31 @@ const MaxMessage = 64 << 20
 // Operations a host hands a module. The argument and result types of
 // each are listed in ABI.md and returned by NewArgs and NewResult.
 const (
-	OpConfigure      = "configure"       // *Config → *Configured
-	OpHeartbeat      = "heartbeat"       // *Heartbeat → *Ack
-	OpHeartbeatBatch = "heartbeat_batch" // *HeartbeatBatch → *Acks
-	OpLogin          = "login"           // *Login → *LoginResult
-	OpLogout         = "logout"          // *End → *Ended
-	OpDisconnect     = "disconnect"      // *End → *Ended
-	OpSetManual      = "set_manual"      // *SetManual → *Changes
-	OpStatus         = "status"          // *StatusArgs → *UserStatus
-	OpStatuses       = "statuses"        // *StatusesArgs → *Statuses
-	OpTouch          = "touch"           // *Touch → *Empty
-	OpTouchBatch     = "touch_batch"     // *TouchBatch → *Empty
-	OpLeave          = "leave"           // *Touch → *Removed
-	OpCount          = "count"           // *ScopeArgs → *Count
-	OpMembers        = "members"         // *MembersArgs → *MemberPage
-	OpActiveWithin   = "active_within"   // *ActiveWithinArgs → *N
-	OpSweepUsers     = "sweep_users"     // *Empty → *SweepReport
-	OpSweepScopes    = "sweep_scopes"    // *Empty → *SweepReport
+	OpConfigure      = "configure"        // *Config → *Configured
+	OpHeartbeat      = "heartbeat"        // *Heartbeat → *Ack
+	OpHeartbeatBatch = "heartbeat_batch"  // *HeartbeatBatch → *Acks
+	OpLogin          = "login"            // *Login → *LoginResult
+	OpLogout         = "logout"           // *End → *Ended
+	OpDisconnect     = "disconnect"       // *End → *Ended
+	OpSetManual      = "set_manual"       // *SetManual → *Changes
+	OpStatus         = "status"           // *StatusArgs → *UserStatus
+	OpStatuses       = "statuses"         // *StatusesArgs → *Statuses
+	OpTouch          = "touch"            // *Touch → *Empty
+	OpTouchBatch     = "touch_batch"      // *TouchBatch → *Empty
+	OpLeave          = "leave"            // *Touch → *Removed
+	OpCount          = "count"            // *ScopeArgs → *Count
+	OpMembers        = "members"          // *MembersArgs → *MemberPage
+	OpActiveWithin   = "active_within"    // *ActiveWithinArgs → *N
+	OpSweepUsers     = "sweep_users"      // *Empty → *SweepReport
+	OpSweepScopes    = "sweep_scopes"     // *Empty → *SweepReport
+	OpChangeLogAfter = "change_log_after" // *ChangeLogArgs → *ChangeLog
 )
 
 // Ops returns every operation, in the order of the list above.
 func Ops() []string {
 	return []string{OpConfigure, OpHeartbeat, OpHeartbeatBatch, OpLogin, OpLogout, OpDisconnect, OpSetManual,
 		OpStatus, OpStatuses, OpTouch, OpTouchBatch, OpLeave, OpCount, OpMembers, OpActiveWithin,
-		OpSweepUsers, OpSweepScopes}
+		OpSweepUsers, OpSweepScopes, OpChangeLogAfter}
 }
 
 // NewArgs returns a new zero argument of op, or nil for an unknown op.
@@ -78,6 +79,8 @@ func NewArgs(op string) any {
 		return new(ActiveWithinArgs)
 	case OpSweepUsers, OpSweepScopes:
 		return new(Empty)
+	case OpChangeLogAfter:
+		return new(ChangeLogArgs)
 	}
 	return nil
 }
@@ -113,6 +116,8 @@ func NewResult(op string) any {
 		return new(N)
 	case OpSweepUsers, OpSweepScopes:
 		return new(SweepReport)
+	case OpChangeLogAfter:
+		return new(ChangeLog)
 	}
 	return nil
 }

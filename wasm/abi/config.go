@@ -43,6 +43,7 @@ type Config struct {
 	CountTTL       Duration              `json:"count_ttl_ms,omitempty"`
 	LockLease      Duration              `json:"lock_lease_ms,omitempty"`
 	LastGoodCounts int                   `json:"last_good_counts,omitempty"`
+	ChangeLog      int                   `json:"change_log,omitempty"`
 
 	// Clock is ClockHost (the default) or ClockServer.
 	Clock string `json:"clock,omitempty"`
@@ -75,7 +76,7 @@ func FromConfig(c core.Config) Config {
 		UserBuckets: c.UserBuckets, ScopeBuckets: c.ScopeBuckets, SweepInterval: Duration(c.SweepInterval),
 		SweepBatch: c.SweepBatch, SweepBudget: c.SweepBudget, ReleaseAfter: c.ReleaseAfter,
 		CountTTL: Duration(c.CountTTL), LockLease: Duration(c.LockLease), LastGoodCounts: c.LastGoodCounts,
-		Clock: ClockServer,
+		ChangeLog: c.ChangeLog, Clock: ClockServer,
 	}
 	if c.Clock != nil {
 		w.Clock = ClockHost
@@ -117,7 +118,7 @@ func (w Config) Core() (core.Config, error) {
 		Policy: core.Policy(w.Policy), UserBuckets: w.UserBuckets, ScopeBuckets: w.ScopeBuckets,
 		SweepInterval: time.Duration(w.SweepInterval), SweepBatch: w.SweepBatch, SweepBudget: w.SweepBudget,
 		ReleaseAfter: w.ReleaseAfter, CountTTL: time.Duration(w.CountTTL), LockLease: time.Duration(w.LockLease),
-		LastGoodCounts: w.LastGoodCounts,
+		LastGoodCounts: w.LastGoodCounts, ChangeLog: w.ChangeLog,
 	}
 	switch w.Clock {
 	case "", ClockHost, ClockServer:

@@ -197,7 +197,9 @@ type Ended struct {
 func FromEnded(e core.Ended) Ended { return Ended{Removed: e.Removed, Changes: fromChanges(e.Changes)} }
 
 // Core returns the outcome w stands for.
-func (w Ended) Core() core.Ended { return core.Ended{Removed: w.Removed, Changes: coreChanges(w.Changes)} }
+func (w Ended) Core() core.Ended {
+	return core.Ended{Removed: w.Removed, Changes: coreChanges(w.Changes)}
+}
 
 // SetManual is the argument of set_manual; TTL 0 means until cleared.
 type SetManual struct {
@@ -419,4 +421,46 @@ type Configured struct {
 	ABI int `json:"abi"`
 	// Clock is "host" or "server", as configured.
 	Clock string `json:"clock"`
+}
+
+// ChangeLogArgs is the argument of change_log_after.
+type ChangeLogArgs struct {
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit"`
+}
+
+// ChangeLog is the result of change_log_after (core.Engine.ChangeLogAfter).
+type ChangeLog struct {
+	Entries []LoggedChange `json:"entries"`
+	Gap     bool           `json:"gap,omitempty"`
+}
+
+// LoggedChange is core.LoggedChange on the wire.
+type LoggedChange struct {
+	ID     string `json:"id"`
+	Change Change `json:"change"`
+}
+
+// FromChangeLog returns the wire form of a change log page.
+func FromChangeLog(entries []core.LoggedChange, gap bool) ChangeLog {
+	w := ChangeLog{Gap: gap}
+	if entries != nil {
+		w.Entries = make([]LoggedChange, len(entries))
+		for i, e := range entries {
+			w.Entries[i] = LoggedChange{ID: e.ID, Change: fromChanges([]core.Change{e.Change})[0]}
+		}
+	}
+	return w
+}
+
+// Core returns the page w stands for.
+func (w ChangeLog) Core() ([]core.LoggedChange, bool) {
+	var out []core.LoggedChange
+	if w.Entries != nil {
+		out = make([]core.LoggedChange, len(w.Entries))
+		for i, e := range w.Entries {
+			out[i] = core.LoggedChange{ID: e.ID, Change: coreChanges([]Change{e.Change})[0]}
+		}
+	}
+	return out, w.Gap
 }

@@ -206,6 +206,13 @@ func (g *Guest) do(ctx context.Context, req abi.Request) (any, error) {
 			return nil, err
 		}
 		return &abi.N{N: n}, nil
+	case *abi.ChangeLogArgs:
+		entries, gap, err := e.ChangeLogAfter(ctx, a.After, a.Limit)
+		if err != nil {
+			return nil, err
+		}
+		w := abi.FromChangeLog(entries, gap)
+		return &w, nil
 	case *abi.Empty:
 		sweep := e.SweepUsers
 		if req.Op == abi.OpSweepScopes {

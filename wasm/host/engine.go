@@ -221,3 +221,13 @@ func (e *Engine) sweep(ctx context.Context, op string) (core.SweepReport, error)
 	}
 	return res.(*abi.SweepReport).Core(), nil
 }
+
+// ChangeLogAfter is core.Engine.ChangeLogAfter in the module.
+func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) ([]core.LoggedChange, bool, error) {
+	res, err := e.do(ctx, abi.OpChangeLogAfter, &abi.ChangeLogArgs{After: after, Limit: limit})
+	if err != nil {
+		return nil, false, err
+	}
+	entries, gap := res.(*abi.ChangeLog).Core()
+	return entries, gap, nil
+}
