@@ -462,7 +462,7 @@ func (r *tokens) value(field string, depth int) (core.Value, error) {
 			s, err := r.binary(field)
 			return core.StringValue(s), err
 		case '[':
-			items := []core.Value{}
+			var items []core.Value
 			for i := 0; r.dec.More(); i++ {
 				v, err := r.value(field+"["+strconv.Itoa(i)+"]", depth+1)
 				if err != nil {

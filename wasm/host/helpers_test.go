@@ -59,13 +59,56 @@ func (c *clock) set(t time.Time) {
 
 // miniStore starts a miniredis on virtual time and returns a store on it.
 func miniStore(tb testing.TB, start time.Time) (core.Store, *miniredis.Miniredis) {
+	s, mr, _ := miniClient(tb, start)
+	return s, mr
+}
+
+// miniClient is miniStore that also returns the client.
+func miniClient(tb testing.TB, start time.Time) (core.Store, *miniredis.Miniredis, *redis.Client) {
 	tb.Helper()
 	mr := miniredis.RunT(tb)
 	mr.SetTime(start)
 	mr.ClockTTL(true)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
-	return goredis.New(c), mr
+	return goredis.New(c), mr, c
+}
+
+// recorder collects the messages published on a server's channels.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// record subscribes to channels on c and records what arrives until cleanup.
+func record(tb testing.TB, c *redis.Client, channels ...string) *recorder {
+	tb.Helper()
+	ctx := context.Background()
+	ps := c.Subscribe(ctx, channels...)
+	for range channels {
+		if _, err := ps.Receive(ctx); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	r := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range ps.Channel() {
+			r.mu.Lock()
+			r.msgs = append(r.msgs, m.Channel+" "+m.Payload)
+			r.mu.Unlock()
+		}
+	}()
+	tb.Cleanup(func() { ps.Close(); <-done })
+	return r
+}
+
+// snapshot returns the messages so far.
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
 }
 
 // instanceT returns a new instance over store, closed at cleanup.

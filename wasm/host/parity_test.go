@@ -358,6 +358,7 @@ func TestParity(t *testing.T) {
 		seeds, steps = 6, 150
 	}
 	total := map[string]int{}
+	published := 0
 	for seed := 1; seed <= seeds; seed++ {
 		t.Run("seed"+strconv.Itoa(seed), func(t *testing.T) {
 			ctx := context.Background()
@@ -367,14 +368,17 @@ func TestParity(t *testing.T) {
 			cfg := parityConfig(r, clk)
 			tokenSeed := "parity-" + strconv.Itoa(seed)
 
-			nativeStore, nativeMR := miniStore(t, start)
+			channels := []string{"presence:changes", "presence:kick:gw0", "presence:kick:gw1", "presence:kick:gw2"}
+			nativeStore, nativeMR, nc := miniClient(t, start)
+			nativePub := record(t, nc, channels...)
 			ncfg := cfg
 			ncfg.Rand = abi.SeededRand(tokenSeed)
 			native, err := core.New(nativeStore, ncfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wasmStore, wasmMR := miniStore(t, start)
+			wasmStore, wasmMR, wc := miniClient(t, start)
+			wasmPub := record(t, wc, channels...)
 			wasmEng, err := instanceT(t, wasmStore).Configure(ctx, cfg, host.EngineOptions{Seed: tokenSeed, Publish: true})
 			if err != nil {
 				t.Fatal(err)
@@ -384,13 +388,25 @@ func TestParity(t *testing.T) {
 			for i := 0; i < steps; i++ {
 				s.step(i)
 			}
+			// Both published the same messages, in the same order.
+			var a, b []string
+			for wait := 0; wait < 100; wait++ {
+				if a, b = nativePub.snapshot(), wasmPub.snapshot(); len(a) == len(b) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if strings.Join(a, "\n") != strings.Join(b, "\n") {
+				t.Fatalf("published messages differ:\nnative %q\nwasm   %q", a, b)
+			}
+			published += len(a)
 			// Both servers hold the same data, key for key.
 			if a, b := dump(nativeMR), dump(wasmMR); a != b {
 				t.Fatalf("servers differ after the run:\nnative %s\nwasm   %s", a, b)
 			}
 		})
 	}
-	t.Logf("operations compared: %v", total)
+	t.Logf("operations compared: %v; messages published: %d", total, published)
 }
 
 // dump renders a server's keys and their contents.
