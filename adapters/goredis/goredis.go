@@ -1,0 +1,245 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/core"
+)
+
+// Interface checks.
+var (
+	_ core.Store      = (*Store)(nil)
+	_ core.Publisher  = (*Store)(nil)
+	_ core.Subscriber = (*Store)(nil)
+)
+
+// Store is a core.Store over a go-redis client. It is safe for concurrent use
+// as long as the client is.
+type Store struct {
+	c redis.UniversalClient
+}
+
+// New returns a Store that sends commands through c. The Store does not own
+// c: closing c is the caller's job.
+func New(c redis.UniversalClient) *Store { return &Store{c: c} }
+
+// Eval sends every call in one pipeline and returns one Result per call, in
+// order. A call whose keys span cluster slots is not sent and gets an error
+// that matches core.ErrCrossSlot; a call that fails on the server (NOSCRIPT, a
+// Lua error) fails alone, the others still get their replies.
+func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	results := make([]core.Result, len(calls))
+	if len(calls) == 0 {
+		return results
+	}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	queued := 0
+	for i, call := range calls {
+		if err := core.SameSlot(call.Keys); err != nil {
+			results[i].Err = err
+			continue
+		}
+		args := make([]any, len(call.Args))
+		for j, a := range call.Args {
+			args[j] = a
+		}
+		if call.Source != "" {
+			cmds[i] = pipe.Eval(ctx, call.Source, call.Keys, args...)
+		} else {
+			cmds[i] = pipe.EvalSha(ctx, call.SHA, call.Keys, args...)
+		}
+		queued++
+	}
+	if queued == 0 {
+		return results
+	}
+	_, execErr := pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		val, err := cmd.Result()
+		if err == nil && val == nil && execErr != nil {
+			// Never answered: go-redis stamps transport errors on every
+			// command, but do not read a missing reply as a nil one.
+			err = execErr
+		}
+		results[i] = result(val, err)
+	}
+	return results
+}
+
+// result maps one go-redis reply to a core.Result.
+func result(val any, err error) core.Result {
+	if errors.Is(err, redis.Nil) {
+		return core.Result{Value: core.NilValue()}
+	}
+	if err != nil {
+		return core.Result{Err: core.ClassifyError(err)}
+	}
+	v, err := toValue(val)
+	if err != nil {
+		return core.Result{Err: err}
+	}
+	return core.Result{Value: v}
+}
+
+// toValue maps a reply as go-redis decodes it. RESP3-only types only appear
+// when a script opts in with redis.setresp(3); they map as a RESP2 client
+// would see them: true as 1, false as nil, doubles and big numbers as
+// strings, maps as flat key-value arrays (sorted by key). An error nested in
+// an array fails the whole call.
+func toValue(val any) (core.Value, error) {
+	switch v := val.(type) {
+	case nil:
+		return core.NilValue(), nil
+	case int64:
+		return core.IntValue(v), nil
+	case string:
+		return core.StringValue(v), nil
+	case []byte:
+		return core.StringValue(string(v)), nil
+	case bool:
+		if v {
+			return core.IntValue(1), nil
+		}
+		return core.NilValue(), nil
+	case float64:
+		return core.StringValue(strconv.FormatFloat(v, 'f', -1, 64)), nil
+	case *big.Int:
+		return core.StringValue(v.String()), nil
+	case []any:
+		items := make([]core.Value, len(v))
+		for i, item := range v {
+			iv, err := toValue(item)
+			if err != nil {
+				return core.Value{}, err
+			}
+			items[i] = iv
+		}
+		return core.ArrayValue(items...), nil
+	case map[any]any:
+		keys := make([]any, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		items := make([]core.Value, 0, 2*len(v))
+		for _, k := range keys {
+			kv, err := toValue(k)
+			if err != nil {
+				return core.Value{}, err
+			}
+			vv, err := toValue(v[k])
+			if err != nil {
+				return core.Value{}, err
+			}
+			items = append(items, kv, vv)
+		}
+		return core.ArrayValue(items...), nil
+	case error:
+		return core.Value{}, core.ClassifyError(v)
+	}
+	return core.Value{}, fmt.Errorf("%w: goredis: reply of type %T", core.ErrReply, val)
+}
+
+// Publish sends message on channel with PUBLISH. On a *redis.ClusterClient
+// it goes through the master that serves the channel name's slot, as if the
+// name were a key, so that the messages of one channel keep their order
+// (PUBLISH has no key, and go-redis would otherwise pick a random node).
+func (s *Store) Publish(ctx context.Context, channel string, message []byte) error {
+	var c redis.Cmdable = s.c
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, channel)
+		if err != nil {
+			return core.ClassifyError(err)
+		}
+		c = node
+	}
+	return core.ClassifyError(c.Publish(ctx, channel, message).Err())
+}
+
+// Subscribe subscribes to channels and returns once the server has confirmed
+// every subscription, so that a message published after Subscribe returns is
+// received. Messages arrive on the returned channel until ctx ends or stop is
+// called; the channel is then closed. go-redis reconnects and resubscribes
+// after a lost connection on its own; messages published meanwhile are lost.
+// A consumer that falls behind by more than go-redis' buffer (100 messages)
+// for over a minute loses messages too.
+func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.Message, func() error, error) {
+	if len(channels) == 0 {
+		return nil, nil, errors.New("goredis: subscribe: no channels")
+	}
+	ps := s.c.Subscribe(ctx, channels...)
+	// A message on a channel already confirmed can arrive before the
+	// confirmation of the next one: keep it.
+	var early []core.Message
+	for confirmed := 0; confirmed < len(channels); {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			ps.Close()
+			return nil, nil, core.ClassifyError(err)
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			confirmed++
+		case *redis.Message:
+			early = append(early, message(m))
+		}
+	}
+	in := ps.Channel()
+	out := make(chan core.Message)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	var closeErr error
+	go func() {
+		defer close(done)
+		defer close(out)
+		defer func() { closeErr = ps.Close() }()
+		send := func(m core.Message) bool {
+			select {
+			case out <- m:
+				return true
+			case <-quit:
+			case <-ctx.Done():
+			}
+			return false
+		}
+		for _, m := range early {
+			if !send(m) {
+				return
+			}
+		}
+		for {
+			select {
+			case m, ok := <-in:
+				if !ok || !send(message(m)) {
+					return
+				}
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	stop := sync.OnceValue(func() error {
+		close(quit)
+		<-done
+		return closeErr
+	})
+	return out, stop, nil
+}
+
+func message(m *redis.Message) core.Message {
+	return core.Message{Channel: m.Channel, Payload: []byte(m.Payload)}
+}
