@@ -125,7 +125,7 @@ func unavailable(err error, msg string) bool {
 			return true
 		}
 	}
-	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "use of closed network connection", "i/o timeout", "pool timeout", "connection pool exhausted", "no such host"} {
+	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "use of closed network connection", "i/o timeout", "pool timeout", "connection pool exhausted", "no such host", "unable to connect"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -117,3 +117,26 @@ func TestKickMessagesReachTheGateway(t *testing.T) {
 		t.Fatalf("KickChannel = %q", got)
 	}
 }
+
+// TestLoginRetryChangesNothing replays the exact login call, as a driver
+// that resends after a network error does: the second run kicks nobody.
+func TestLoginRetryChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	e, rec, _, _ := newRecordedEngine(t, core.Config{})
+	if _, err := e.Login(ctx, core.Login{User: "u", Device: "web", Gateway: "gw1"}); err != nil {
+		t.Fatal(err)
+	}
+	last := rec.calls[len(rec.calls)-1]
+	res := rec.inner.Eval(ctx, []core.Call{last})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	kicked, err := res[0].Value.Array[2].AsArray(-1)
+	if err != nil || len(kicked) != 0 {
+		t.Fatalf("the replayed login kicked %v (%v), want nobody", kicked, err)
+	}
+	st, err := e.Status(ctx, "u")
+	if err != nil || len(st.Devices) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+}

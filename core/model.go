@@ -284,6 +284,9 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	}
 	now := m.now()
 	u, since, pruned := m.user(l.User, now)
+	if r, ok := u.devs[l.Device]; ok && !r.gone && r.token == token {
+		return LoginResult{Token: token}, nil
+	}
 	var kicked []string
 	keep := 0
 	for id, r := range u.devs {

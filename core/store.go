@@ -25,6 +25,11 @@ type Result struct {
 // to reach the server as an error that matches ErrUnavailable; ClassifyError
 // does that mapping for any driver. The EVALSHA→EVAL fallback is the core's
 // job, not the adapter's.
+//
+// An error reply nested inside an array fails the whole call (Value has no
+// error kind). A driver that resends a call after a network error may run a
+// script twice: every script is written so that a repeat changes nothing
+// more (a repeated login, with the same token, kicks nobody again).
 type Store interface {
 	Eval(ctx context.Context, calls []Call) []Result
 }
@@ -45,6 +50,11 @@ type Publisher interface {
 
 // Subscriber is an optional capability of a Store: receiving messages
 // published on channels until ctx ends or the returned stop is called.
+// Subscribe returns once the server confirmed every channel; messages of
+// one channel arrive in the order they were published. When the connection
+// is lost the adapter either resubscribes or closes the channel (the
+// adapters' docs say which); Feed.Next reports a closed channel as
+// ErrUnavailable.
 type Subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) (<-chan Message, func() error, error)
 }

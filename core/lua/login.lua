@@ -6,6 +6,8 @@
 -- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
 -- ARGV[20] the new session token
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
+-- a repeat of the same login (same token, as a driver retry sends it)
+-- changes nothing and returns no kicks;
 -- kicked holds device, kind, gateway for each removed session (the device's
 -- own earlier session included); events holds user, from, to.
 local P = params()
@@ -16,6 +18,11 @@ local function class(k)
   return k
 end
 local u = load(user, KEYS[1], P)
+local mine = u.devs[dev]
+if mine and not mine.gone and mine.token == ARGV[20] then
+  -- a driver retried a login that already applied: change nothing
+  return { now, '', {}, {} }
+end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
   if state(r, now, P) ~= 0 then
