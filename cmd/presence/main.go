@@ -24,6 +24,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
+		{"serve", "run the HTTP service: JSON API, live events, dashboard (presence serve -h)", runServe},
 	}
 }
 

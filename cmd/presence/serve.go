@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/server"
+)
+
+// envPrefix starts the environment variable of every serve flag:
+// --jwt-secret is PRESENCE_JWT_SECRET. A flag on the command line wins.
+const envPrefix = "PRESENCE_"
+
+// serveFlags are the settings of "presence serve".
+type serveFlags struct {
+	addr, redis, cluster, driver            string
+	secret, secretFile                      string
+	insecure                                bool
+	readClaim, adminClaim, issuer, audience string
+	prefix, policy                          string
+	changeLog, maxDevices, burst            int
+	rate                                    float64
+	timeout, drain                          time.Duration
+	maxBody                                 int64
+	quick, sweep                            bool
+	web, mobile, idle, leave, push          time.Duration
+	logFormat, logLevel                     string
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address")
+	fs.StringVar(&f.redis, "redis", "", "redis://[user:password@]host:port[/db] of a Redis server (default: an embedded miniredis, state kept for the life of the process)")
+	fs.StringVar(&f.cluster, "redis-cluster", "", "host:port,… seed nodes of a Redis Cluster")
+	fs.StringVar(&f.driver, "driver", "goredis", "Redis driver: "+strings.Join(drivers, ", "))
+	f.registerSecret(fs)
+	fs.BoolVar(&f.insecure, "insecure-dev", false, "accept every request without a token, as an admin (local development only; loopback addresses only)")
+	fs.StringVar(&f.readClaim, "read-claim", "presence_read", "JWT claim that allows reading other users' statuses")
+	fs.StringVar(&f.adminClaim, "admin-claim", "presence_admin", "JWT claim of admin tokens")
+	fs.StringVar(&f.issuer, "jwt-issuer", "", "required JWT issuer (iss), if set")
+	fs.StringVar(&f.audience, "jwt-audience", "", "required JWT audience (aud), if set")
+	fs.StringVar(&f.prefix, "prefix", "presence", "prefix of every Redis key and channel")
+	fs.StringVar(&f.policy, "policy", "multi", "default login policy: multi, exclusive, exclusive-per-kind")
+	fs.IntVar(&f.maxDevices, "max-devices", 0, "live devices per user (0: 16)")
+	fs.IntVar(&f.changeLog, "change-log", 50000, "changes kept in the Redis change log for reconnecting streams")
+	fs.Float64Var(&f.rate, "heartbeat-rate", 5, "heartbeats per second per user (negative: no limit)")
+	fs.IntVar(&f.burst, "heartbeat-burst", 20, "heartbeats a user may send at once")
+	fs.DurationVar(&f.timeout, "request-timeout", 5*time.Second, "timeout of every request but the event streams")
+	fs.Int64Var(&f.maxBody, "max-body", 64<<10, "largest request body in bytes (batch endpoints: 32×)")
+	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	fs.BoolVar(&f.sweep, "sweep", true, "run the sweeper in this process (keep it on unless another process sweeps)")
+	fs.BoolVar(&f.quick, "quick", false, "short timings for watching the dashboard: web heartbeat 5s, mobile 10s, AWAY after 20s idle, OFFLINE published 3s after leaving")
+	fs.DurationVar(&f.web, "interval-web", 0, "heartbeat interval of web, desktop and other devices (0: 30s)")
+	fs.DurationVar(&f.mobile, "interval-mobile", 0, "heartbeat interval of ios and android devices (0: 60s)")
+	fs.DurationVar(&f.idle, "idle-after", 0, "idle time after which a device is AWAY (0: 5m)")
+	fs.DurationVar(&f.leave, "leave-delay", 0, "how long a user must stay offline before OFFLINE is published (0: 15s)")
+	fs.DurationVar(&f.push, "push-window", 0, "how long a backgrounded app stays PUSH_ONLINE (0: 10m)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+func (f *serveFlags) registerSecret(fs *flag.FlagSet) {
+	fs.StringVar(&f.secret, "jwt-secret", "", "HS256 secret of client tokens, at least 32 bytes (prefer PRESENCE_JWT_SECRET or --jwt-secret-file)")
+	fs.StringVar(&f.secretFile, "jwt-secret-file", "", "file holding the HS256 secret")
+}
+
+// secretBytes reads the secret from the flag or the file.
+func (f *serveFlags) secretBytes() ([]byte, error) {
+	switch {
+	case f.secret != "" && f.secretFile != "":
+		return nil, usageError{"--jwt-secret and --jwt-secret-file exclude each other"}
+	case f.secretFile != "":
+		b, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--jwt-secret-file: %v", err)}
+		}
+		return []byte(strings.TrimRight(string(b), "\r\n")), nil
+	}
+	return []byte(f.secret), nil
+}
+
+// parseFlags applies the environment, then the command line.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	var bad []string
+	fs.VisitAll(func(fl *flag.Flag) {
+		name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fl.Value.Set(v); err != nil {
+				bad = append(bad, fmt.Sprintf("%s=%q: %v", name, v, err))
+			}
+		}
+	})
+	if len(bad) > 0 {
+		return usageError{"bad environment: " + strings.Join(bad, "; ")}
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}
+
+// runServe is "presence serve": the HTTP service with live events and a
+// dashboard; "presence serve token" prints a client token.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runServeToken(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: presence serve [flags]\n       presence serve token -user ID [-admin] [-read] [-ttl 1h]\n\n"+
+			"Every flag may also be set by the environment: --jwt-secret as %sJWT_SECRET, and so on.\n\nflags:\n", envPrefix)
+		fs.PrintDefaults()
+	}
+	var f serveFlags
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config(log)
+	if err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return usageError{fmt.Sprintf("--addr %q: %v", f.addr, err)}
+	}
+	if f.insecure && !isLoopback(host) {
+		return usageError{fmt.Sprintf("--insecure-dev serves loopback addresses only, not %q", f.addr)}
+	}
+	var cluster []string
+	if f.cluster != "" {
+		cluster = strings.Split(f.cluster, ",")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	var srvRef atomic.Pointer[server.Server]
+	be, err := openDriver(ctx, f.redis, cluster, f.driver, func(hit bool) {
+		if s := srvRef.Load(); s != nil {
+			s.Metrics().CacheRead(hit)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	cfg.Backend = be.desc
+	srv, err := server.New(be.store, cfg)
+	if err != nil {
+		return err
+	}
+	srvRef.Store(srv)
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	if f.insecure {
+		log.Warn("INSECURE DEV MODE: every request is accepted WITHOUT A TOKEN, as an admin. Never expose this server; set PRESENCE_JWT_SECRET for real use.")
+	}
+	if be.mini != nil {
+		log.Warn("presence: state is kept in an embedded miniredis for the life of this process only; it is lost when the process exits (use --redis to keep it)")
+	}
+	log.Info("presence: serving", "url", url, "dashboard", url+"/dashboard/", "backend", be.desc, "auth", map[bool]string{true: "insecure-dev", false: "jwt"}[f.insecure])
+	fmt.Fprintf(stdout, "presence serve: dashboard at %s/dashboard/ (API under %s/v1/)\n", url, url)
+	return srv.Serve(ctx, ln)
+}
+
+// config builds the server configuration from the flags.
+func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
+	secret, err := f.secretBytes()
+	if err != nil {
+		return server.Config{}, err
+	}
+	if len(secret) == 0 && !f.insecure {
+		return server.Config{}, usageError{"no JWT secret: set PRESENCE_JWT_SECRET (or --jwt-secret-file), or run with --insecure-dev for local development"}
+	}
+	policy, ok := core.ParsePolicy(f.policy)
+	if !ok {
+		return server.Config{}, usageError{fmt.Sprintf("--policy %q: want multi, exclusive or exclusive-per-kind", f.policy)}
+	}
+	if f.changeLog < 1 {
+		return server.Config{}, usageError{"--change-log must be at least 1: the event streams resume from it"}
+	}
+	if f.maxBody < 1 {
+		return server.Config{}, usageError{"--max-body must be positive"}
+	}
+	eng := core.Config{Prefix: f.prefix, Policy: policy, MaxDevices: f.maxDevices, ChangeLog: f.changeLog,
+		IdleAfter: f.idle, LeaveDelay: f.leave, PushWindow: f.push}
+	web, mobile := f.web, f.mobile
+	if f.quick {
+		web, mobile = or(web, 5*time.Second), or(mobile, 10*time.Second)
+		eng.IdleAfter, eng.LeaveDelay, eng.PushWindow = or(eng.IdleAfter, 20*time.Second), or(eng.LeaveDelay, 3*time.Second), or(eng.PushWindow, time.Minute)
+	}
+	if web > 0 || mobile > 0 {
+		eng.Intervals = map[core.Kind]time.Duration{}
+		if web > 0 {
+			eng.Intervals[core.KindWeb], eng.Intervals[core.KindDesktop], eng.Intervals[core.KindOther] = web, web, web
+		}
+		if mobile > 0 {
+			eng.Intervals[core.KindIOS], eng.Intervals[core.KindAndroid] = mobile, mobile
+		}
+	}
+	cfg := server.Config{
+		Engine: eng,
+		Auth: server.AuthConfig{Secret: secret, InsecureDev: f.insecure, ReadClaim: f.readClaim, AdminClaim: f.adminClaim,
+			Issuer: f.issuer, Audience: f.audience},
+		Logger: log, RequestTimeout: f.timeout, MaxBody: f.maxBody, MaxBatchBody: 32 * f.maxBody,
+		HeartbeatRate: f.rate, HeartbeatBurst: f.burst, DrainTimeout: f.drain,
+	}
+	if !f.sweep {
+		cfg.SweepUsers, cfg.SweepScopes = -1, -1
+	}
+	return cfg, nil
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+}
+
+// runServeToken is "presence serve token": it prints a token signed with
+// the configured secret, for trying the API.
+func runServeToken(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	f.registerSecret(fs)
+	user := fs.String("user", "", "the token's subject (required)")
+	admin := fs.Bool("admin", false, "grant the admin claim")
+	read := fs.Bool("read", false, "grant the read claim")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime")
+	adminClaim := fs.String("admin-claim", "presence_admin", "name of the admin claim")
+	readClaim := fs.String("read-claim", "presence_read", "name of the read claim")
+	issuer := fs.String("jwt-issuer", "", "issuer (iss)")
+	audience := fs.String("jwt-audience", "", "audience (aud)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	secret, err := f.secretBytes()
+	if err != nil {
+		return err
+	}
+	if len(secret) == 0 {
+		return usageError{"no secret: set PRESENCE_JWT_SECRET or --jwt-secret-file"}
+	}
+	if *user == "" {
+		return usageError{"-user is required"}
+	}
+	o := server.TokenOptions{User: *user, TTL: *ttl, Issuer: *issuer, Audience: *audience}
+	if *admin {
+		o.Claims = append(o.Claims, *adminClaim)
+	}
+	if *read {
+		o.Claims = append(o.Claims, *readClaim)
+	}
+	tok, err := server.NewToken(secret, o)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, tok)
+	return err
+}

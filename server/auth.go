@@ -1,0 +1,231 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/presencekit/presence/core"
+)
+
+// ErrNoSecret is returned by New when no JWT secret is configured and
+// AuthConfig.InsecureDev is not set: the server does not start open by
+// accident.
+var ErrNoSecret = errors.New("server: no JWT secret configured (set one, or run with --insecure-dev)")
+
+// minSecretBytes is the shortest HS256 secret accepted (RFC 7518 section 3.2
+// asks for a key at least as long as the hash output).
+const minSecretBytes = 32
+
+// AuthConfig configures how requests are authenticated.
+//
+// Clients present a JWT signed with HS256 and Secret, in the Authorization
+// header ("Bearer TOKEN") or, where a browser cannot set headers (the
+// event stream and the WebSocket), in the access_token query parameter.
+// The token's subject ("sub") is the user: a client may heartbeat, log in
+// and out, set its manual status and touch scopes only as itself. The
+// token must carry an expiry ("exp").
+//
+// A token grants a permission named by a claim when the claim is true, or
+// when the name is one of the space-separated words of the "scope" claim.
+type AuthConfig struct {
+	// Secret is the HS256 key, at least 32 bytes. Required unless InsecureDev.
+	Secret []byte
+	// InsecureDev accepts every request without a token, as an admin. For
+	// local development only; the server logs a warning at start-up and
+	// every response carries "X-Presence-Insecure: 1".
+	InsecureDev bool
+	// ReadClaim is the permission to read other users' statuses, their
+	// change events and scope members. Default "presence_read".
+	ReadClaim string
+	// AdminClaim is the permission to act as any user and to use the admin
+	// endpoints, the gateway kick streams and the dashboard's data.
+	// It implies ReadClaim. Default "presence_admin".
+	AdminClaim string
+	// Issuer and Audience, when set, must match the token's "iss" and "aud".
+	Issuer   string
+	Audience string
+	// Leeway is the clock skew allowed when checking "exp" and "nbf".
+	// Default 30 s.
+	Leeway time.Duration
+}
+
+// Principal is who made a request.
+type Principal struct {
+	// User is the token's subject; "" for insecure-dev requests without one.
+	User string
+	// Read allows reading other users' statuses and events.
+	Read bool
+	// Admin allows everything.
+	Admin bool
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+func principalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// actAs returns the user a write is for: given, or the caller when empty.
+// Acting as another user needs an admin.
+func (p Principal) actAs(field, given string) (string, *Error) {
+	switch {
+	case given == "" && p.User == "":
+		return "", fieldErr(field, "required (the request has no token whose subject could stand in)")
+	case given == "":
+		return p.User, nil
+	case given != p.User && !p.Admin:
+		return "", forbidden("a token for %q cannot act as %q", p.User, given)
+	}
+	return given, nil
+}
+
+// canRead reports whether the caller may read user's status and events.
+func (p Principal) canRead(user string) bool {
+	return p.Admin || p.Read || (p.User != "" && p.User == user)
+}
+
+// fullView reports whether the caller sees user's manual status and devices.
+func (p Principal) fullView(user string) bool {
+	return p.Admin || (p.User != "" && p.User == user)
+}
+
+type authenticator struct {
+	cfg    AuthConfig
+	parser *jwt.Parser
+}
+
+func newAuthenticator(cfg AuthConfig) (*authenticator, error) {
+	if cfg.ReadClaim == "" {
+		cfg.ReadClaim = "presence_read"
+	}
+	if cfg.AdminClaim == "" {
+		cfg.AdminClaim = "presence_admin"
+	}
+	if cfg.Leeway == 0 {
+		cfg.Leeway = 30 * time.Second
+	}
+	if len(cfg.Secret) == 0 && !cfg.InsecureDev {
+		return nil, ErrNoSecret
+	}
+	if len(cfg.Secret) > 0 && len(cfg.Secret) < minSecretBytes {
+		return nil, errors.New("server: the JWT secret must be at least 32 bytes")
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired()}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	return &authenticator{cfg: cfg, parser: jwt.NewParser(opts...)}, nil
+}
+
+// authenticate returns the request's principal. queryToken allows the
+// access_token parameter (streams only: it may end up in access logs
+// elsewhere).
+func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principal, *Error) {
+	raw := ""
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+			return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the Authorization header must be \"Bearer TOKEN\"")
+		}
+		raw = strings.TrimSpace(tok)
+	} else if queryToken {
+		raw = r.URL.Query().Get("access_token")
+	}
+	if a.cfg.InsecureDev && (raw == "" || len(a.cfg.Secret) == 0) {
+		return Principal{Admin: true, Read: true}, nil
+	}
+	if raw == "" {
+		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "a bearer token is required")
+	}
+	claims := jwt.MapClaims{}
+	if _, err := a.parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.cfg.Secret, nil }); err != nil {
+		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "invalid token: %v", err)
+	}
+	sub, err := claims.GetSubject()
+	if err != nil || sub == "" || len(sub) > core.MaxIDBytes {
+		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
+	}
+	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim)}
+	p.Read = p.Admin || hasClaim(claims, a.cfg.ReadClaim)
+	return p, nil
+}
+
+// hasClaim reports whether claims grant name: claims[name] is true, or
+// name is a word of the "scope" claim (a space-separated string or a list).
+func hasClaim(claims jwt.MapClaims, name string) bool {
+	if v, ok := claims[name].(bool); ok && v {
+		return true
+	}
+	switch s := claims["scope"].(type) {
+	case string:
+		for _, w := range strings.Fields(s) {
+			if w == name {
+				return true
+			}
+		}
+	case []any:
+		for _, w := range s {
+			if w == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TokenOptions says what NewToken puts in a token.
+type TokenOptions struct {
+	User string        // the subject
+	TTL  time.Duration // lifetime; default 1 h
+	// Claims are the permissions to grant, such as "presence_admin".
+	Claims   []string
+	Issuer   string
+	Audience string
+	// Now is the issue time; default time.Now().
+	Now time.Time
+}
+
+// NewToken returns an HS256 JWT for o.User signed with secret, granting
+// o.Claims (each set to true). It is what "presence serve token" prints,
+// for trying the API and for tests.
+func NewToken(secret []byte, o TokenOptions) (string, error) {
+	if o.User == "" {
+		return "", errors.New("server: a token needs a user")
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	ttl := o.TTL
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	claims := jwt.MapClaims{"sub": o.User, "iat": now.Unix(), "exp": now.Add(ttl).Unix()}
+	if o.Issuer != "" {
+		claims["iss"] = o.Issuer
+	}
+	if o.Audience != "" {
+		claims["aud"] = o.Audience
+	}
+	for _, c := range o.Claims {
+		if c == "sub" || c == "exp" || c == "iat" || c == "iss" || c == "aud" {
+			return "", errors.New("server: claim " + c + " is reserved")
+		}
+		claims[c] = true
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}

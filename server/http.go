@@ -1,0 +1,285 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// dashboardFiles is the dashboard: plain HTML, JavaScript and CSS, served
+// as they are (no build step).
+//
+//go:embed dashboard
+var dashboardFiles embed.FS
+
+// access is who may call a route.
+type access int
+
+const (
+	public    access = iota // no token
+	signedIn                // any valid token (or insecure-dev)
+	adminOnly               // a token with the admin claim
+)
+
+// handlerFunc is an API handler: it writes its answer, or returns the
+// error to send.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p Principal) *Error
+
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	s.mux = mux
+	api := func(method, path string, acc access, h handlerFunc) {
+		mux.Handle(path, s.wrap(method+" "+path, method, acc, false, h))
+	}
+	api("POST", "/v1/heartbeat", signedIn, s.heartbeat)
+	api("POST", "/v1/heartbeats", signedIn, s.heartbeats)
+	api("POST", "/v1/login", signedIn, s.login)
+	api("POST", "/v1/logout", signedIn, s.logout)
+	api("POST", "/v1/disconnect", signedIn, s.disconnect)
+	api("PUT", "/v1/users/{user}/manual", signedIn, s.manual)
+	api("GET", "/v1/users/{user}/status", signedIn, s.status)
+	api("POST", "/v1/statuses", signedIn, s.statuses)
+	api("POST", "/v1/scopes/{class}/{id}/touch", signedIn, s.touch)
+	api("POST", "/v1/scopes/{class}/{id}/leave", signedIn, s.leave)
+	api("GET", "/v1/scopes/{class}/{id}/count", signedIn, s.count)
+	api("GET", "/v1/scopes/{class}/{id}/members", signedIn, s.members)
+	api("GET", "/v1/admin/sweeper", adminOnly, s.sweeper)
+	api("GET", "/v1/admin/overview", adminOnly, s.overview)
+	api("GET", "/v1/info", public, s.info)
+	mux.Handle("/v1/events", s.wrap("GET /v1/events", "GET", signedIn, true, s.sse))
+	mux.Handle("/v1/ws", s.wrap("GET /v1/ws", "GET", signedIn, true, s.websocket))
+	mux.Handle("/healthz", s.wrap("GET /healthz", "GET", public, false, func(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	}))
+	mux.Handle("/readyz", s.wrap("GET /readyz", "GET", public, false, s.readyz))
+	metrics := s.m.handler()
+	mux.Handle("/metrics", s.wrap("GET /metrics", "GET", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	}))
+	static, _ := fs.Sub(dashboardFiles, "dashboard")
+	files := http.StripPrefix("/dashboard/", http.FileServerFS(static))
+	mux.Handle("/dashboard/", s.wrap("GET /dashboard/", "", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use GET")
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		files.ServeHTTP(w, r)
+		return nil
+	}))
+	mux.Handle("/", s.wrap("/", "", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		if r.URL.Path == "/" {
+			http.Redirect(w, r, "/dashboard/", http.StatusFound)
+			return nil
+		}
+		return apiErr(http.StatusNotFound, CodeNotFound, "no endpoint %s", r.URL.Path)
+	}))
+}
+
+// wrap applies what every route shares: method check, authentication,
+// the request timeout (not on streams), panic recovery, metrics and the
+// access log.
+func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		var p Principal
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "presence: handler panic", "route", route, "panic", v, "stack", string(debug.Stack()))
+				if !rec.wrote {
+					writeError(rec, apiErr(http.StatusInternalServerError, CodeInternal, "internal error"))
+				}
+			}
+			s.m.observe(route, rec.status(), time.Since(start), stream)
+			s.accessLog(r, route, rec.status(), time.Since(start), p)
+		}()
+		if s.cfg.Auth.InsecureDev {
+			w.Header().Set("X-Presence-Insecure", "1")
+		}
+		if method != "" && r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(rec, apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method))
+			return
+		}
+		if acc != public {
+			var e *Error
+			if p, e = s.auth.authenticate(r, stream); e != nil {
+				writeError(rec, e)
+				return
+			}
+			if acc == adminOnly && !p.Admin {
+				writeError(rec, forbidden("this endpoint needs a token with the %q claim", s.auth.cfg.AdminClaim))
+				return
+			}
+		}
+		ctx := withPrincipal(r.Context(), p)
+		if !stream {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+			defer cancel()
+		}
+		if e := h(rec, r.WithContext(ctx), p); e != nil && !rec.wrote {
+			writeError(rec, e)
+		}
+	})
+}
+
+func (s *Server) accessLog(r *http.Request, route string, code int, d time.Duration, p Principal) {
+	level := slog.LevelDebug
+	switch {
+	case code >= 500:
+		level = slog.LevelWarn
+	case code >= 400:
+		level = slog.LevelInfo
+	}
+	// The query is left out on purpose: it may hold an access token.
+	s.log.Log(r.Context(), level, "http", "method", r.Method, "route", route, "path", r.URL.Path,
+		"status", code, "duration", d, "user", p.User, "remote", r.RemoteAddr)
+}
+
+// recorder remembers the status a handler sent; it passes Flush and Hijack
+// through for the streams.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.code, r.wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush sends buffered data to the client.
+func (r *recorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }
+
+// Hijack hands the connection over (WebSocket).
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	r.code, r.wrote = http.StatusSwitchingProtocols, true
+	return http.NewResponseController(r.ResponseWriter).Hijack()
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *recorder) status() int {
+	if !r.wrote {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+	if s.draining.Load() {
+		return apiErr(http.StatusServiceUnavailable, CodeShuttingDown, "the instance is shutting down")
+	}
+	select {
+	case <-s.hub.ready:
+	default:
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "starting: the change log has not been read yet")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Ready(ctx); err != nil {
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "redis does not answer: %v", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// InfoResponse is the body of GET /v1/info: what a client (the dashboard)
+// needs to know about this service. It needs no token.
+type InfoResponse struct {
+	Service string `json:"service"`
+	// Auth is "jwt" or "insecure-dev".
+	Auth       string `json:"auth"`
+	ReadClaim  string `json:"read_claim"`
+	AdminClaim string `json:"admin_claim"`
+	Backend    string `json:"backend"`
+	StartedAt  int64  `json:"started_at"`
+	// IntervalsMS is the heartbeat interval of each device kind.
+	IntervalsMS  map[string]int64 `json:"intervals_ms"`
+	IdleAfterMS  int64            `json:"idle_after_ms"`
+	PushWindowMS int64            `json:"push_window_ms"`
+	LeaveDelayMS int64            `json:"leave_delay_ms"`
+	CoalesceMS   int64            `json:"coalesce_ms"`
+	Policy       string           `json:"policy"`
+	Classes      []ClassInfo      `json:"classes"`
+}
+
+// ClassInfo describes one scope class.
+type ClassInfo struct {
+	Name     string `json:"name"`
+	Layout   string `json:"layout"`
+	WindowMS int64  `json:"window_ms"`
+}
+
+func (s *Server) info(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
+	writeJSON(w, http.StatusOK, s.infoResponse())
+	return nil
+}
+
+// infoResponse states the engine's effective timings. The core applies
+// its defaults internally, so they are restated here from Config's
+// documentation.
+func (s *Server) infoResponse() InfoResponse {
+	c := s.cfg.Engine
+	or := func(d, def time.Duration) int64 {
+		if d == 0 {
+			d = def
+		}
+		if d < 0 {
+			d = 0
+		}
+		return d.Milliseconds()
+	}
+	out := InfoResponse{Service: "presence", Auth: "jwt", ReadClaim: s.auth.cfg.ReadClaim, AdminClaim: s.auth.cfg.AdminClaim,
+		Backend: s.cfg.Backend, StartedAt: millis(s.started), IntervalsMS: map[string]int64{},
+		IdleAfterMS: or(c.IdleAfter, 5*time.Minute), PushWindowMS: or(c.PushWindow, 10*time.Minute),
+		LeaveDelayMS: or(c.LeaveDelay, 15*time.Second), CoalesceMS: or(c.CoalesceWindow, time.Second), Policy: c.Policy.String()}
+	if s.cfg.Auth.InsecureDev {
+		out.Auth = "insecure-dev"
+	}
+	for _, k := range []core.Kind{core.KindOther, core.KindWeb, core.KindDesktop, core.KindIOS, core.KindAndroid} {
+		def := 30 * time.Second
+		if k == core.KindIOS || k == core.KindAndroid {
+			def = time.Minute
+		}
+		out.IntervalsMS[k.String()] = or(c.Intervals[k], def)
+	}
+	classes := c.Classes
+	if classes == nil {
+		classes = core.DefaultClasses()
+	}
+	for name, cl := range classes {
+		out.Classes = append(out.Classes, ClassInfo{Name: name, Layout: cl.Layout.String(),
+			WindowMS: or(cl.Window, 2*time.Duration(out.IntervalsMS["web"])*time.Millisecond)})
+	}
+	sort.Slice(out.Classes, func(i, j int) bool { return out.Classes[i].Name < out.Classes[j].Name })
+	return out
+}
