@@ -99,6 +99,12 @@ type ScopeClass struct {
 	// each holds at most 512 members (Redis keeps such hashes compact).
 	// Default 256 (128,000 members). Counts do not depend on it.
 	Shards int
+	// Spread puts each compact shard in its own cluster slot, so that the
+	// writes of a very hot scope spread over the masters; counts are the
+	// same, and a sweep or count reads all shards in one pipelined round per
+	// node. Default false: a scope's shards share one slot, and one script
+	// counts them. Only for LayoutCompact.
+	Spread bool
 	// SweepInterval is how often a scope of the class is swept. Default 5 s.
 	SweepInterval time.Duration
 	// Bucket is the time span of one approx HyperLogLog. Default Window/10.
@@ -160,6 +166,7 @@ type classSettings struct {
 	layout                   Layout
 	window, interval, bucket int64
 	shards                   int
+	spread                   bool
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -287,7 +294,10 @@ func newSettings(cfg Config) (*settings, error) {
 		if !c.Layout.valid() {
 			return nil, invalid(field+".Layout", "unknown layout %d", c.Layout)
 		}
-		cs := classSettings{layout: c.Layout}
+		if c.Spread && c.Layout != LayoutCompact {
+			return nil, invalid(field+".Spread", "only compact scopes have shards to spread")
+		}
+		cs := classSettings{layout: c.Layout, spread: c.Spread}
 		cs.window = ms(orDur(c.Window, time.Duration(2*s.interval[KindWeb])*time.Millisecond))
 		cs.interval = ms(orDur(c.SweepInterval, 5*time.Second))
 		cs.bucket = ms(orDur(c.Bucket, time.Duration(cs.window/10)*time.Millisecond))

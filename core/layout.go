@@ -11,6 +11,7 @@ import "strconv"
 //	P:{uB}:lock             string sweep lock of bucket B
 //	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
 //	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
+//	P:{sB.N}:h:CLASS:N:SCOPE        the same, for classes that spread shards over slots
 //	P:{sB}:x:CLASS:T:SCOPE  hll    members touched in the bucket starting at T (approx layout)
 //	P:{sB}:n:CLASS:SCOPE    string "count:asOf", refreshed by each sweep
 //	P:{sB}:reg              zset   CLASS:SCOPE → next sweep of the scope
@@ -49,6 +50,12 @@ func (l keyLayout) userBase(bucket uint32) string {
 
 func (l keyLayout) scopeBase(bucket uint32) string {
 	return l.prefix + ":{s" + strconv.FormatUint(uint64(bucket), 10) + "}:"
+}
+
+// spreadBase is the base of shard n of a spread compact scope in bucket b:
+// its own hash tag, so that shards land on different slots.
+func (l keyLayout) spreadBase(bucket uint32, n int) string {
+	return l.prefix + ":{s" + strconv.FormatUint(uint64(bucket), 10) + "." + strconv.Itoa(n) + "}:"
 }
 
 func (l keyLayout) userBucket(user string) uint32 { return bucketOf(user, l.userBuckets) }

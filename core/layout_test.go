@@ -173,3 +173,31 @@ func TestCommandStreamGolden(t *testing.T) {
 		t.Fatalf("command stream differs from %s (run with -update if intended):\n%s", path, b.String())
 	}
 }
+
+// TestSpreadShardsUseManySlots checks that a spread compact scope's shards
+// land on different cluster slots, while a together scope's share one.
+func TestSpreadShardsUseManySlots(t *testing.T) {
+	ctx := context.Background()
+	for _, spread := range []bool{false, true} {
+		e, rec, _, _ := newRecordedEngine(t, scopeConfigSpread(32, spread))
+		for i := 0; i < 200; i++ {
+			if err := e.Touch(ctx, video, fmt.Sprint("viewer-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		slots := map[uint16]bool{}
+		for _, c := range rec.calls {
+			for _, k := range c.Keys {
+				if strings.Contains(k, ":h:video:") {
+					slots[core.Slot(k)] = true
+				}
+			}
+		}
+		if spread && len(slots) < 16 {
+			t.Errorf("spread: shards on %d slots, want most of 32", len(slots))
+		}
+		if !spread && len(slots) != 1 {
+			t.Errorf("together: shards on %d slots, want 1", len(slots))
+		}
+	}
+}

@@ -85,7 +85,6 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 		if _, ok := m.reg[t.Scope]; !ok {
 			m.reg[t.Scope] = now + cls.interval
 		}
-		delete(m.rel, t.Scope)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 // scopeKeys are the keys and arguments that locate one scope's data.
 type scopeKeys struct {
+	l      keyLayout
+	sc     Scope
 	cls    classSettings
 	bucket uint32
 	data   string // exact: the sorted set; compact, approx: up to the shard or bucket start
@@ -25,7 +27,7 @@ func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 	l := e.s.keys
 	b := l.scopeBucket(sc)
 	base := l.scopeBase(b)
-	k := scopeKeys{cls: cls, bucket: b, count: base + sufCount + sc.ref()}
+	k := scopeKeys{l: l, sc: sc, cls: cls, bucket: b, count: base + sufCount + sc.ref()}
 	switch cls.layout {
 	case LayoutExact:
 		k.data = base + sufExact + sc.ref()
@@ -37,9 +39,20 @@ func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 	return k, nil
 }
 
+// shardPrefix is the key of compact shard n up to the shard number.
+func (k scopeKeys) shardPrefix(n int) string {
+	if k.cls.spread {
+		return k.l.spreadBase(k.bucket, n) + sufShard + k.sc.Class + ":"
+	}
+	return k.data
+}
+
+// shardKeyN is the key of compact shard n.
+func (k scopeKeys) shardKeyN(n int) string { return k.shardPrefix(n) + strconv.Itoa(n) + k.tail }
+
 // shardKey is the compact shard holding member: stable hash mod shards.
 func (k scopeKeys) shardKey(member string) string {
-	return k.data + strconv.FormatUint(fnv64(member)%uint64(k.cls.shards), 10) + k.tail
+	return k.shardKeyN(int(fnv64(member) % uint64(k.cls.shards)))
 }
 
 // Touch records member's activity in the scope now (design section 9).
@@ -55,6 +68,7 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	}
 	groups := map[uint32][]string{}
 	var order []uint32
+	var shardCalls []scriptCall
 	for i, t := range touches {
 		field := "touches[" + strconv.Itoa(i) + "]"
 		k, err := e.scopeKeys(field+".Scope", t.Scope)
@@ -64,23 +78,29 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 		if err := checkID(field+".Member", t.Member); err != nil {
 			return err
 		}
-		data := k.data
-		if k.cls.layout == LayoutCompact {
+		layout, data := strconv.Itoa(int(k.cls.layout)), k.data
+		switch {
+		case k.cls.spread:
+			// the shard lives in its own slot: write it apart, register here
+			layout, data = "3", ""
+			shardCalls = append(shardCalls, scriptCall{e.scripts.shardTouch, []string{k.shardKey(t.Member)},
+				[]string{e.nowArg(), itoa(k.cls.window + e.s.grace), t.Member}})
+		case k.cls.layout == LayoutCompact:
 			data = k.shardKey(t.Member)
 		}
 		if _, ok := groups[k.bucket]; !ok {
 			order = append(order, k.bucket)
 		}
-		groups[k.bucket] = append(groups[k.bucket], strconv.Itoa(int(k.cls.layout)), data, k.tail,
+		groups[k.bucket] = append(groups[k.bucket], layout, data, k.tail,
 			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), itoa(k.cls.bucket))
 	}
-	calls := make([]scriptCall, len(order))
+	calls := make([]scriptCall, len(order), len(order)+len(shardCalls))
 	for g, b := range order {
 		items := groups[b]
 		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.s.grace), strconv.Itoa(len(items)/8))
-		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:2], append(args, items...)}
+		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:1], append(args, items...)}
 	}
-	_, err := e.eval(ctx, "touch", calls)
+	_, err := e.eval(ctx, "touch", append(calls, shardCalls...))
 	return err
 }
 
@@ -152,22 +172,63 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 			return parseCount(s)
 		}
 	}
+	mode := ""
+	if k.cls.spread {
+		mode = "peek"
+	}
 	args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(e.s.countTTL)}
+		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(e.s.countTTL), mode}
 	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.count, []string{k.count}, args}})
 	if err != nil {
 		return Count{}, err
 	}
-	_, rest, err := splitReply(vals[0], 2)
+	c, err := decodeCount(vals[0], 1)
+	if err != nil || c.N >= 0 {
+		return c, err
+	}
+	return e.countSpread(ctx, k, c.AsOf)
+}
+
+// decodeCount reads a reply whose items from index i are count, asOf.
+func decodeCount(v Value, i int) (Count, error) {
+	items, err := v.AsArray(i + 2)
 	if err != nil {
 		return Count{}, err
 	}
-	n, err1 := rest[0].AsInt()
-	asOf, err2 := rest[1].AsInt()
+	n, err1 := items[i].AsInt()
+	asOf, err2 := items[i+1].AsInt()
 	if err1 != nil || err2 != nil {
-		return Count{}, replyErr("count: %s", vals[0])
+		return Count{}, replyErr("count: %s", v)
 	}
 	return Count{N: n, AsOf: msTime(asOf)}, nil
+}
+
+// countSpread sums the shards of a spread scope, in one pipelined round
+// (one per node on a cluster), and writes the count key unless a sweep
+// wrote one meanwhile.
+func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (Count, error) {
+	calls := make([]scriptCall, k.cls.shards)
+	for n := range calls {
+		calls[n] = scriptCall{e.scripts.shardLen, []string{k.shardKeyN(n)}, nil}
+	}
+	vals, err := e.eval(ctx, "count", calls)
+	if err != nil {
+		return Count{}, err
+	}
+	var sum int64
+	for _, v := range vals {
+		n, err := v.AsInt()
+		if err != nil {
+			return Count{}, err
+		}
+		sum += n
+	}
+	vals, err = e.eval(ctx, "count", []scriptCall{{e.scripts.countSet, []string{k.count},
+		[]string{itoa(sum), itoa(now.UnixMilli()), itoa(e.s.countTTL)}}})
+	if err != nil {
+		return Count{}, err
+	}
+	return decodeCount(vals[0], 0)
 }
 
 // parseCount reads a count key's "count:asOf".
@@ -224,35 +285,56 @@ func (e *Engine) Members(ctx context.Context, sc Scope, cursor string, limit int
 	if k.cls.layout == LayoutApprox {
 		return MemberPage{}, ErrUnsupported
 	}
-	args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), strconv.Itoa(shard), strconv.Itoa(offset), strconv.Itoa(limit)}
-	vals, err := e.eval(ctx, "members", []scriptCall{{e.scripts.members, []string{k.count}, args}})
-	if err != nil {
-		return MemberPage{}, err
+	page := MemberPage{Members: make([]Member, 0, limit)}
+	for {
+		// One call reads every shard of a scope whose shards share a slot;
+		// a spread scope is read one shard (one slot) per call.
+		data, last, key := k.data, k.cls.shards, k.count
+		if k.cls.spread {
+			data, last, key = k.shardPrefix(shard), shard+1, k.shardKeyN(shard)
+		}
+		args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), data, k.tail, itoa(k.cls.window),
+			strconv.Itoa(last), strconv.Itoa(shard), strconv.Itoa(offset), strconv.Itoa(limit - len(page.Members))}
+		vals, err := e.eval(ctx, "members", []scriptCall{{e.scripts.members, []string{key}, args}})
+		if err != nil {
+			return MemberPage{}, err
+		}
+		nextShard, nextOffset, err := decodeMembers(vals[0], &page)
+		if err != nil {
+			return MemberPage{}, err
+		}
+		if nextShard >= 0 {
+			page.Next = formatCursor(nextShard, nextOffset)
+			return page, nil
+		}
+		if !k.cls.spread || shard+1 >= k.cls.shards {
+			return page, nil
+		}
+		shard, offset = shard+1, 0
 	}
-	_, rest, err := splitReply(vals[0], 3)
+}
+
+// decodeMembers appends a members.lua page to page and returns its next cursor.
+func decodeMembers(v Value, page *MemberPage) (shard, offset int, err error) {
+	_, rest, err := splitReply(v, 3)
 	if err != nil {
-		return MemberPage{}, err
+		return 0, 0, err
 	}
 	nextShard, err1 := rest[0].AsInt()
 	nextOffset, err2 := rest[1].AsInt()
 	flat, err3 := rest[2].AsArray(-1)
-	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 {
-		return MemberPage{}, replyErr("members: %s", vals[0])
+	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || nextShard > 1<<20 || nextOffset > 1<<30 {
+		return 0, 0, replyErr("members: %s", v)
 	}
-	page := MemberPage{Members: make([]Member, 0, len(flat)/2)}
 	for i := 0; i < len(flat); i += 2 {
 		id, err1 := flat[i].AsString()
 		seen, err2 := flat[i+1].AsInt()
 		if err1 != nil || err2 != nil {
-			return MemberPage{}, replyErr("members: %s", vals[0])
+			return 0, 0, replyErr("members: %s", v)
 		}
 		page.Members = append(page.Members, Member{ID: id, LastSeen: msTime(seen)})
 	}
-	if nextShard >= 0 {
-		page.Next = formatCursor(int(nextShard), int(nextOffset))
-	}
-	return page, nil
+	return int(nextShard), int(nextOffset), nil
 }
 
 func formatCursor(shard, offset int) string {
@@ -283,15 +365,31 @@ func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (i
 	if d < time.Millisecond || ms(d) > k.cls.window {
 		return 0, invalid("d", "must be 1ms to the class window %v, got %v", time.Duration(k.cls.window)*time.Millisecond, d)
 	}
-	args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(ms(d)),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket)}
-	vals, err := e.eval(ctx, "active", []scriptCall{{e.scripts.active, []string{k.count}, args}})
+	var calls []scriptCall
+	for n := 0; n < k.cls.shards; n++ {
+		if !k.cls.spread {
+			calls = append(calls, scriptCall{e.scripts.active, []string{k.count}, []string{e.nowArg(),
+				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(ms(d)), strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), "0"}})
+			break
+		}
+		calls = append(calls, scriptCall{e.scripts.active, []string{k.shardKeyN(n)}, []string{e.nowArg(),
+			strconv.Itoa(int(k.cls.layout)), k.shardPrefix(n), k.tail, itoa(ms(d)), strconv.Itoa(n + 1), itoa(k.cls.bucket), strconv.Itoa(n)}})
+	}
+	vals, err := e.eval(ctx, "active", calls)
 	if err != nil {
 		return 0, err
 	}
-	_, rest, err := splitReply(vals[0], 1)
-	if err != nil {
-		return 0, err
+	var sum int64
+	for _, v := range vals {
+		_, rest, err := splitReply(v, 1)
+		if err != nil {
+			return 0, err
+		}
+		n, err := rest[0].AsInt()
+		if err != nil {
+			return 0, err
+		}
+		sum += n
 	}
-	return rest[0].AsInt()
+	return sum, nil
 }

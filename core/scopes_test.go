@@ -11,10 +11,14 @@ import (
 
 // scopeConfig has one class of each layout with a 60 s window and a 10 s
 // sweep interval, and few shards so that paging crosses shards.
-func scopeConfig(shards int) core.Config {
+func scopeConfig(shards int) core.Config { return scopeConfigSpread(shards, false) }
+
+// scopeConfigSpread is scopeConfig with the compact class's shards spread
+// over cluster slots or kept together.
+func scopeConfigSpread(shards int, spread bool) core.Config {
 	return core.Config{Classes: map[string]core.ScopeClass{
 		"room":  {Layout: core.LayoutExact, Window: time.Minute, SweepInterval: 10 * time.Second},
-		"video": {Layout: core.LayoutCompact, Window: time.Minute, SweepInterval: 10 * time.Second, Shards: shards},
+		"video": {Layout: core.LayoutCompact, Window: time.Minute, SweepInterval: 10 * time.Second, Shards: shards, Spread: spread},
 		"live":  {Layout: core.LayoutApprox, Window: time.Minute, SweepInterval: 10 * time.Second, Bucket: 10 * time.Second},
 	}}
 }
@@ -102,8 +106,10 @@ func TestScopeCounters(t *testing.T) {
 			{0, activeWithin(room, 2*time.Minute), "invalid d"},
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { runTable(t, scopeConfig(3), tt.steps) })
+	for _, spread := range []bool{false, true} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/spread=%v", tt.name, spread), func(t *testing.T) { runTable(t, scopeConfigSpread(3, spread), tt.steps) })
+		}
 	}
 }
 
@@ -113,36 +119,38 @@ func TestScopeCounters(t *testing.T) {
 func TestCountsDoNotDependOnShards(t *testing.T) {
 	ctx := context.Background()
 	for _, shards := range []int{1, 16, 32} {
-		t.Run(fmt.Sprint(shards), func(t *testing.T) {
-			e, clk, mr := newMiniEngine(t, scopeConfig(shards))
-			var batch []core.ScopeTouch
-			for i := 0; i < 700; i++ {
-				batch = append(batch, core.ScopeTouch{Scope: video, Member: fmt.Sprint("m", i)})
-			}
-			if err := e.TouchBatch(ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			clk.t = clk.t.Add(30 * time.Second)
-			mr.SetTime(clk.t)
-			if err := e.TouchBatch(ctx, batch[:200]); err != nil {
-				t.Fatal(err)
-			}
-			want := []int64{700, 200}
-			for i, at := range []time.Duration{0, 31 * time.Second} {
-				clk.t = clk.t.Add(at)
+		for _, spread := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/spread=%v", shards, spread), func(t *testing.T) {
+				e, clk, mr := newMiniEngine(t, scopeConfigSpread(shards, spread))
+				var batch []core.ScopeTouch
+				for i := 0; i < 700; i++ {
+					batch = append(batch, core.ScopeTouch{Scope: video, Member: fmt.Sprint("m", i)})
+				}
+				if err := e.TouchBatch(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+				clk.t = clk.t.Add(30 * time.Second)
 				mr.SetTime(clk.t)
-				if _, err := e.SweepScopes(ctx); err != nil {
+				if err := e.TouchBatch(ctx, batch[:200]); err != nil {
 					t.Fatal(err)
 				}
-				c, err := e.Count(ctx, video)
-				if err != nil {
-					t.Fatal(err)
+				want := []int64{700, 200}
+				for i, at := range []time.Duration{0, 31 * time.Second} {
+					clk.t = clk.t.Add(at)
+					mr.SetTime(clk.t)
+					if _, err := e.SweepScopes(ctx); err != nil {
+						t.Fatal(err)
+					}
+					c, err := e.Count(ctx, video)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if c.N != want[i] {
+						t.Fatalf("with %d shards, count %d = %d, want %d", shards, i, c.N, want[i])
+					}
 				}
-				if c.N != want[i] {
-					t.Fatalf("with %d shards, count %d = %d, want %d", shards, i, c.N, want[i])
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

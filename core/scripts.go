@@ -33,6 +33,8 @@ type scriptSet struct {
 	heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
 	touch, leave, count, members, active, sweepScopes            *Script
 	logAppend, logRead                                           *Script
+	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish     *Script
+	countSet                                                     *Script
 }
 
 func loadScript(name string, libs ...string) *Script {
@@ -68,6 +70,12 @@ func loadScripts() scriptSet {
 		sweepScopes: loadScript("sweep_scopes", scope...),
 		logAppend:   loadScript("log_append"),
 		logRead:     loadScript("log_read"),
+		shardTouch:  loadScript("shard_touch", user...),
+		shardLen:    loadScript("shard_len"),
+		shardSweep:  loadScript("shard_sweep", user...),
+		shardDrop:   loadScript("shard_drop"),
+		scopeFinish: loadScript("scope_finish", scope...),
+		countSet:    loadScript("count_set", user...),
 	}
 }
 
@@ -76,7 +84,8 @@ func loadScripts() scriptSet {
 func Scripts() []*Script {
 	s := loadScripts()
 	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
-		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead}
+		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
+		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet}
 }
 
 // scriptCall is one call the engine wants made.

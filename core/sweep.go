@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -46,12 +47,12 @@ func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
 // Config.ReleaseAfter sweeps in a row.
 func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 	n := int(e.s.keys.scopeBuckets)
-	classes := make([]string, 0, 1+6*len(e.s.classNames))
+	classes := make([]string, 0, 1+7*len(e.s.classNames))
 	classes = append(classes, strconv.Itoa(len(e.s.classNames)))
 	for _, name := range e.s.classNames {
 		c := e.s.classes[name]
 		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
-			itoa(c.interval), itoa(c.bucket))
+			itoa(c.interval), itoa(c.bucket), flag(c.spread))
 	}
 	return e.sweep(ctx, "scopes", n, func(b uint32, token string) scriptCall {
 		args := append(make([]string, 0, 12+len(classes)), e.nowArg(), token, itoa(e.s.lease),
@@ -59,7 +60,7 @@ func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 			e.s.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
 		return scriptCall{e.scripts.sweepScopes, e.scopeBucketKeys(b), append(args, classes...)}
 	}, func(v Value, r *SweepReport) (bool, string, error) {
-		now, rest, err := splitReply(v, 5)
+		now, rest, err := splitReply(v, 6)
 		if err != nil {
 			return false, "", err
 		}
@@ -77,8 +78,76 @@ func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 		r.Removed += int(n[1])
 		r.Released += int(n[2])
 		r.observe(now)
+		if err := e.sweepSpread(ctx, rest[5], r); err != nil {
+			return false, "", err
+		}
 		return n[3] == 1, lock, nil
 	})
+}
+
+// sweepSpread sweeps the spread compact scopes a bucket step handed over
+// (ref, empty sweeps, …): every shard in one pipelined round (one per node
+// on a cluster), then scope_finish.lua in the bucket's slot, then, for a
+// released scope, the shards that are still empty.
+func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error {
+	items, err := v.AsArray(-1)
+	if err != nil || len(items)%2 != 0 {
+		return replyErr("spread scopes: %s", v)
+	}
+	for i := 0; i < len(items); i += 2 {
+		ref, err1 := items[i].AsString()
+		empties, err2 := items[i+1].AsInt()
+		class, id, ok := strings.Cut(ref, ":")
+		if err1 != nil || err2 != nil || !ok {
+			return replyErr("spread scope %s", v)
+		}
+		k, err := e.scopeKeys("scope", Scope{Class: class, ID: id})
+		if err != nil || !k.cls.spread {
+			return replyErr("spread scope %q is not a spread class", ref)
+		}
+		calls := make([]scriptCall, k.cls.shards)
+		for n := range calls {
+			calls[n] = scriptCall{e.scripts.shardSweep, []string{k.shardKeyN(n)}, []string{e.nowArg(), itoa(k.cls.window)}}
+		}
+		vals, err := e.eval(ctx, "sweep scopes", calls)
+		if err != nil {
+			return err
+		}
+		var remaining int64
+		for _, v := range vals {
+			now, rest, err := splitReply(v, 2)
+			if err != nil {
+				return err
+			}
+			removed, err1 := rest[0].AsInt()
+			left, err2 := rest[1].AsInt()
+			if err1 != nil || err2 != nil {
+				return replyErr("shard sweep: %s", v)
+			}
+			r.Removed += int(removed)
+			remaining += left
+			r.observe(now)
+		}
+		bk := e.scopeBucketKeys(k.bucket)
+		vals, err = e.eval(ctx, "sweep scopes", []scriptCall{{e.scripts.scopeFinish, []string{bk[0], bk[1], k.count},
+			[]string{e.nowArg(), ref, itoa(remaining), itoa(empties), strconv.Itoa(e.s.release), itoa(e.s.countTTL), itoa(k.cls.interval)}}})
+		if err != nil {
+			return err
+		}
+		if released, err := vals[0].AsInt(); err != nil || released == 0 {
+			r.Steps += len(calls) + 1
+			continue
+		}
+		r.Released++
+		for n := range calls {
+			calls[n] = scriptCall{e.scripts.shardDrop, []string{k.shardKeyN(n)}, nil}
+		}
+		if _, err := e.eval(ctx, "sweep scopes", calls); err != nil {
+			return err
+		}
+		r.Steps += 2*len(calls) + 1
+	}
+	return nil
 }
 
 // sweep drives the steps of a pass: one pipelined round over all buckets,

@@ -2,17 +2,18 @@
 -- KEYS[1] the scope's count key (routing only)
 -- ARGV[1] now ms or ""  ARGV[2] layout  ARGV[3] data key (compact and
 -- approx: up to the shard number or bucket start)  ARGV[4] key tail
--- ARGV[5] d ms  ARGV[6] shards  ARGV[7] approx bucket ms
+-- ARGV[5] d ms  ARGV[6] compact: count shards ARGV[8] to ARGV[6] - 1
+-- ARGV[7] approx bucket ms  ARGV[8] first shard
 -- Returns {now, count}. An approx count covers whole buckets, so it may
 -- include members up to one bucket older than d.
 local now = clock(ARGV[1])
 local layout, key, tail = ARGV[2], ARGV[3], ARGV[4]
 local from = now - tonumber(ARGV[5])
 if layout ~= '1' then
-  return { now, size(layout, key, tail, tonumber(ARGV[5]), 0, tonumber(ARGV[7]), now) }
+  return { now, size(layout, key, tail, tonumber(ARGV[5]), 0, 0, tonumber(ARGV[7]), now) }
 end
 local n = 0
-for i = 0, tonumber(ARGV[6]) - 1 do
+for i = tonumber(ARGV[8]), tonumber(ARGV[6]) - 1 do
   local vals = redis.call('HVALS', key .. i .. tail)
   for _, v in ipairs(vals) do
     if tonumber(v) >= from then n = n + 1 end

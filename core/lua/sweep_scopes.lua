@@ -6,10 +6,13 @@
 -- examined  ARGV[6] empty sweeps before release  ARGV[7] count key lifetime ms
 -- ARGV[8] the bucket's key base ("P:{sB}:")  ARGV[9..12] key kinds of the
 -- exact set, compact shard, approx bucket and count ("z:", "h:", "x:", "n:")
--- ARGV[13] number of classes; then 6 fields each: name, layout, window ms,
--- shards, sweep interval ms, approx bucket ms
--- Returns {now, visited, removed, released, more 0/1, lock}: lock is "idle",
--- "held" (nothing done) or "ok". Each due scope loses the members whose
+-- ARGV[13] number of classes; then 7 fields each: name, layout, window ms,
+-- shards, sweep interval ms, approx bucket ms, spread 0/1
+-- Returns {now, visited, removed, released, more 0/1, lock, spread}: lock is
+-- "idle", "held" (nothing done) or "ok"; spread holds ref, empty sweeps of
+-- each due compact scope whose shards live in other slots: the core sweeps
+-- those shards and ends with scope_finish.lua (the scope is claimed for a
+-- lock lease meanwhile). Each due scope loses the members whose
 -- window has passed (checked and deleted inside this script), gets its count
 -- key rewritten, and is released (keys and registry entry deleted) once it
 -- has been empty for the given number of sweeps in a row. A compact scope too
@@ -20,20 +23,21 @@ local releaseAfter, countTTL, base = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[
 local kz, kh, kx, kn = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local classes = {}
 for i = 0, tonumber(ARGV[13]) - 1 do
-  local a = 14 + i * 6
+  local a = 14 + i * 7
   classes[ARGV[a]] = { layout = ARGV[a + 1], win = tonumber(ARGV[a + 2]), shards = tonumber(ARGV[a + 3]),
-    interval = tonumber(ARGV[a + 4]), bucket = tonumber(ARGV[a + 5]) }
+    interval = tonumber(ARGV[a + 4]), bucket = tonumber(ARGV[a + 5]), spread = ARGV[a + 6] == '1' }
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])
 if #due == 0 then
   if holder == token then redis.call('DEL', KEYS[3]) end
-  return { now, 0, 0, 0, 0, 'idle' }
+  return { now, 0, 0, 0, 0, 'idle', {} }
 end
-if holder and holder ~= token then return { now, 0, 0, 0, 1, 'held' } end
+if holder and holder ~= token then return { now, 0, 0, 0, 1, 'held', {} } end
 redis.call('SET', KEYS[3], token, 'PX', lease)
 
 local visited, removed, released, examined, more = 0, 0, 0, 0, 0
+local spread = {}
 for _, ref in ipairs(due) do
   if examined >= budget then
     more = 1
@@ -51,6 +55,11 @@ for _, ref in ipairs(due) do
     -- the class is no longer configured: forget the scope
     redis.call('ZREM', KEYS[1], ref)
     redis.call('HDEL', KEYS[2], ref)
+  elseif cfg.spread then
+    spread[#spread + 1] = ref
+    spread[#spread + 1] = empties
+    redis.call('ZADD', KEYS[1], now + lease, ref)
+    examined = examined + 1
   else
     if cfg.layout == '0' then
       local key = base .. kz .. ref
@@ -80,35 +89,23 @@ for _, ref in ipairs(due) do
         examined = examined + #flat / 2 + 1
         cursor = cursor + 1
       end
-      if done then n = size('1', prefix, tail, cfg.win, cfg.shards, 0, now) end
+      if done then n = size('1', prefix, tail, cfg.win, 0, cfg.shards, 0, now) end
     else
       local prefix = base .. kx .. class .. ':'
       keys = buckets(prefix, tail, now - cfg.win - cfg.bucket, now, cfg.bucket)
-      n = size('2', prefix, tail, cfg.win, 0, cfg.bucket, now)
+      n = size('2', prefix, tail, cfg.win, 0, 0, cfg.bucket, now)
       examined = examined + 1
     end
-    local countKey = base .. kn .. ref
     if not done then
       redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor)
       redis.call('ZADD', KEYS[1], now, ref)
       more = 1
-    elseif n > 0 or empties + 1 < releaseAfter then
-      redis.call('SET', countKey, n .. ':' .. fmt(now), 'PX', countTTL)
-      if n > 0 then
-        redis.call('HDEL', KEYS[2], ref)
-      else
-        redis.call('HSET', KEYS[2], ref, (empties + 1) .. ':0')
-      end
-      redis.call('ZADD', KEYS[1], now + cfg.interval, ref)
-    else
-      keys[#keys + 1] = countKey
+    elseif finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
       redis.call('DEL', unpack(keys))
-      redis.call('ZREM', KEYS[1], ref)
-      redis.call('HDEL', KEYS[2], ref)
       released = released + 1
     end
   end
 end
 if more == 0 and #due >= limit then more = 1 end
 if more == 0 then redis.call('DEL', KEYS[3]) end
-return { now, visited, removed, released, more, 'ok' }
+return { now, visited, removed, released, more, 'ok', spread }

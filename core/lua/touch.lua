@@ -1,10 +1,11 @@
 -- touch.lua: records members' activity in scopes of one scope bucket.
 -- KEYS[1] the bucket's scope registry (P:{sB}:reg)
--- KEYS[2] the bucket's release counters (P:{sB}:rel)
 -- ARGV[1] now ms or "" (server TIME)  ARGV[2] key grace ms  ARGV[3] n;
 -- then 8 fields for each touch:
---   layout (0 exact, 1 compact, 2 approx), data key (exact: the sorted set;
---   compact: the member's shard; approx: the bucket key up to its start),
+--   layout (0 exact, 1 compact, 2 approx, 3 registry only: a spread
+--   compact shard is written by shard_touch.lua), data key (exact: the
+--   sorted set; compact: the member's shard; approx: the bucket key up to
+--   its start),
 --   key tail (approx: what follows the bucket start), scope ref, member,
 --   window ms, sweep interval ms, approx bucket ms
 -- Returns {now}.
@@ -20,13 +21,12 @@ for i = 0, tonumber(ARGV[3]) - 1 do
   elseif layout == '1' then
     redis.call('HSET', key, member, fmt(now))
     redis.call('PEXPIRE', key, win + grace)
-  else
+  elseif layout == '2' then
     local b = math.floor(now / bucket) * bucket
     local k = key .. fmt(b) .. tail
     redis.call('PFADD', k, member)
     redis.call('PEXPIRE', k, win + bucket + grace)
   end
   redis.call('ZADD', KEYS[1], 'NX', now + interval, ref)
-  redis.call('HDEL', KEYS[2], ref)
 end
 return { now }
