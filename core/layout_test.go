@@ -187,7 +187,7 @@ func TestSpreadShardsUseManySlots(t *testing.T) {
 		}
 		slots := map[uint16]bool{}
 		for _, c := range rec.calls {
-			for _, k := range c.Keys {
+			for _, k := range append(c.Keys, c.Args...) {
 				if strings.Contains(k, ":h:video:") {
 					slots[core.Slot(k)] = true
 				}
