@@ -85,9 +85,9 @@ func (e *Engine) newToken() (string, error) {
 func (e *Engine) userArgs(b uint32, more int) []string {
 	base := e.s.keys.userBase(b)
 	s := e.s
-	args := make([]string, 0, 11+more)
+	args := make([]string, 0, 10+more)
 	return append(args, e.nowArg(), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce),
-		itoa(s.grace), base+sufDevices, base+sufManual, strconv.Itoa(s.maxDevices), itoa(s.skew),
+		itoa(s.grace), base+sufDevices, strconv.Itoa(s.maxDevices), itoa(s.skew),
 		strconv.Itoa(int(s.cfg.Policy)))
 }
 

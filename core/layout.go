@@ -5,9 +5,8 @@ import "strconv"
 // Layout of keys. Every key is the prefix, a hash tag, and a suffix:
 //
 //	P:{uB}:d:USER           hash   device ID → device record; expires 10 s past the latest window
-//	P:{uB}:m:USER           string manual status; expires with the manual status, if ever
-//	P:{uB}:st               hash   USER → published status, pending change, token sequence
-//	P:{uB}:due              zset   USER → next instant the user needs a sweep
+//	P:{uB}:st               hash   USER → published status, pending change, manual status, due score
+//	P:{uB}:due              zset   USER → next instant the user needs a sweep (or earlier)
 //	P:{uB}:lock             string sweep lock of bucket B
 //	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
 //	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
@@ -66,7 +65,6 @@ func (l keyLayout) scopeBucket(s Scope) uint32 { return bucketOf(s.ref(), l.scop
 // keys from the bucket base and these, so the layout lives here only.
 const (
 	sufDevices  = "d:"
-	sufManual   = "m:"
 	sufState    = "st"
 	sufDue      = "due"
 	sufLock     = "lock"
@@ -79,18 +77,6 @@ const (
 )
 
 func (l keyLayout) logKey() string { return l.prefix + ":log" }
-
-func (l keyLayout) devicesKey(user string) string {
-	return l.userBase(l.userBucket(user)) + sufDevices + user
-}
-
-func (l keyLayout) manualKey(user string) string {
-	return l.userBase(l.userBucket(user)) + sufManual + user
-}
-
-func (l keyLayout) countKey(s Scope) string {
-	return l.scopeBase(l.scopeBucket(s)) + sufCount + s.ref()
-}
 
 // Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
 // hash tag, or of the whole key when it has no tag, modulo 16384.

@@ -159,10 +159,10 @@ func (m *Model) settle(id string, u *modelUser, c cause, since int64, now int64)
 	if !u.hasState {
 		u.st = debounce{}
 	}
-	if hasNext {
-		m.due[id] = next
-	} else {
+	if idx, ok := m.due[id]; !hasNext {
 		delete(m.due, id)
+	} else if !ok || next < idx || idx <= now {
+		m.due[id] = next
 	}
 	if !published {
 		return nil

@@ -7,17 +7,19 @@
 --   ARGV[4]  LeaveDelay ms        ARGV[5]  CoalesceWindow ms (0: publish at once)
 --   ARGV[6]  key grace ms (session keys live this long past the last window)
 --   ARGV[7]  prefix of device-hash keys of this bucket ("P:{uB}:d:")
---   ARGV[8]  prefix of manual-status keys of this bucket ("P:{uB}:m:")
---   ARGV[9]  MaxDevices           ARGV[10] MaxSkew ms
---   ARGV[11] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
--- Script-specific ARGV start at ARGV[12].
+--   ARGV[8]  MaxDevices           ARGV[9]  MaxSkew ms
+--   ARGV[10] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
+-- Script-specific ARGV start at ARGV[11].
 --
 -- Device record (hash field = device ID), fields joined by \31:
 --   kind, gateway, token, loginAt, lastSeen, lastActive, background 0/1,
 --   interval ms, gone 0/1 (kicked or logged out: kept only to fence its
 --   token until its window ends), metadata ("k\30v\30k\30v").
 -- User state (field of the bucket's st hash), fields joined by \31:
---   last published status, pending status ("" none), pending due ms.
+--   last published status, pending status ("" none), pending due ms,
+--   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
+--   the user's score in the due index ("" none). The entry exists while any
+--   of these differs from its zero.
 -- Statuses: 0 OFFLINE, 1 PUSH_ONLINE, 2 AWAY, 3 ONLINE, 4 DND.
 
 local US = '\31'
@@ -48,8 +50,8 @@ local function params()
   return {
     now = clock(ARGV[1]), idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
     leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
-    dpre = ARGV[7], mpre = ARGV[8], maxdev = tonumber(ARGV[9]), skew = tonumber(ARGV[10]),
-    policy = tonumber(ARGV[11]),
+    dpre = ARGV[7], maxdev = tonumber(ARGV[8]), skew = tonumber(ARGV[9]),
+    policy = tonumber(ARGV[10]),
   }
 end
 
@@ -87,8 +89,8 @@ end
 -- check and the delete happen inside one script); since is the instant the
 -- last of them that was live died.
 local function load(user, st, P)
-  local u = { user = user, dkey = P.dpre .. user, mkey = P.mpre .. user, devs = {}, since = nil,
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, dirty = {} }
+  local u = { user = user, dkey = P.dpre .. user, devs = {}, since = nil,
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {} }
   local flat = redis.call('HGETALL', u.dkey)
   for i = 1, #flat, 2 do
     local r = decode(flat[i + 1])
@@ -102,19 +104,15 @@ local function load(user, st, P)
       u.devs[flat[i]] = r
     end
   end
-  local m = redis.call('GET', u.mkey)
-  if m then
-    local f = split(m, US)
-    u.manual, u.mexp = tonumber(f[1]), tonumber(f[2])
-    if u.mexp > 0 and P.now >= u.mexp then
-      u.manual, u.mexp, u.mdel = 0, 0, true
-    end
-  end
   local s = redis.call('HGET', st, user)
   if s then
+    u.raw = s
     local f = split(s, US)
     u.pub = tonumber(f[1])
     if f[2] ~= '' then u.pend, u.due = tonumber(f[2]), tonumber(f[3]) end
+    u.manual, u.mexp = tonumber(f[4]), tonumber(f[5])
+    if f[6] ~= '' then u.idx = tonumber(f[6]) end
+    if u.mexp > 0 and P.now >= u.mexp then u.manual, u.mexp = 0, 0 end
   end
   return u
 end
@@ -169,8 +167,10 @@ local function observe(u, cur, cause, since, P)
   return nil
 end
 
--- store writes back the dirty device records, the key expiry, the user state
--- and the user's next due instant in the bucket index.
+-- store writes back the dirty device records, the key expiry, and the user
+-- state. The due index is written only when the user must be visited
+-- sooner than its score says (or its score has passed): a score left early
+-- costs the sweeper one visit that re-indexes, and saves a write per beat.
 local function store(u, st, due, P)
   local now = P.now
   for id, r in pairs(u.dirty) do
@@ -180,7 +180,6 @@ local function store(u, st, due, P)
       redis.call('HSET', u.dkey, id, encode(r))
     end
   end
-  if u.mdel then redis.call('DEL', u.mkey) end
   local last, nxt = nil, nil
   local function take(t)
     if t > now and (nxt == nil or t < nxt) then nxt = t end
@@ -196,17 +195,22 @@ local function store(u, st, due, P)
   if last ~= nil then redis.call('PEXPIRE', u.dkey, last - now + P.grace) end
   if u.mexp > 0 and live(u, P) > 0 then take(u.mexp) end
   if u.pend ~= nil then take(u.due) end
-  if u.pub ~= 0 or u.pend ~= nil then
-    local p = ''
-    if u.pend ~= nil then p = tostring(u.pend) end
-    redis.call('HSET', st, u.user, table.concat({ tostring(u.pub), p, fmt(u.due) }, US))
-  else
-    redis.call('HDEL', st, u.user)
-  end
-  if nxt ~= nil then
+  if nxt == nil then
+    if u.idx ~= nil then redis.call('ZREM', due, u.user) end
+    u.idx = nil
+  elseif u.idx == nil or nxt < u.idx or u.idx <= now then
     redis.call('ZADD', due, nxt, u.user)
-  else
-    redis.call('ZREM', due, u.user)
+    u.idx = nxt
+  end
+  local raw = false
+  if u.pub ~= 0 or u.pend ~= nil or u.manual ~= 0 or u.idx ~= nil then
+    local p, i = '', ''
+    if u.pend ~= nil then p = tostring(u.pend) end
+    if u.idx ~= nil then i = fmt(u.idx) end
+    raw = table.concat({ tostring(u.pub), p, fmt(u.due), tostring(u.manual), fmt(u.mexp), i }, US)
+  end
+  if raw ~= u.raw then
+    if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
   end
 end
 
