@@ -325,7 +325,7 @@ func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	if touch {
 		if err := s.eng.Touch(r.Context(), sc, member); err != nil {
-			return toAPIError(scopeErr(err), "")
+			return toAPIError(err, "")
 		}
 		s.scopes.note(sc, time.Now())
 		writeJSON(w, http.StatusOK, TouchResponse{Scope: sc.String(), Member: member})
@@ -333,19 +333,10 @@ func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal
 	}
 	removed, err := s.eng.Leave(r.Context(), sc, member)
 	if err != nil {
-		return toAPIError(scopeErr(err), "")
+		return toAPIError(err, "")
 	}
 	writeJSON(w, http.StatusOK, LeaveResponse{Scope: sc.String(), Member: member, Removed: removed})
 	return nil
-}
-
-// scopeErr names the path's fields in the core's scope errors
-// ("touches[0].Scope" is the scope of the URL).
-func scopeErr(err error) error {
-	if ie, ok := err.(*core.InputError); ok && (strings.HasSuffix(ie.Field, ".Scope") || ie.Field == "scope") {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidField, Field: "class", Message: "class: " + ie.Reason}
-	}
-	return err
 }
 
 func (s *Server) count(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
@@ -355,7 +346,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, _ Principal) *Err
 	}
 	c, err := s.eng.Count(r.Context(), sc)
 	if err != nil {
-		return toAPIError(scopeErr(err), "")
+		return toAPIError(err, "")
 	}
 	s.scopes.setCount(sc, c)
 	writeJSON(w, http.StatusOK, CountResponse{Scope: sc.String(), Count: c.N, AsOf: millis(c.AsOf), Stale: c.Stale})
@@ -381,7 +372,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request, p Principal) *E
 	}
 	page, err := s.eng.Members(r.Context(), sc, q.Get("cursor"), limit)
 	if err != nil {
-		return toAPIError(scopeErr(err), "")
+		return toAPIError(err, "")
 	}
 	out := MembersResponse{Scope: sc.String(), Members: make([]Member, 0, len(page.Members)), Next: page.Next}
 	for _, m := range page.Members {

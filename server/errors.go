@@ -46,7 +46,12 @@ type Error struct {
 	// RetryAfter is the seconds to wait, for rate_limited (also sent as the
 	// Retry-After header).
 	RetryAfter int `json:"retry_after,omitempty"`
+
+	cause error // logged, not sent
 }
+
+// Unwrap returns the engine error behind an internal or unavailable error.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Error returns "server: CODE: MESSAGE".
 func (e *Error) Error() string { return "server: " + e.Code + ": " + e.Message }
@@ -102,9 +107,13 @@ func toAPIError(err error, prefix string) *Error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return apiErr(http.StatusGatewayTimeout, CodeTimeout, "the request ran out of time")
 	case errors.Is(err, core.ErrUnavailable):
-		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "redis is unavailable; retry")
+		e := apiErr(http.StatusServiceUnavailable, CodeUnavailable, "redis is unavailable; retry")
+		e.cause = err
+		return e
 	}
-	return apiErr(http.StatusInternalServerError, CodeInternal, "internal error")
+	e := apiErr(http.StatusInternalServerError, CodeInternal, "internal error")
+	e.cause = err
+	return e
 }
 
 // jsonField turns a core field name ("Heartbeat.Device", "users[3]",
@@ -115,14 +124,18 @@ func jsonField(prefix, coreField string) string {
 	for _, p := range []string{"Heartbeat.", "Login."} {
 		f = strings.TrimPrefix(f, p)
 	}
-	if i := strings.LastIndex(f, "."); i >= 0 && !strings.Contains(f[:i], "[") {
-		f = f[i+1:]
-	} else if strings.HasPrefix(f, "touches[") {
+	if strings.HasPrefix(f, "touches[") {
 		if j := strings.Index(f, "]."); j >= 0 {
 			f = f[j+2:]
 		}
 	}
-	if f != "" && f[0] >= 'A' && f[0] <= 'Z' {
+	if i := strings.LastIndex(f, "."); i >= 0 && !strings.Contains(f[:i], "[") {
+		f = f[i+1:]
+	}
+	switch {
+	case f == "ID":
+		f = "id"
+	case f != "" && f[0] >= 'A' && f[0] <= 'Z':
 		f = strings.ToLower(f[:1]) + f[1:]
 	}
 	return joinField(prefix, f)

@@ -135,6 +135,9 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 			defer cancel()
 		}
 		if e := h(rec, r.WithContext(ctx), p); e != nil && !rec.wrote {
+			if e.Status >= 500 && e.cause != nil {
+				s.log.WarnContext(r.Context(), "presence: request failed", "route", route, "code", e.Code, "err", e.cause)
+			}
 			writeError(rec, e)
 		}
 	})

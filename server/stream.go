@@ -141,9 +141,8 @@ func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *E
 	}
 	st := &stream{s: s, req: req}
 	if len(req.gateways) > 0 {
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		defer cancel()
-		feed, err := s.eng.Subscribe(sctx, req.gateways...)
+		// The subscription lives as long as ctx: the stream's.
+		feed, err := s.eng.Subscribe(ctx, req.gateways...)
 		if err != nil {
 			return nil, toAPIError(err, "")
 		}
