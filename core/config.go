@@ -160,6 +160,19 @@ type settings struct {
 	lastGood, changeLog                int
 	classes                            map[string]classSettings
 	classNames                         []string
+
+	// Precomputed script arguments and keys, so that the heartbeat path
+	// does not format them on every call.
+	userParams [9]string // the common user-script arguments after "now"
+	intervalS  [len(kindNames)]string
+	users      []userBucketKeys // by bucket
+}
+
+// userBucketKeys are the keys of one user bucket.
+type userBucketKeys struct {
+	devPrefix string   // prefix of the device hashes
+	keys      []string // the state hash and the due index, as most user scripts take them
+	sweep     []string // the same and the lock, as the sweep takes them
 }
 
 type classSettings struct {
@@ -312,7 +325,23 @@ func newSettings(cfg Config) (*settings, error) {
 		s.classNames = append(s.classNames, name)
 	}
 	sortStrings(s.classNames)
+	s.precompute()
 	return s, nil
+}
+
+func (s *settings) precompute() {
+	s.userParams = [9]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
+		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy))}
+	for k, iv := range s.interval {
+		s.intervalS[k] = itoa(iv)
+	}
+	s.users = make([]userBucketKeys, s.keys.userBuckets)
+	for b := range s.users {
+		base := s.keys.userBase(uint32(b))
+		s.users[b].devPrefix = base + sufDevices
+		s.users[b].sweep = []string{base + sufState, base + sufDue, base + sufLock}
+		s.users[b].keys = s.users[b].sweep[:2:2]
+	}
 }
 
 func (k Kind) valid() bool   { return int(k) < len(kindNames) }

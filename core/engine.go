@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -83,18 +82,14 @@ func (e *Engine) newToken() (string, error) {
 // userArgs returns the common arguments of the user scripts of bucket b
 // (their order is documented in lua/lib.lua), with room for more.
 func (e *Engine) userArgs(b uint32, more int) []string {
-	base := e.s.keys.userBase(b)
-	s := e.s
 	args := make([]string, 0, 10+more)
-	return append(args, e.nowArg(), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce),
-		itoa(s.grace), base+sufDevices, strconv.Itoa(s.maxDevices), itoa(s.skew),
-		strconv.Itoa(int(s.cfg.Policy)))
+	args = append(args, e.nowArg())
+	args = append(args, e.s.userParams[:]...)
+	args[6] = e.s.users[b].devPrefix
+	return args
 }
 
-func (e *Engine) userKeys(b uint32) []string {
-	base := e.s.keys.userBase(b)
-	return []string{base + sufState, base + sufDue}
-}
+func (e *Engine) userKeys(b uint32) []string { return e.s.users[b].keys }
 
 func msTime(ms int64) time.Time {
 	if ms == 0 {

@@ -188,25 +188,42 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 	defer m.mu.Unlock()
 	e := Engine{s: m.s}
 	acks := make([]Ack, len(beats))
-	issue := make([]string, len(beats))
+	var order []int
 	for i, hb := range beats {
-		if acks[i].Err = e.checkHeartbeat(hb); acks[i].Err != nil {
-			continue
+		if acks[i].Err = e.checkHeartbeat(hb); acks[i].Err == nil {
+			order = append(order, i)
 		}
-		if hb.Token == "" {
-			t, err := m.token()
+	}
+	// Tokens of implicit logins come from one seed per bucket, as the
+	// engine's one call per bucket takes them: seed.i for the i-th beat.
+	sort.SliceStable(order, func(x, y int) bool {
+		return m.s.keys.userBucket(beats[order[x]].User) < m.s.keys.userBucket(beats[order[y]].User)
+	})
+	issue := make([]string, len(beats))
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		b := m.s.keys.userBucket(beats[order[lo]].User)
+		for hi < len(order) && m.s.keys.userBucket(beats[order[hi]].User) == b {
+			hi++
+		}
+		tokenless := false
+		for _, i := range order[lo:hi] {
+			tokenless = tokenless || beats[i].Token == ""
+		}
+		if tokenless {
+			seed, err := m.token()
 			if err != nil {
 				return nil, err
 			}
-			issue[i] = t
+			for j, i := range order[lo:hi] {
+				issue[i] = seed + "." + strconv.Itoa(j)
+			}
 		}
+		lo = hi
 	}
 	now := m.now()
-	for i, hb := range beats {
-		if acks[i].Err != nil {
-			continue
-		}
-		acks[i].Token, acks[i].Changes, acks[i].Err = m.beat(hb, issue[i], now)
+	for _, i := range order {
+		acks[i].Token, acks[i].Changes, acks[i].Err = m.beat(beats[i], issue[i], now)
 	}
 	return acks, nil
 }

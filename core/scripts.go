@@ -35,6 +35,8 @@ type scriptSet struct {
 	logAppend, logRead                                           *Script
 	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish     *Script
 	countSet                                                     *Script
+
+	bySHA map[string]*Script
 }
 
 func loadScript(name string, libs ...string) *Script {
@@ -54,7 +56,7 @@ func loadScript(name string, libs ...string) *Script {
 func loadScripts() scriptSet {
 	user := []string{"lib"}
 	scope := []string{"lib", "scopelib"}
-	return scriptSet{
+	s := scriptSet{
 		heartbeat:   loadScript("heartbeat", user...),
 		login:       loadScript("login", user...),
 		logout:      loadScript("logout", user...),
@@ -77,16 +79,22 @@ func loadScripts() scriptSet {
 		scopeFinish: loadScript("scope_finish", scope...),
 		countSet:    loadScript("count_set", user...),
 	}
+	s.bySHA = map[string]*Script{}
+	for _, sc := range s.all() {
+		s.bySHA[sc.sha] = sc
+	}
+	return s
 }
 
-// Scripts returns every script the engine runs, for tools that preload them
-// (SCRIPT LOAD) or inspect them.
-func Scripts() []*Script {
-	s := loadScripts()
+func (s scriptSet) all() []*Script {
 	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
 		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet}
 }
+
+// Scripts returns every script the engine runs, for tools that preload them
+// (SCRIPT LOAD) or inspect them.
+func Scripts() []*Script { return loadScripts().all() }
 
 // scriptCall is one call the engine wants made.
 type scriptCall struct {
@@ -95,32 +103,48 @@ type scriptCall struct {
 	args   []string
 }
 
-// eval runs calls through the store: refused before sending if a call's keys
-// span slots; by SHA first, then, for the calls the server did not know, by
-// source in a second round trip. It returns the values in order, or the
-// first error, wrapped in a *StoreError naming op.
+// eval runs calls through the store and returns their values in order, or
+// the first error; see evalCalls.
 func (e *Engine) eval(ctx context.Context, op string, calls []scriptCall) ([]Value, error) {
 	out := make([]Call, len(calls))
 	for i, c := range calls {
-		if err := SameSlot(c.keys); err != nil {
-			return nil, err
-		}
 		out[i] = Call{SHA: c.script.sha, Keys: c.keys, Args: c.args}
 	}
-	res := e.store.Eval(ctx, out)
-	if len(res) != len(out) {
-		return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res), len(out))}
+	res, err := e.evalCalls(ctx, op, out)
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]Value, len(res))
+	for i, r := range res {
+		vals[i] = r.Value
+	}
+	return vals, nil
+}
+
+// evalCalls runs calls (by SHA) through the store: refused before sending
+// if a call's keys span slots; then, for the calls the server did not know,
+// by source in a second round trip. It returns the results, all without
+// error, or the first error, wrapped in a *StoreError naming op.
+func (e *Engine) evalCalls(ctx context.Context, op string, calls []Call) ([]Result, error) {
+	for _, c := range calls {
+		if err := SameSlot(c.Keys); err != nil {
+			return nil, err
+		}
+	}
+	res := e.store.Eval(ctx, calls)
+	if len(res) != len(calls) {
+		return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res), len(calls))}
 	}
 	var missing []int
 	for i, r := range res {
-		if errors.Is(r.Err, ErrNoScript) {
+		if r.Err != nil && errors.Is(r.Err, ErrNoScript) {
 			missing = append(missing, i)
 		}
 	}
 	if len(missing) > 0 {
 		again := make([]Call, len(missing))
 		for j, i := range missing {
-			again[j] = Call{Source: calls[i].script.source, Keys: out[i].Keys, Args: out[i].Args}
+			again[j] = Call{Source: e.scripts.bySHA[calls[i].SHA].source, Keys: calls[i].Keys, Args: calls[i].Args}
 		}
 		res2 := e.store.Eval(ctx, again)
 		if len(res2) != len(again) {
@@ -130,14 +154,12 @@ func (e *Engine) eval(ctx context.Context, op string, calls []scriptCall) ([]Val
 			res[i] = res2[j]
 		}
 	}
-	vals := make([]Value, len(res))
-	for i, r := range res {
+	for _, r := range res {
 		if r.Err != nil {
 			err := &StoreError{Op: op, Unavailable: errors.Is(r.Err, ErrUnavailable), Err: r.Err}
 			e.metrics.Error(op, err)
 			return nil, err
 		}
-		vals[i] = r.Value
 	}
-	return vals, nil
+	return res, nil
 }

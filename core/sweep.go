@@ -16,9 +16,8 @@ import (
 func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
 	n := int(e.s.keys.userBuckets)
 	return e.sweep(ctx, "users", n, func(b uint32, token string) scriptCall {
-		base := e.s.keys.userBase(b)
 		args := append(e.userArgs(b, 3), token, itoa(e.s.lease), strconv.Itoa(e.s.batch))
-		return scriptCall{e.scripts.sweepUsers, []string{base + sufState, base + sufDue, base + sufLock}, args}
+		return scriptCall{e.scripts.sweepUsers, e.s.users[b].sweep, args}
 	}, func(v Value, r *SweepReport) (bool, string, error) {
 		now, rest, err := splitReply(v, 4)
 		if err != nil {

@@ -14,10 +14,27 @@ import (
 // refused heartbeat (ErrSessionReplaced, ErrNoSession, ErrTooManyDevices,
 // ErrClockSkew, or an *InputError) changes nothing.
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
-	acks, err := e.HeartbeatBatch(ctx, []Heartbeat{hb})
+	if err := e.checkHeartbeat(hb); err != nil {
+		e.metrics.Heartbeats(0, 1)
+		return Ack{}, err
+	}
+	b := e.s.keys.userBucket(hb.User)
+	seed, err := e.seedFor(hb.Token == "")
 	if err != nil {
 		return Ack{}, err
 	}
+	args := append(e.userArgs(b, 12), seed, "1")
+	calls := []Call{{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: e.appendBeat(args, hb)}}
+	res, err := e.evalCalls(ctx, "heartbeat", calls)
+	if err != nil {
+		return Ack{}, err
+	}
+	var acks [1]Ack
+	if err := e.decodeBeats(res[0].Value, []Heartbeat{hb}, []int{0}, acks[:]); err != nil {
+		return Ack{}, err
+	}
+	e.countBeats(acks[:])
+	e.publish(ctx, acks[0].Changes, nil)
 	return acks[0], acks[0].Err
 }
 
@@ -30,90 +47,131 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		return nil, err
 	}
 	acks := make([]Ack, len(beats))
-	issue := make([]string, len(beats))
-	groups := map[uint32][]int{}
-	var order []uint32
+	// Valid beats, ordered by bucket (stable, so a user's beats keep their
+	// order), make one call per run of equal buckets.
+	order := make([]int, 0, len(beats))
+	bucket := make([]uint32, len(beats))
 	for i, hb := range beats {
-		if err := e.checkHeartbeat(hb); err != nil {
-			acks[i].Err = err
-			continue
+		if acks[i].Err = e.checkHeartbeat(hb); acks[i].Err == nil {
+			bucket[i] = e.s.keys.userBucket(hb.User)
+			order = append(order, i)
 		}
-		if hb.Token == "" {
-			t, err := e.newToken()
-			if err != nil {
-				return nil, err
-			}
-			issue[i] = t
-		}
-		b := e.s.keys.userBucket(hb.User)
-		if _, ok := groups[b]; !ok {
-			order = append(order, b)
-		}
-		groups[b] = append(groups[b], i)
 	}
-	calls := make([]scriptCall, 0, len(order))
-	for _, b := range order {
-		idx := groups[b]
-		args := e.userArgs(b, 1+11*len(idx))
-		args = append(args, strconv.Itoa(len(idx)))
-		for _, i := range idx {
-			hb := beats[i]
-			meta, at := "", ""
-			if hb.Meta != nil {
-				meta = "=" + encodeMeta(hb.Meta)
-			}
-			if !hb.At.IsZero() {
-				at = itoa(hb.At.UnixMilli())
-			}
-			args = append(args, hb.User, hb.Device, strconv.Itoa(int(hb.Kind)), hb.Gateway, hb.Token,
-				flag(hb.Active), flag(hb.Background), itoa(e.s.interval[hb.Kind]), meta, at, issue[i])
+	sort.SliceStable(order, func(x, y int) bool { return bucket[order[x]] < bucket[order[y]] })
+	var runs [][]int
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && bucket[order[hi]] == bucket[order[lo]] {
+			hi++
 		}
-		calls = append(calls, scriptCall{e.scripts.heartbeat, e.userKeys(b), args})
+		runs = append(runs, order[lo:hi])
+		lo = hi
 	}
-	accepted := 0
-	var changes []Change
-	if len(calls) > 0 {
-		vals, err := e.eval(ctx, "heartbeat", calls)
+	calls := make([]Call, len(runs))
+	for r, run := range runs {
+		b := bucket[run[0]]
+		tokenless := false
+		for _, i := range run {
+			tokenless = tokenless || beats[i].Token == ""
+		}
+		seed, err := e.seedFor(tokenless)
 		if err != nil {
 			return nil, err
 		}
-		for g, b := range order {
-			now, rest, err := splitReply(vals[g], 1)
-			if err != nil {
+		args := append(e.userArgs(b, 2+10*len(run)), seed, strconv.Itoa(len(run)))
+		for _, i := range run {
+			args = e.appendBeat(args, beats[i])
+		}
+		calls[r] = Call{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: args}
+	}
+	var changes []Change
+	if len(calls) > 0 {
+		res, err := e.evalCalls(ctx, "heartbeat", calls)
+		if err != nil {
+			return nil, err
+		}
+		for r, run := range runs {
+			if err := e.decodeBeats(res[r].Value, beats, run, acks); err != nil {
 				return nil, err
-			}
-			results, err := rest[0].AsArray(4 * len(groups[b]))
-			if err != nil {
-				return nil, err
-			}
-			for j, i := range groups[b] {
-				r := results[4*j : 4*j+4]
-				code, err1 := r[0].AsString()
-				token, err2 := r[1].AsString()
-				from, err3 := r[2].AsInt()
-				to, err4 := r[3].AsInt()
-				if err := errors.Join(err1, err2, err3, err4); err != nil {
-					return nil, replyErr("heartbeat result %d: %v", j, err)
-				}
-				if acks[i].Err = codeErr(code); acks[i].Err != nil {
-					continue
-				}
-				accepted++
-				acks[i].Token = token
-				if from >= 0 {
-					if !Status(from).Valid() || !Status(to).Valid() {
-						return nil, replyErr("heartbeat result %d: status %d→%d", j, from, to)
-					}
-					c := Change{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}
-					acks[i].Changes = []Change{c}
-					changes = append(changes, c)
-				}
 			}
 		}
+		for _, a := range acks {
+			changes = append(changes, a.Changes...)
+		}
 	}
-	e.metrics.Heartbeats(accepted, len(beats)-accepted)
+	e.countBeats(acks)
 	e.publish(ctx, changes, nil)
 	return acks, nil
+}
+
+// seedFor returns a fresh token seed when a call has a beat without a
+// token (its implicit login gets seed.i), else "".
+func (e *Engine) seedFor(needed bool) (string, error) {
+	if !needed {
+		return "", nil
+	}
+	return e.newToken()
+}
+
+// appendBeat appends one heartbeat's fields (lua/heartbeat.lua) to args.
+func (e *Engine) appendBeat(args []string, hb Heartbeat) []string {
+	meta, at := "", ""
+	if hb.Meta != nil {
+		meta = "=" + encodeMeta(hb.Meta)
+	}
+	if !hb.At.IsZero() {
+		at = itoa(hb.At.UnixMilli())
+	}
+	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
+		flag(hb.Active), flag(hb.Background), e.s.intervalS[hb.Kind], meta, at)
+}
+
+// kindCodes are the kinds as scripts take them.
+var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
+
+// decodeBeats reads a heartbeat reply {now, results} for the beats at
+// positions run into acks.
+func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
+	now, rest, err := splitReply(v, 1)
+	if err != nil {
+		return err
+	}
+	results, err := rest[0].AsArray(4 * len(run))
+	if err != nil {
+		return err
+	}
+	for j, i := range run {
+		r := results[4*j : 4*j+4]
+		code, err1 := r[0].AsString()
+		token, err2 := r[1].AsString()
+		from, err3 := r[2].AsInt()
+		to, err4 := r[3].AsInt()
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return replyErr("heartbeat result %d: %v", j, err)
+		}
+		if acks[i].Err = codeErr(code); acks[i].Err != nil {
+			continue
+		}
+		acks[i].Token = token
+		if from >= 0 {
+			if !Status(from).Valid() || !Status(to).Valid() {
+				return replyErr("heartbeat result %d: status %d→%d", j, from, to)
+			}
+			acks[i].Changes = []Change{{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}}
+		}
+	}
+	return nil
+}
+
+// countBeats reports accepted and refused beats to the metrics.
+func (e *Engine) countBeats(acks []Ack) {
+	accepted := 0
+	for _, a := range acks {
+		if a.Err == nil {
+			accepted++
+		}
+	}
+	e.metrics.Heartbeats(accepted, len(acks)-accepted)
 }
 
 func flag(b bool) string {

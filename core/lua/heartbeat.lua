@@ -2,11 +2,13 @@
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
 -- ARGV[1..10] common parameters (lib.lua)
--- ARGV[11] n, the number of heartbeats; then 11 fields each:
+-- ARGV[11] token seed: an implicit login of heartbeat i (from 0) without a
+-- token gets the token seed .. "." .. i
+-- ARGV[12] n, the number of heartbeats; then 10 fields each:
 --   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
 --   background 0/1, interval ms (kind and interval apply to a new session
 --   only: a session keeps those of its login), metadata ("" keep, "=" .. encoded to set), client time ms
---   ("" none), token to issue on an implicit login
+--   ("" none)
 -- Returns {now, results}: results holds code, token, from, to for each
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
 -- refused heartbeat changes nothing); token the session token in force;
@@ -14,9 +16,10 @@
 local P = params()
 local now = P.now
 local results = {}
-local n = tonumber(ARGV[11])
+local seed = ARGV[11]
+local n = tonumber(ARGV[12])
 for i = 0, n - 1 do
-  local a = 12 + i * 11
+  local a = 13 + i * 10
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, {}
   if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
@@ -38,7 +41,7 @@ for i = 0, n - 1 do
     elseif live(u, P) >= P.maxdev then
       code = 'TOOMANY'
     else
-      if issued == '' then issued = ARGV[a + 10] end
+      if issued == '' then issued = seed .. '.' .. i end
       r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
         kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]) }
     end

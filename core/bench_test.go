@@ -1,0 +1,102 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// cannedStore answers every heartbeat call with an accepted beat and no
+// change, without allocating, so that benchmarks measure the core alone.
+type cannedStore struct{ results []core.Result }
+
+func newCannedStore(beats int) *cannedStore {
+	items := make([]core.Value, 0, 4*beats)
+	for i := 0; i < beats; i++ {
+		items = append(items, core.StringValue(""), core.StringValue("tok"), core.IntValue(-1), core.IntValue(-1))
+	}
+	reply := core.ArrayValue(core.IntValue(1_700_000_000_000), core.ArrayValue(items...))
+	s := &cannedStore{results: make([]core.Result, 64)}
+	for i := range s.results {
+		s.results[i] = core.Result{Value: reply}
+	}
+	return s
+}
+
+func (s *cannedStore) Eval(_ context.Context, calls []core.Call) []core.Result {
+	return s.results[:len(calls)]
+}
+
+// BenchmarkHeartbeat measures the core's work for one heartbeat: checks,
+// arguments, the call, and decoding the reply (the store answers at once).
+func BenchmarkHeartbeat(b *testing.B) {
+	e, err := core.New(newCannedStore(1), core.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	hb := core.Heartbeat{User: "user-1234", Device: "phone", Kind: core.KindIOS, Token: "f00dfeedf00dfeed", Active: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Heartbeat(ctx, hb); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHeartbeatBatch measures the core's work per beat of a batch of
+// 100 beats in one bucket.
+func BenchmarkHeartbeatBatch(b *testing.B) {
+	e, err := core.New(newCannedStore(100), core.Config{UserBuckets: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	beats := make([]core.Heartbeat, 100)
+	for i := range beats {
+		beats[i] = core.Heartbeat{User: fmt.Sprint("user-", i), Device: "phone", Kind: core.KindIOS, Token: "f00dfeedf00dfeed"}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(beats)), "ns/beat")
+}
+
+// BenchmarkAggregate measures the aggregation rule of design section 6.
+func BenchmarkAggregate(b *testing.B) {
+	states := []core.Status{core.StatusAway, core.StatusPushOnline, core.StatusOnline}
+	b.ReportAllocs()
+	for b.Loop() {
+		if core.Aggregate(states, core.ManualNone) != core.StatusOnline {
+			b.Fatal("wrong aggregate")
+		}
+	}
+}
+
+// BenchmarkSlot measures the CRC16 slot of a typical key.
+func BenchmarkSlot(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		core.Slot("presence:{u12}:d:user-1234")
+	}
+}
+
+// BenchmarkModelHeartbeat measures the reference model, for comparison.
+func BenchmarkModelHeartbeat(b *testing.B) {
+	clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
+	m, _ := core.NewModel(core.Config{Clock: clk})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.t = clk.t.Add(time.Millisecond)
+		if _, err := m.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Active: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
