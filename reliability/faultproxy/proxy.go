@@ -29,6 +29,7 @@ type Proxy struct {
 	pairs     map[*pair]struct{}
 	accepted  int
 	lost      int
+	held      int // chunks waiting in the black hole
 	closed    bool
 
 	wg sync.WaitGroup
@@ -78,6 +79,14 @@ func (p *Proxy) Lost() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lost
+}
+
+// Held returns how many chunks the black hole holds now: a test waits for
+// it to know that a call is in flight.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // SetDelay makes every chunk wait d before it is forwarded, in both
@@ -244,10 +253,20 @@ func (p *Proxy) gate(pr *pair) bool {
 				return false
 			}
 		}
+		p.mu.Lock()
+		p.held++
+		p.mu.Unlock()
 		select {
 		case <-changed:
 		case <-pr.done:
+		}
+		p.mu.Lock()
+		p.held--
+		p.mu.Unlock()
+		select {
+		case <-pr.done:
 			return false
+		default:
 		}
 	}
 }

@@ -126,6 +126,9 @@ func TestBlackholeHoldsThenDelivers(t *testing.T) {
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("through the black hole: %v, want a timeout", err)
 	}
+	if p.Held() != 1 {
+		t.Fatalf("the black hole holds %d chunks, want 1", p.Held())
+	}
 	if n := lines(); n != 1 {
 		t.Fatalf("the server saw %d lines, want 1: the black hole let one through", n)
 	}
