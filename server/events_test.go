@@ -127,6 +127,18 @@ func TestWebSocket(t *testing.T) {
 	if err == nil || res == nil || res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("dial without a token: %v %v", res, err)
 	}
+	// Draining says goodbye and closes with "going away".
+	drained := make(chan error, 1)
+	go func() { drained <- in.srv.Drain(ctx) }()
+	if bye := read(server.EventBye); !strings.Contains(string(bye.Data), "shutdown") {
+		t.Fatalf("bye: %s", bye.Data)
+	}
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("after bye: %v", err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestKickAcrossInstances is the end-to-end test of two service instances

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,7 +148,9 @@ type client struct {
 	token string
 }
 
-func (in *instance) as(t testing.TB, tok string) client { return client{t: t, base: in.url, token: tok} }
+func (in *instance) as(t testing.TB, tok string) client {
+	return client{t: t, base: in.url, token: tok}
+}
 
 // do sends a request with body as JSON (raw if a string) and decodes a
 // 2xx answer into out. It returns the status and, for an error answer,

@@ -155,7 +155,9 @@ func (h *hub) run(ctx context.Context) {
 		}
 	}
 	close(h.ready)
-	go h.listen(ctx)
+	var listener sync.WaitGroup
+	listener.Go(func() { h.listen(ctx) })
+	defer listener.Wait()
 	t := time.NewTicker(h.poll)
 	defer t.Stop()
 	failing := false

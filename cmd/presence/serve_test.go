@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeInsecureDev runs "presence serve --insecure-dev" as a fresh
+// clone would: it serves the dashboard and the API on an embedded Redis,
+// says so loudly, and stops cleanly when its context ends.
+func TestServeInsecureDev(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0"}, outW, &stderr)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start-up line: %v; stderr:\n%s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, outR)
+	_, rest, ok := strings.Cut(line, "dashboard at ")
+	dashboard, _, _ := strings.Cut(rest, " ")
+	if !ok || !strings.HasPrefix(dashboard, "http://127.0.0.1:") {
+		t.Fatalf("start-up line %q", line)
+	}
+	res, err := http.Get(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), "presence dashboard") {
+		t.Fatalf("dashboard: %d", res.StatusCode)
+	}
+	base := strings.TrimSuffix(dashboard, "/dashboard/")
+	res, err = http.Post(base+"/v1/heartbeat", "application/json", strings.NewReader(`{"user":"alice","device":"d","kind":"web"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("heartbeat: %d", res.StatusCode)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", c, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	for _, want := range []string{"INSECURE DEV MODE", "embedded miniredis", "for the life of this process"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// TestServeRefuses checks the command lines serve refuses, with exit code 2.
+func TestServeRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"no secret", []string{"serve"}, nil, "no JWT secret"},
+		{"insecure on all interfaces", []string{"serve", "--insecure-dev", "--addr", "0.0.0.0:0"}, nil, "loopback addresses only"},
+		{"unknown driver", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--driver", "nope"}, nil, "--driver"},
+		{"bad environment", []string{"serve"}, map[string]string{"PRESENCE_HEARTBEAT_RATE": "fast"}, "PRESENCE_HEARTBEAT_RATE"},
+		{"driver from the environment", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0"}, map[string]string{"PRESENCE_DRIVER": "nope"}, "--driver"},
+		{"short secret", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"PRESENCE_JWT_SECRET": "short"}, "at least 32 bytes"},
+		{"both redis flags", []string{"serve", "--insecure-dev", "--redis", "redis://127.0.0.1:1", "--redis-cluster", "127.0.0.1:2"}, nil, "exclude each other"},
+		{"bad policy", []string{"serve", "--insecure-dev", "--policy", "solo"}, nil, "--policy"},
+		{"token without user", []string{"serve", "token"}, map[string]string{"PRESENCE_JWT_SECRET": strings.Repeat("s", 32)}, "-user"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			c := run(context.Background(), tc.args, &stdout, &stderr)
+			if c == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want a failure mentioning %q", c, stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestServeToken checks that "presence serve token" signs a token the
+// server accepts: subject, expiry and the asked claims.
+func TestServeToken(t *testing.T) {
+	secret := strings.Repeat("k", 40)
+	t.Setenv("PRESENCE_JWT_SECRET", secret)
+	var stdout, stderr bytes.Buffer
+	if c := run(context.Background(), []string{"serve", "token", "-user", "alice", "-admin", "-ttl", "5m"}, &stdout, &stderr); c != 0 {
+		t.Fatalf("exit %d: %s", c, stderr.String())
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired()).
+		ParseWithClaims(strings.TrimSpace(stdout.String()), claims, func(*jwt.Token) (any, error) { return []byte(secret), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claims["sub"] != "alice" || claims["presence_admin"] != true || claims["presence_read"] != nil {
+		t.Fatalf("claims %v", claims)
+	}
+}
+
+// TestOpenDriver checks every driver on the embedded miniredis and on a
+// real server: heartbeat, status, and a pub/sub feed, which the event
+// hub needs.
+func TestOpenDriver(t *testing.T) {
+	targets := []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"embedded", func(*testing.T) string { return "" }},
+		{"redis-server", func(t *testing.T) string { return "redis://" + redistest.Server(t).Addr }},
+	}
+	for _, target := range targets {
+		for _, driver := range drivers {
+			t.Run(target.name+"/"+driver, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				be, err := openDriver(ctx, target.url(t), nil, driver, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.close()
+				if !strings.Contains(be.desc, driver) {
+					t.Errorf("description %q does not name the driver", be.desc)
+				}
+				eng, err := core.New(be.store, core.Config{Prefix: "servetest-" + driver, CoalesceWindow: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				feed, err := eng.Subscribe(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer feed.Close()
+				if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "d"}); err != nil {
+					t.Fatal(err)
+				}
+				ev, err := feed.Next(ctx)
+				if err != nil || ev.Change == nil || ev.Change.To != core.StatusOnline {
+					t.Fatalf("feed: %+v %v", ev, err)
+				}
+				if st, err := eng.Status(ctx, "alice"); err != nil || st.Status != core.StatusOnline {
+					t.Fatalf("status: %+v %v", st, err)
+				}
+			})
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379":         "redis://127.0.0.1:6379",
+		"redis://:secret@host:6379/0":    "redis://:xxxxx@host:6379/0",
+		"rediss://user:p%40ss@host:6380": "rediss://user:xxxxx@host:6380",
+		"host:6379":                      "host:6379",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
