@@ -1,13 +1,6 @@
 package abi
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // Version is the ABI version this package speaks. Every message carries
 // it as "v"; a message of another version is refused with a
@@ -135,56 +128,109 @@ type Request struct {
 	Args any
 }
 
-type requestWire struct {
-	V    int             `json:"v"`
-	Op   string          `json:"op"`
-	Now  int64           `json:"now,omitempty"`
-	Args json.RawMessage `json:"args,omitempty"`
+// EncodeRequest returns the JSON of r. Args must be one of the argument
+// types (or nil for none).
+func EncodeRequest(r Request) ([]byte, error) {
+	w := writer{b: make([]byte, 0, 256)}
+	w.open()
+	w.int("v", Version)
+	w.str("op", r.Op)
+	w.intOmit("now", r.Now)
+	if r.Args != nil {
+		a, ok := r.Args.(wire)
+		if !ok {
+			return nil, &DecodeError{What: "request", Field: "args", Reason: "not an ABI type"}
+		}
+		w.key("args")
+		w.b = a.appendJSON(w.b)
+	}
+	w.close()
+	return w.b, nil
 }
 
-// EncodeRequest returns the JSON of r.
-func EncodeRequest(r Request) ([]byte, error) {
-	w := requestWire{V: Version, Op: r.Op, Now: r.Now}
-	if r.Args != nil {
-		b, err := json.Marshal(r.Args)
-		if err != nil {
-			return nil, err
+// envelope reads the top-level object of a message: "v" and the keys
+// read handles. An unknown key is reported only if the version is
+// right, so that a message of another version gets a *VersionError.
+func envelope(r *reader, read func(key string) (bool, error)) error {
+	v, seenV := 0, false
+	var unknown error
+	err := r.object(func(key string) error {
+		if key == "v" {
+			n, err := r.int()
+			v, seenV = n, true
+			return err
 		}
-		w.Args = b
+		ok, err := read(key)
+		if !ok && err == nil {
+			if unknown == nil {
+				unknown = r.unknown()
+			}
+			return r.skip()
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
 	}
-	return json.Marshal(w)
+	if seenV && v != Version || !seenV && err == nil {
+		return &VersionError{Got: v}
+	}
+	if err != nil {
+		return err
+	}
+	return unknown
 }
 
 // DecodeRequest reads a request: the envelope, then the arguments of its
-// op into the type NewArgs gives (absent arguments decode as the zero
-// value). It returns a *VersionError for another version and a
+// op into the type NewArgs gives (absent or null arguments decode as the
+// zero value). It returns a *VersionError for another version and a
 // *DecodeError for anything else that does not follow the format.
 func DecodeRequest(b []byte) (Request, error) {
 	const what = "request"
-	var w requestWire
-	if err := decodeStrict(what, b, &w); err != nil {
+	if len(b) > MaxMessage {
+		return Request{}, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
+	}
+	r := newReader(what, b)
+	var req Request
+	argsAt, argsEnd := -1, -1
+	err := envelope(r, func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "op":
+			req.Op, err = r.str()
+		case "now":
+			req.Now, err = r.int64()
+		case "args":
+			r.ws()
+			argsAt = r.i
+			err = r.skip()
+			argsEnd = r.i
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
 		return Request{}, err
 	}
-	if w.V != Version {
-		return Request{}, &VersionError{Got: w.V}
-	}
-	args := NewArgs(w.Op)
+	args := NewArgs(req.Op)
 	if args == nil {
-		return Request{}, &DecodeError{What: what, Field: "op", Reason: "unknown operation " + truncate(w.Op)}
+		return Request{}, &DecodeError{What: what, Field: "op", Reason: "unknown operation " + truncate(req.Op)}
 	}
-	if w.Now < 0 {
+	if req.Now < 0 {
 		return Request{}, &DecodeError{What: what, Field: "now", Reason: "must not be negative"}
 	}
-	if len(w.Args) > 0 {
-		if err := decodeStrict(what, w.Args, args); err != nil {
-			var de *DecodeError
-			if errors.As(err, &de) {
-				de.Field = joinField("args", de.Field)
+	if argsAt >= 0 {
+		ar := newReader(what, b[argsAt:argsEnd])
+		ar.path = append(ar.path, pathElem{key: "args"})
+		if !ar.null() {
+			if err := args.(wirePtr).decodeJSON(ar); err != nil {
+				return Request{}, err
 			}
-			return Request{}, err
 		}
 	}
-	return Request{Op: w.Op, Now: w.Now, Args: args}, nil
+	req.Args = args
+	return req, nil
 }
 
 // Response is a module's answer to a request: a result, or an error.
@@ -197,29 +243,29 @@ type Response struct {
 	Error  *Error
 }
 
-type responseWire struct {
-	V      int             `json:"v"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *Error          `json:"error,omitempty"`
-}
-
 // EncodeResponse returns the JSON of r. It does not fail: a result that
-// cannot be encoded becomes an error response of code "internal".
+// is not one of the result types becomes an error of code "internal".
 func EncodeResponse(r Response) []byte {
-	w := responseWire{V: Version, Error: r.Error}
-	if r.Error == nil {
-		res, err := json.Marshal(r.Result)
-		if err != nil {
-			w.Error = &Error{Code: CodeInternal, Message: "presence/abi: encoding a result: " + err.Error()}
-		} else {
-			w.Result = res
+	w := writer{b: make([]byte, 0, 256)}
+	w.open()
+	w.int("v", Version)
+	e := r.Error
+	var res wire
+	if e == nil {
+		var ok bool
+		if res, ok = r.Result.(wire); !ok {
+			e = &Error{Code: CodeInternal, Message: "presence/abi: encoding a result: not an ABI type"}
 		}
 	}
-	b, err := json.Marshal(w)
-	if err != nil { // only an Error with invalid contents could get here
-		b, _ = json.Marshal(responseWire{V: Version, Error: &Error{Code: CodeInternal, Message: "presence/abi: encoding a response"}})
+	if e != nil {
+		w.key("error")
+		w.b = e.appendJSON(w.b)
+	} else {
+		w.key("result")
+		w.b = res.appendJSON(w.b)
 	}
-	return b
+	w.close()
+	return w.b
 }
 
 // EncodeErrorResponse returns the JSON of a response carrying err.
@@ -231,109 +277,51 @@ func EncodeErrorResponse(err error) []byte {
 // result decoded into the type NewResult(op) gives.
 func DecodeResponse(op string, b []byte) (Response, error) {
 	const what = "response"
-	var w responseWire
-	if err := decodeStrict(what, b, &w); err != nil {
-		return Response{}, err
-	}
-	if w.V != Version {
-		return Response{}, &VersionError{Got: w.V}
-	}
-	if w.Error != nil {
-		if len(w.Result) > 0 {
-			return Response{}, &DecodeError{What: what, Reason: "has both a result and an error"}
-		}
-		if err := checkError(w.Error, 0); err != nil {
-			return Response{}, &DecodeError{What: what, Field: "error", Reason: err.Error()}
-		}
-		return Response{Error: w.Error}, nil
+	if len(b) > MaxMessage {
+		return Response{}, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}
 	res := NewResult(op)
 	if res == nil {
 		return Response{}, &DecodeError{What: what, Reason: "unknown operation " + truncate(op)}
 	}
-	if len(w.Result) == 0 || string(w.Result) == "null" {
-		return Response{}, &DecodeError{What: what, Reason: "has neither a result nor an error"}
-	}
-	if err := decodeStrict(what, w.Result, res); err != nil {
-		var de *DecodeError
-		if errors.As(err, &de) {
-			de.Field = joinField("result", de.Field)
-		}
-		return Response{}, err
-	}
-	if a, ok := res.(*Ack); ok {
-		if err := checkError(a.Error, 0); err != nil {
-			return Response{}, &DecodeError{What: what, Field: "result.error", Reason: err.Error()}
-		}
-	}
-	if a, ok := res.(*Acks); ok {
-		for i := range a.Acks {
-			if err := checkError(a.Acks[i].Error, 0); err != nil {
-				return Response{}, &DecodeError{What: what, Field: "result.acks[" + strconv.Itoa(i) + "].error", Reason: err.Error()}
+	r := newReader(what, b)
+	var resp Response
+	seenResult := false
+	err := envelope(r, func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "result":
+			if r.null() {
+				return true, nil
 			}
+			seenResult = true
+			err = res.(wirePtr).decodeJSON(r)
+		case "error":
+			resp.Error, err = r.decodeError()
+		default:
+			return false, nil
 		}
+		return true, err
+	})
+	switch {
+	case err != nil:
+		return Response{}, err
+	case seenResult && resp.Error != nil:
+		return Response{}, &DecodeError{What: what, Reason: "has both a result and an error"}
+	case !seenResult && resp.Error == nil:
+		return Response{}, &DecodeError{What: what, Reason: "has neither a result nor an error"}
+	case seenResult:
+		resp.Result = res
 	}
-	return Response{Result: res}, nil
-}
-
-// checkError checks that a received error has a code and a bounded chain
-// of causes.
-func checkError(e *Error, depth int) error {
-	if e == nil {
-		return nil
-	}
-	if e.Code == "" {
-		return errors.New("error without a code")
-	}
-	if depth >= maxErrorDepth {
-		return errors.New("error causes nested too deep")
-	}
-	return checkError(e.Cause, depth+1)
-}
-
-// decodeStrict decodes one JSON object into v: no unknown fields, no
-// trailing data, no more than MaxMessage bytes.
-func decodeStrict(what string, b []byte, v any) error {
-	if len(b) > MaxMessage {
-		return &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
-	}
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return &DecodeError{What: what, Reason: "not a JSON object"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(what, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &DecodeError{What: what, Reason: "trailing data after the object"}
-	}
-	return nil
-}
-
-// jsonError turns an encoding/json error into a *DecodeError.
-func jsonError(what string, err error) error {
-	var de *DecodeError
-	if errors.As(err, &de) {
-		return &DecodeError{What: what, Field: de.Field, Reason: de.Reason}
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return &DecodeError{What: what, Reason: "invalid JSON at byte " + strconv.FormatInt(se.Offset, 10) + ": " + se.Error()}
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &DecodeError{What: what, Field: te.Field, Reason: "JSON " + te.Value + " where " + te.Type.String() + " belongs"}
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return &DecodeError{What: what, Reason: "truncated JSON"}
-	}
-	return &DecodeError{What: what, Reason: strings.TrimPrefix(err.Error(), "json: ")}
+	return resp, nil
 }
 
 func joinField(parent, field string) string {
 	if field == "" {
 		return parent
+	}
+	if parent == "" {
+		return field
 	}
 	return parent + "." + field
 }

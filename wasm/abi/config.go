@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,11 +100,10 @@ func FromConfig(c core.Config) Config {
 
 // kindKey is a kind as a key of Config.Intervals: its name, or its number.
 func kindKey(k core.Kind) string {
-	b, _ := Kind(k).MarshalJSON()
-	if b[0] == '"' {
-		return string(b[1 : len(b)-1])
+	if n := kindName(Kind(k)); n != "" {
+		return n
 	}
-	return string(b)
+	return strconv.Itoa(int(k))
 }
 
 // Core returns the core configuration w stands for, without Clock, Rand,
@@ -129,7 +129,7 @@ func (w Config) Core() (core.Config, error) {
 		c.Intervals = make(map[core.Kind]time.Duration, len(w.Intervals))
 		for name, d := range w.Intervals {
 			var k Kind
-			if err := k.UnmarshalJSON(quoteOrNumber(name)); err != nil {
+			if err := Unmarshal(quoteOrNumber(name), &k); err != nil {
 				return core.Config{}, &DecodeError{What: "request", Field: "args.intervals_ms", Reason: "unknown kind " + truncate(name)}
 			}
 			c.Intervals[core.Kind(k)] = time.Duration(d)

@@ -1,6 +1,7 @@
 package abi_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/presencekit/presence/core"
@@ -26,6 +27,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
 		again, err := abi.EncodeRequest(req)
 		if err != nil {
 			t.Fatalf("re-encoding %q: %v", b, err)
@@ -48,6 +52,9 @@ func FuzzDecodeResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
+		}
 		_ = resp.Error.Err()
 		if _, err := abi.DecodeResponse(op, abi.EncodeResponse(resp)); err != nil {
 			t.Fatalf("%q: re-encoded response does not decode: %v", b, err)
@@ -61,6 +68,9 @@ func FuzzDecodeScriptRequest(f *testing.F) {
 		calls, err := abi.DecodeScriptRequest(b)
 		if err != nil {
 			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
 		}
 		if _, err := abi.DecodeScriptRequest(abi.EncodeScriptRequest(calls)); err != nil {
 			t.Fatalf("%q: re-encoded request does not decode: %v", b, err)
@@ -81,6 +91,9 @@ func FuzzDecodeScriptResponse(f *testing.F) {
 		res, err := abi.DecodeScriptResponse(b, n)
 		if err != nil {
 			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("accepted invalid JSON %q", b)
 		}
 		if len(res) != n {
 			t.Fatalf("%d results for %d calls", len(res), n)

@@ -1,11 +1,7 @@
 package abi
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"io"
 	"strconv"
 	"unicode/utf8"
 
@@ -72,63 +68,52 @@ func EncodeScriptRequest(calls []core.Call) []byte {
 // "sha" or a "src" (not both) and arrays of strings as keys and args.
 func DecodeScriptRequest(b []byte) ([]core.Call, error) {
 	const what = "script request"
-	r, err := newTokens(what, b)
-	if err != nil {
-		return nil, err
+	if len(b) > MaxMessage {
+		return nil, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}
+	r := newReader(what, b)
 	var calls []core.Call
-	seenV, seenCalls := false, false
-	err = r.object("", func(key string) error {
-		switch key {
-		case "v":
-			seenV = true
-			return r.version()
-		case "calls":
-			seenCalls = true
-			return r.array("calls", func(i int) error {
-				if i >= MaxCalls {
-					return r.fail("calls", "more than "+strconv.Itoa(MaxCalls)+" calls")
-				}
-				c, err := r.call("calls[" + strconv.Itoa(i) + "]")
-				calls = append(calls, c)
-				return err
-			})
+	seenCalls := false
+	err := envelope(r, func(key string) (bool, error) {
+		if key != "calls" {
+			return false, nil
 		}
-		return r.fail(key, "unknown field")
+		seenCalls = true
+		return true, r.array(func(i int) error {
+			if i >= MaxCalls {
+				return r.fail("more than " + strconv.Itoa(MaxCalls) + " calls")
+			}
+			c, err := r.call()
+			calls = append(calls, c)
+			return err
+		})
 	})
-	if err == nil {
-		err = r.end()
-	}
 	if err != nil {
 		return nil, err
-	}
-	if !seenV {
-		return nil, &VersionError{}
 	}
 	if !seenCalls {
-		return nil, r.fail("calls", "missing")
+		return nil, r.fail("missing")
 	}
 	return calls, nil
 }
 
-func (r *tokens) call(field string) (core.Call, error) {
+func (r *reader) call() (core.Call, error) {
 	var c core.Call
 	hasSHA, hasSrc := false, false
-	err := r.object(field, func(key string) error {
-		var err error
+	err := r.object(func(key string) (err error) {
 		switch key {
 		case "sha":
 			hasSHA = true
-			c.SHA, err = r.str(field + ".sha")
+			c.SHA, err = r.str()
 		case "src":
 			hasSrc = true
-			c.Source, err = r.str(field + ".src")
+			c.Source, err = r.str()
 		case "keys":
-			c.Keys, err = r.strs(field + ".keys")
+			c.Keys, err = r.strs()
 		case "args":
-			c.Args, err = r.strs(field + ".args")
+			c.Args, err = r.strs()
 		default:
-			err = r.fail(field+"."+key, "unknown field")
+			err = r.unknown()
 		}
 		return err
 	})
@@ -136,7 +121,7 @@ func (r *tokens) call(field string) (core.Call, error) {
 		return c, err
 	}
 	if hasSHA == hasSrc || (hasSHA && c.SHA == "") || (hasSrc && c.Source == "") {
-		return c, r.fail(field, "needs exactly one of a non-empty \"sha\" or \"src\"")
+		return c, r.fail("needs exactly one of a non-empty \"sha\" or \"src\"")
 	}
 	return c, nil
 }
@@ -152,9 +137,8 @@ func EncodeScriptResponse(results []core.Result) []byte {
 			b = append(b, ',')
 		}
 		if r.Err != nil {
-			e, _ := json.Marshal(EncodeError(r.Err))
 			b = append(b, `{"error":`...)
-			b = append(b, e...)
+			b = EncodeError(r.Err).appendJSON(b)
 		} else {
 			b = append(b, `{"value":`...)
 			b = appendValue(b, r.Value)
@@ -167,10 +151,9 @@ func EncodeScriptResponse(results []core.Result) []byte {
 // EncodeScriptFailure returns the JSON of a script response that fails
 // the whole request with err.
 func EncodeScriptFailure(err error) []byte {
-	e, _ := json.Marshal(EncodeError(err))
 	b := append([]byte(`{"v":`), strconv.Itoa(Version)...)
 	b = append(b, `,"error":`...)
-	b = append(b, e...)
+	b = EncodeError(err).appendJSON(b)
 	return append(b, '}')
 }
 
@@ -179,47 +162,37 @@ func EncodeScriptFailure(err error) []byte {
 // results carrying the error.
 func DecodeScriptResponse(b []byte, n int) ([]core.Result, error) {
 	const what = "script response"
-	r, err := newTokens(what, b)
-	if err != nil {
-		return nil, err
+	if len(b) > MaxMessage {
+		return nil, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}
+	r := newReader(what, b)
 	var results []core.Result
 	var failure *Error
-	seenV, seenResults := false, false
-	err = r.object("", func(key string) error {
+	seenResults := false
+	err := envelope(r, func(key string) (bool, error) {
 		switch key {
-		case "v":
-			seenV = true
-			return r.version()
 		case "results":
 			seenResults = true
-			return r.array("results", func(i int) error {
+			return true, r.array(func(i int) error {
 				if i >= n {
-					return r.fail("results", "more results than the "+strconv.Itoa(n)+" calls")
+					return r.fail("more results than the " + strconv.Itoa(n) + " calls")
 				}
-				res, err := r.result("results[" + strconv.Itoa(i) + "]")
+				res, err := r.result()
 				results = append(results, res)
 				return err
 			})
 		case "error":
 			var err error
-			failure, err = r.errorValue("error")
-			return err
+			failure, err = r.decodeError()
+			return true, err
 		}
-		return r.fail(key, "unknown field")
+		return false, nil
 	})
-	if err == nil {
-		err = r.end()
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !seenV {
-		return nil, &VersionError{}
-	}
 	switch {
+	case err != nil:
+		return nil, err
 	case failure != nil && seenResults:
-		return nil, r.fail("", "has both results and an error")
+		return nil, r.fail("has both results and an error")
 	case failure != nil:
 		out := make([]core.Result, n)
 		e := failure.Err()
@@ -228,255 +201,63 @@ func DecodeScriptResponse(b []byte, n int) ([]core.Result, error) {
 		}
 		return out, nil
 	case len(results) != n:
-		return nil, r.fail("results", "has "+strconv.Itoa(len(results))+" results for "+strconv.Itoa(n)+" calls")
+		return nil, r.fail("has " + strconv.Itoa(len(results)) + " results for " + strconv.Itoa(n) + " calls")
 	}
 	return results, nil
 }
 
-func (r *tokens) result(field string) (core.Result, error) {
+func (r *reader) result() (core.Result, error) {
 	var res core.Result
 	seen := 0
-	err := r.object(field, func(key string) error {
+	err := r.object(func(key string) error {
 		seen++
 		switch key {
 		case "value":
-			v, err := r.value(field+".value", 0)
+			v, err := r.value(0)
 			res.Value = v
 			return err
 		case "error":
-			e, err := r.errorValue(field + ".error")
+			e, err := r.decodeError()
+			if err == nil && e == nil {
+				err = r.fail("null")
+			}
 			if err == nil {
 				res.Err = e.Err()
 			}
 			return err
 		}
-		return r.fail(field+"."+key, "unknown field")
+		return r.unknown()
 	})
 	if err == nil && seen != 1 {
-		err = r.fail(field, "needs exactly one of \"value\" or \"error\"")
+		err = r.fail("needs exactly one of \"value\" or \"error\"")
 	}
 	return res, err
 }
 
-// errorValue reads an Error object with encoding/json: its fields are
-// few and fixed.
-func (r *tokens) errorValue(field string) (*Error, error) {
-	var raw json.RawMessage
-	if err := r.dec.Decode(&raw); err != nil {
-		return nil, r.fail(field, "invalid JSON")
-	}
-	var e Error
-	if err := decodeStrict(r.what, raw, &e); err != nil {
-		return nil, r.fail(field, "not an error object")
-	}
-	if err := checkError(&e, 0); err != nil {
-		return nil, r.fail(field, err.Error())
-	}
-	return &e, nil
-}
-
-// tokens reads a message token by token.
-type tokens struct {
-	what string
-	dec  *json.Decoder
-}
-
-func newTokens(what string, b []byte) (*tokens, error) {
-	if len(b) > MaxMessage {
-		return nil, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	return &tokens{what: what, dec: dec}, nil
-}
-
-func (r *tokens) fail(field, reason string) error {
-	return &DecodeError{What: r.what, Field: field, Reason: reason}
-}
-
-func (r *tokens) token(field string) (json.Token, error) {
-	t, err := r.dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, r.fail(field, "truncated JSON")
-		}
-		return nil, r.fail(field, "invalid JSON: "+err.Error())
-	}
-	return t, nil
-}
-
-func (r *tokens) delim(field string, want json.Delim) error {
-	t, err := r.token(field)
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return r.fail(field, "want "+string(want))
-	}
-	return nil
-}
-
-// object reads an object, calling each for every key; each must consume
-// the key's value.
-func (r *tokens) object(field string, each func(key string) error) error {
-	if err := r.delim(field, '{'); err != nil {
-		return err
-	}
-	for r.dec.More() {
-		t, err := r.token(field)
-		if err != nil {
-			return err
-		}
-		key, ok := t.(string)
-		if !ok {
-			return r.fail(field, "want a key")
-		}
-		if err := each(key); err != nil {
-			return err
-		}
-	}
-	return r.delim(field, '}')
-}
-
-// array reads an array, calling each for every element; each must
-// consume the element.
-func (r *tokens) array(field string, each func(i int) error) error {
-	if err := r.delim(field, '['); err != nil {
-		return err
-	}
-	for i := 0; r.dec.More(); i++ {
-		if err := each(i); err != nil {
-			return err
-		}
-	}
-	return r.delim(field, ']')
-}
-
-func (r *tokens) end() error {
-	if _, err := r.dec.Token(); err != io.EOF {
-		return r.fail("", "trailing data after the object")
-	}
-	return nil
-}
-
-func (r *tokens) version() error {
-	t, err := r.token("v")
-	if err != nil {
-		return err
-	}
-	n, ok := t.(json.Number)
-	if !ok {
-		return r.fail("v", "want a number")
-	}
-	v, err := strconv.Atoi(string(n))
-	if err != nil {
-		return r.fail("v", "want an integer")
-	}
-	if v != Version {
-		return &VersionError{Got: v}
-	}
-	return nil
-}
-
-// str reads a string: a JSON string or {"b":"<base64>"}.
-func (r *tokens) str(field string) (string, error) {
-	t, err := r.token(field)
-	if err != nil {
-		return "", err
-	}
-	return r.strFrom(field, t)
-}
-
-func (r *tokens) strFrom(field string, t json.Token) (string, error) {
-	switch t := t.(type) {
-	case string:
-		return t, nil
-	case json.Delim:
-		if t == '{' {
-			return r.binary(field)
-		}
-	}
-	return "", r.fail(field, "want a string")
-}
-
-// binary reads the rest of {"b":"<base64>"} after its '{'.
-func (r *tokens) binary(field string) (string, error) {
-	t, err := r.token(field)
-	if err != nil {
-		return "", err
-	}
-	if k, ok := t.(string); !ok || k != "b" {
-		return "", r.fail(field, "want {\"b\":\"<base64>\"}")
-	}
-	t, err = r.token(field)
-	if err != nil {
-		return "", err
-	}
-	s, ok := t.(string)
-	if !ok {
-		return "", r.fail(field, "want base64 in a string")
-	}
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return "", r.fail(field, "invalid base64")
-	}
-	if err := r.delim(field, '}'); err != nil {
-		return "", err
-	}
-	return string(raw), nil
-}
-
-func (r *tokens) strs(field string) ([]string, error) {
-	out := []string{}
-	err := r.array(field, func(i int) error {
-		s, err := r.str(field + "[" + strconv.Itoa(i) + "]")
-		out = append(out, s)
-		return err
-	})
-	return out, err
-}
-
 // value reads a reply value.
-func (r *tokens) value(field string, depth int) (core.Value, error) {
+func (r *reader) value(depth int) (core.Value, error) {
 	if depth > maxValueDepth {
-		return core.Value{}, r.fail(field, "nested deeper than "+strconv.Itoa(maxValueDepth))
+		return core.Value{}, r.fail("nested deeper than " + strconv.Itoa(maxValueDepth))
 	}
-	t, err := r.token(field)
-	if err != nil {
-		return core.Value{}, err
-	}
-	switch t := t.(type) {
-	case nil:
+	switch c := r.peek(); {
+	case c == '"' || c == '{':
+		s, err := r.str()
+		return core.StringValue(s), err
+	case c == '[':
+		var items []core.Value
+		err := r.array(func(i int) error {
+			v, err := r.value(depth + 1)
+			items = append(items, v)
+			return err
+		})
+		return core.ArrayValue(items...), err
+	case r.null():
 		return core.NilValue(), nil
-	case json.Number:
-		n, err := strconv.ParseInt(string(t), 10, 64)
-		if err != nil {
-			return core.Value{}, r.fail(field, "want an int64, got "+truncate(string(t)))
-		}
-		return core.IntValue(n), nil
-	case string:
-		return core.StringValue(t), nil
-	case json.Delim:
-		switch t {
-		case '{':
-			s, err := r.binary(field)
-			return core.StringValue(s), err
-		case '[':
-			var items []core.Value
-			for i := 0; r.dec.More(); i++ {
-				v, err := r.value(field+"["+strconv.Itoa(i)+"]", depth+1)
-				if err != nil {
-					return core.Value{}, err
-				}
-				items = append(items, v)
-			}
-			if err := r.delim(field, ']'); err != nil {
-				return core.Value{}, err
-			}
-			return core.ArrayValue(items...), nil
-		}
+	case c == '-' || c >= '0' && c <= '9':
+		n, err := r.int64()
+		return core.IntValue(n), err
 	}
-	return core.Value{}, r.fail(field, "want null, an integer, a string or an array")
+	return core.Value{}, r.unexpected("null, an integer, a string or an array")
 }
 
 func appendStrings(b []byte, ss []string) []byte {
