@@ -1,0 +1,392 @@
+package conformance
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/commands"
+
+	"github.com/presencekit/presence/core"
+)
+
+// seqT0 is the first instant of every sequence.
+var seqT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// stepTimeout bounds one step on one side.
+const stepTimeout = 15 * time.Second
+
+// Check runs the model-based sequences on one target and returns what
+// happened. It does not run the race suite (see CheckRace). Check is the
+// entry point of "presence conform"; tests use Run.
+func Check(ctx context.Context, target Target, opts Options) Report {
+	opts = opts.withDefaults()
+	start := time.Now()
+	rep := Report{Target: target.Name, Seed: opts.Seed}
+	be, err := target.Open(ctx)
+	if err != nil {
+		rep.Err = err
+		return rep
+	}
+	defer be.Close()
+	s := &seqSuite{ctx: ctx, target: target, be: be, opts: opts}
+	if opts.Cleanup {
+		defer cleanup(context.WithoutCancel(ctx), be.Store, opts.Prefix)
+	}
+	params := gopter.DefaultTestParametersWithSeed(opts.Seed)
+	params.MinSuccessfulTests = opts.Sequences
+	params.MinSize = 1
+	params.MaxSize = opts.MaxSteps + 1 // exclusive
+	params.MaxShrinkCount = opts.MaxShrinks
+	params.Workers = 1
+	res := commands.Prop(s.commands()).Check(params)
+	rep.Sequences, rep.Runs, rep.Steps = res.Succeeded, s.runs, s.steps
+	rep.Duration = time.Since(start)
+	if st, ok := be.Store.(interface{ CacheStats() (uint64, uint64) }); ok {
+		rep.CacheHits, rep.CacheMisses = st.CacheStats()
+	}
+	switch {
+	case s.openErr != nil:
+		rep.Err = s.openErr
+	case !res.Passed():
+		rep.Property = s.lastFail.property
+		rep.Failure = s.lastFail.text
+		if rep.Failure == "" {
+			rep.Property = "the suite itself"
+			rep.Failure = fmt.Sprintf("gopter: %s %v %v", res.Status, res.Error, res.Args)
+		}
+	}
+	return rep
+}
+
+// seqSuite runs the sequences of one target.
+type seqSuite struct {
+	ctx    context.Context
+	target Target
+	be     *Backend
+	opts   Options
+
+	runs, steps int
+	openErr     error
+	lastFail    failure
+}
+
+// failure is the transcript of a failed sequence.
+type failure struct{ property, text string }
+
+func (s *seqSuite) commands() commands.Commands {
+	return &commands.ProtoCommands{
+		NewSystemUnderTestFunc: func(st commands.State) commands.SystemUnderTest {
+			return s.newSystem(st.(seqConfig))
+		},
+		DestroySystemUnderTestFunc: func(sut commands.SystemUnderTest) { s.finish(sut.(*system)) },
+		InitialStateGen: func(p *gopter.GenParameters) *gopter.GenResult {
+			return gopter.NewGenResult(randomConfig(p.Rng), gopter.NoShrinker)
+		},
+		GenCommandFunc: func(commands.State) gopter.Gen {
+			return func(p *gopter.GenParameters) *gopter.GenResult {
+				return gopter.NewGenResult(command{randomOp(p.Rng)}, gopter.NoShrinker)
+			}
+		},
+	}
+}
+
+// command adapts an op to gopter's commands.Command. Steps have no
+// preconditions (any subsequence of a sequence is a sequence), so shrinking
+// may drop any of them.
+type command struct{ op op }
+
+func (c command) Run(sut commands.SystemUnderTest) commands.Result { return sut.(*system).do(c.op) }
+func (c command) NextState(st commands.State) commands.State       { return st }
+func (c command) PreCondition(commands.State) bool                  { return true }
+func (c command) String() string                                    { return c.op.String() }
+
+func (c command) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
+	if r.(stepResult).ok {
+		return &gopter.PropResult{Status: gopter.PropTrue}
+	}
+	return &gopter.PropResult{Status: gopter.PropFalse}
+}
+
+type stepResult struct{ ok bool }
+
+// system is one sequence's systems under test: the model and the target's
+// engine, sharing a clock and a seeded source of tokens.
+type system struct {
+	s      *seqSuite
+	cfg    seqConfig
+	x      *runner
+	model  *oracle
+	engine core.Presence
+	store  core.Store // as the engine sees it
+	feed   *core.Feed
+	cancel context.CancelFunc
+	calls  atomic.Int64 // Eval calls the engine made
+
+	n        int
+	log      []string
+	failed   bool
+	property string
+}
+
+// seededReader returns the deterministic token source of a sequence.
+func seededReader(seed uint64) *rand.ChaCha8 {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	return rand.NewChaCha8(key)
+}
+
+func (s *seqSuite) newSystem(cfg seqConfig) *system {
+	s.runs++
+	if s.be.Reset != nil {
+		s.be.Reset()
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	sys := &system{s: s, cfg: cfg, cancel: cancel,
+		x: &runner{ctx: ctx, t0: seqT0, clock: newClock(seqT0), book: newBook()}}
+	if s.be.SetTime != nil {
+		s.be.SetTime(seqT0)
+	}
+	prefix := s.prefix()
+	ccfg := cfg.config(prefix, s.be.virtual())
+	ccfg.Clock = sys.x.clock
+
+	mcfg := ccfg
+	mcfg.Clock = nil
+	m, err := newOracle(mcfg, cfg.Seed, avoid(bugModelRefusalPrunes))
+	if err != nil {
+		sys.fail("configuration", "core.NewModel: "+err.Error())
+		return sys
+	}
+	sys.model = m
+
+	store := s.be.Store
+	if s.opts.Wrap != nil {
+		store = s.opts.Wrap(store)
+	}
+	store = Intercept(store, Interceptor{Eval: func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
+		sys.calls.Add(int64(len(calls)))
+		return next(ctx, calls)
+	}})
+	sys.store = store
+	ecfg := ccfg
+	ecfg.Rand = seededReader(cfg.Seed)
+	e, err := s.be.newPresence(store, ecfg)
+	if err != nil {
+		sys.fail("configuration", "engine: "+err.Error())
+		return sys
+	}
+	sys.engine = e
+	if eng, ok := e.(*core.Engine); ok && !s.opts.NoFeed {
+		if _, ok := store.(core.Subscriber); ok {
+			// The subscription lives as long as ctx: the whole sequence.
+			feed, err := eng.Subscribe(ctx, feedGateway...)
+			if err != nil {
+				sys.fail("events published", "subscribe: "+errName(err))
+				return sys
+			}
+			sys.feed = feed
+		}
+	}
+	return sys
+}
+
+// prefix is the key prefix of the current sequence: unique to the run, the
+// target and the sequence, so that targets can share a server.
+func (s *seqSuite) prefix() string {
+	name := strings.NewReplacer("{", "(", "}", ")").Replace(s.target.Name)
+	return s.opts.Prefix + "-" + name + "-" + strconv.Itoa(s.runs)
+}
+
+func (sys *system) logf(format string, args ...any) {
+	sys.log = append(sys.log, fmt.Sprintf(format, args...))
+}
+
+func (sys *system) fail(property, why string) {
+	sys.failed = true
+	sys.property = property
+	sys.logf("   ✗ %s: %s", property, why)
+}
+
+// do runs one step on the model and the target and compares what they
+// observed. After the first divergence the remaining steps are skipped.
+func (sys *system) do(o op) stepResult {
+	if sys.failed {
+		return stepResult{ok: false}
+	}
+	sys.n++
+	sys.s.steps++
+	at := sys.x.rel(sys.x.now())
+	if a, ok := o.(advanceOp); ok {
+		now := sys.x.clock.advance(a.d)
+		if sys.s.be.SetTime != nil {
+			sys.s.be.SetTime(now)
+		}
+		sys.logf("%3d. %-9s %s → now %s", sys.n, at, o, sys.x.rel(now))
+		return stepResult{ok: true}
+	}
+	ctx, cancel := context.WithTimeout(sys.x.ctx, stepTimeout)
+	defer cancel()
+	x := *sys.x
+	x.ctx = ctx
+	before := sys.calls.Load()
+	mo := sys.model.run(&x, o)
+	eo := o.run(&x, sys.engine)
+	sys.x.book.record(mo.issued)
+	sys.logf("%3d. %-9s %s\n        → %s", sys.n, at, o, render(mo))
+	if ok, why := agree(mo, eo); !ok {
+		sys.logf("        target: %s", render(eo))
+		sys.fail("agrees with the model: "+opKind(o), why)
+		return stepResult{ok: false}
+	}
+	if _, ok := o.(invalidOp); ok {
+		if n := sys.calls.Load() - before; n != 0 {
+			sys.fail("rejected input sends nothing", fmt.Sprintf("the engine made %d script calls", n))
+			return stepResult{ok: false}
+		}
+	}
+	if sys.feed != nil && len(mo.changes)+len(mo.kicks) > 0 {
+		if ok, why := sys.checkFeed(ctx, mo); !ok {
+			sys.fail("events published once each: "+opKind(o), why)
+			return stepResult{ok: false}
+		}
+	}
+	return stepResult{ok: true}
+}
+
+func render(o obs) string {
+	if len(o.approx) == 0 {
+		return o.text
+	}
+	return fmt.Sprintf("%s %v", o.text, o.approx)
+}
+
+// opKind names the kind of a step for property names.
+func opKind(o op) string {
+	s := o.String()
+	for _, p := range []string{"heartbeat batch", "touch batch", "count twice", "active within", "sweep users", "sweep scopes"} {
+		if strings.HasPrefix(s, p) {
+			return p
+		}
+	}
+	if i := strings.IndexAny(s, " :"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// markerUser marks the end of a step's events on a channel.
+const markerUser = "\x00conformance-marker"
+
+// checkFeed reads back, through the subscription, the events the step
+// published: exactly the model's changes and kicks, each once. It publishes
+// a marker after them on each channel concerned and reads up to the
+// markers, so it never waits on a timer.
+func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
+	pub, ok := sys.store.(core.Publisher)
+	if !ok {
+		return true, ""
+	}
+	eng := sys.engine.(*core.Engine)
+	pending := map[string]bool{}
+	if len(want.changes) > 0 {
+		if err := pub.Publish(ctx, eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
+			return false, "publishing a marker: " + errName(err)
+		}
+		pending[""] = true
+	}
+	for _, k := range want.kicks {
+		gw, _, _ := strings.Cut(k, "|")
+		if pending[gw] {
+			continue
+		}
+		if err := pub.Publish(ctx, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
+			return false, "publishing a marker: " + errName(err)
+		}
+		pending[gw] = true
+	}
+	var changes, kicks []string
+	for len(pending) > 0 {
+		ev, err := sys.feed.Next(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("reading the feed: %s (got changes %v, kicks %v so far)", errName(err), changes, kicks)
+		}
+		switch {
+		case ev.Change != nil && ev.Change.User == markerUser:
+			delete(pending, "")
+		case ev.Kick != nil && ev.Kick.User == markerUser:
+			delete(pending, ev.Kick.Gateway)
+		case ev.Change != nil:
+			changes = append(changes, sys.x.change(*ev.Change))
+		case ev.Kick != nil:
+			kicks = append(kicks, ev.Kick.Gateway+"|"+sys.x.kick(*ev.Kick))
+		}
+	}
+	wc, wk := sorted(want.changes), sorted(want.kicks)
+	changes, kicks = sorted(changes), sorted(kicks)
+	if strings.Join(wc, ",") != strings.Join(changes, ",") {
+		return false, fmt.Sprintf("changes received %v, want %v", changes, wc)
+	}
+	if strings.Join(wk, ",") != strings.Join(kicks, ",") {
+		return false, fmt.Sprintf("kicks received %v, want %v", kicks, wk)
+	}
+	return true, ""
+}
+
+func sorted(xs []string) []string {
+	out := append([]string(nil), xs...)
+	sort.Strings(out)
+	return out
+}
+
+// finish ends a sequence and keeps the transcript of a failure. gopter
+// shrinks a failure by running ever smaller failing sequences, so the last
+// failure kept is the minimal one.
+func (s *seqSuite) finish(sys *system) {
+	if sys.feed != nil {
+		sys.feed.Close()
+	}
+	sys.cancel()
+	if !sys.failed {
+		return
+	}
+	if sys.property == "configuration" && s.openErr == nil {
+		s.openErr = fmt.Errorf("conformance: %s", strings.TrimSpace(sys.log[len(sys.log)-1]))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "target %s, sequence of %d steps, configuration %s (key prefix %s):\n", s.target.Name, sys.n, sys.cfg, s.prefix())
+	for _, l := range sys.log {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	s.lastFail = failure{property: sys.property, text: b.String()}
+}
+
+// cleanup deletes the keys under prefix: SCAN MATCH and UNLINK inside a
+// script, one page per call, so that it works through any adapter.
+func cleanup(ctx context.Context, store core.Store, prefix string) {
+	const script = `local r = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)
+for _, k in ipairs(r[2]) do redis.call('UNLINK', k) end
+return r[1]`
+	cursor := "0"
+	for range 1 << 20 {
+		ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+		res := store.Eval(ctx, []core.Call{{Source: script, Args: []string{cursor, prefix + "*"}}})
+		cancel()
+		if len(res) != 1 || res[0].Err != nil {
+			return
+		}
+		next, err := res[0].Value.AsString()
+		if err != nil || next == "0" {
+			return
+		}
+		cursor = next
+	}
+}
