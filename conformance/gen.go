@@ -120,7 +120,7 @@ var (
 // whole second.
 func evenMillis(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	for {
-		ms := lo.Milliseconds() + r.Int63n((hi-lo).Milliseconds())
+		ms := lo.Milliseconds() + r.Int63n((hi - lo).Milliseconds())
 		ms &^= 1
 		if ms%1000 != 0 && ms >= lo.Milliseconds() {
 			return time.Duration(ms) * time.Millisecond

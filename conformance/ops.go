@@ -128,11 +128,11 @@ func (x *runner) changeList(o *obs, cs []core.Change) string {
 type tokenMode uint8
 
 const (
-	tokNone  tokenMode = iota // no token
-	tokCur                    // the latest token issued to the device
-	tokStale                  // the one before it (superseded)
-	tokBogus                  // a token never issued
-	tokCurOrBogus             // the latest token, or a bogus one if none was issued
+	tokNone       tokenMode = iota // no token
+	tokCur                         // the latest token issued to the device
+	tokStale                       // the one before it (superseded)
+	tokBogus                       // a token never issued
+	tokCurOrBogus                  // the latest token, or a bogus one if none was issued
 )
 
 var tokenNames = [...]string{"no token", "token", "stale token", "bogus token", "token or bogus"}

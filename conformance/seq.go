@@ -105,8 +105,8 @@ type command struct{ op op }
 
 func (c command) Run(sut commands.SystemUnderTest) commands.Result { return sut.(*system).do(c.op) }
 func (c command) NextState(st commands.State) commands.State       { return st }
-func (c command) PreCondition(commands.State) bool                  { return true }
-func (c command) String() string                                    { return c.op.String() }
+func (c command) PreCondition(commands.State) bool                 { return true }
+func (c command) String() string                                   { return c.op.String() }
 
 func (c command) PostCondition(_ commands.State, r commands.Result) *gopter.PropResult {
 	if r.(stepResult).ok {
