@@ -171,6 +171,7 @@ type settings struct {
 // userBucketKeys are the keys of one user bucket.
 type userBucketKeys struct {
 	devPrefix string   // prefix of the device hashes
+	counts    string   // the hash of users by published status
 	keys      []string // the state hash and the due index, as most user scripts take them
 	sweep     []string // the same and the lock, as the sweep takes them
 }
@@ -339,6 +340,7 @@ func (s *settings) precompute() {
 	for b := range s.users {
 		base := s.keys.userBase(uint32(b))
 		s.users[b].devPrefix = base + sufDevices
+		s.users[b].counts = base + sufCounts
 		s.users[b].sweep = []string{base + sufState, base + sufDue, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:2:2]
 	}

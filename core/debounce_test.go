@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,4 +130,36 @@ func TestOneEventPerChangeAcrossEngines(t *testing.T) {
 	if len(published) != 1 || published[0].To != core.StatusOnline {
 		t.Fatalf("published %v, want exactly one OFFLINE→ONLINE", published)
 	}
+}
+
+// TestOnlineCountsFollowPublishedChanges checks Online on the model and on
+// both engines: counts move with the published (debounced) statuses.
+func TestOnlineCountsFollowPublishedChanges(t *testing.T) {
+	online := func(e *env) string {
+		o, ok := e.p.(interface {
+			Online(context.Context) (map[core.Status]int64, error)
+		})
+		if !ok {
+			return "no Online"
+		}
+		c, err := o.Online(e.ctx)
+		if err != nil {
+			return errName(err)
+		}
+		return fmt.Sprintf("online=%d away=%d dnd=%d push=%d", c[core.StatusOnline], c[core.StatusAway], c[core.StatusDND], c[core.StatusPushOnline])
+	}
+	runTable(t, core.Config{}, []step{
+		{0, hb("a", "web", core.KindWeb, active), "ok"},
+		{0, hb("b", "web", core.KindWeb, active), "ok"},
+		{0, hb("c", "phone", core.KindIOS, background), "ok"},
+		{0, online, "online=0 away=0 dnd=0 push=0"},
+		{1 * sec, sweep, "swept [a:OFFLINE→ONLINE b:OFFLINE→ONLINE c:OFFLINE→PUSH_ONLINE]"},
+		{1 * sec, online, "online=2 away=0 dnd=0 push=1"},
+		{2 * sec, manual("b", core.ManualDND, 0), "ok"},
+		{3 * sec, sweep, "swept [b:ONLINE→DND]"},
+		{3 * sec, online, "online=1 away=0 dnd=1 push=1"},
+		{4 * sec, disconnect("a", "web"), "removed"},
+		{20 * sec, sweep, "swept [a:ONLINE→OFFLINE]"},
+		{20 * sec, online, "online=0 away=0 dnd=1 push=1"},
+	})
 }

@@ -7,6 +7,7 @@ import "strconv"
 //	P:{uB}:d:USER           hash   device ID → device record; expires 10 s past the latest window
 //	P:{uB}:st               hash   USER → published status, pending change, manual status, due score
 //	P:{uB}:due              zset   USER → next instant the user needs a sweep (or earlier)
+//	P:{uB}:cnt              hash   published status → number of users of the bucket in it
 //	P:{uB}:lock             string sweep lock of bucket B
 //	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
 //	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
@@ -67,6 +68,7 @@ const (
 	sufDevices  = "d:"
 	sufState    = "st"
 	sufDue      = "due"
+	sufCounts   = "cnt"
 	sufLock     = "lock"
 	sufExact    = "z:"
 	sufShard    = "h:"

@@ -34,7 +34,7 @@ type scriptSet struct {
 	touch, leave, count, members, active, sweepScopes            *Script
 	logAppend, logRead                                           *Script
 	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish     *Script
-	countSet                                                     *Script
+	countSet, counts                                             *Script
 
 	bySHA map[string]*Script
 }
@@ -78,6 +78,7 @@ func loadScripts() scriptSet {
 		shardDrop:   loadScript("shard_drop"),
 		scopeFinish: loadScript("scope_finish", scope...),
 		countSet:    loadScript("count_set", user...),
+		counts:      loadScript("counts"),
 	}
 	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {
@@ -89,7 +90,7 @@ func loadScripts() scriptSet {
 func (s scriptSet) all() []*Script {
 	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
-		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet}
+		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts}
 }
 
 // Scripts returns every script the engine runs, for tools that preload them

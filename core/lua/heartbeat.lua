@@ -1,10 +1,10 @@
 -- heartbeat.lua: applies a batch of heartbeats of users in one bucket.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
--- ARGV[1..10] common parameters (lib.lua)
--- ARGV[11] token seed: an implicit login of heartbeat i (from 0) without a
+-- ARGV[1..11] common parameters (lib.lua)
+-- ARGV[12] token seed: an implicit login of heartbeat i (from 0) without a
 -- token gets the token seed .. "." .. i
--- ARGV[12] n, the number of heartbeats; then 10 fields each:
+-- ARGV[13] n, the number of heartbeats; then 10 fields each:
 --   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
 --   background 0/1, interval ms (kind and interval apply to a new session
 --   only: a session keeps those of its login), metadata ("" keep, "=" .. encoded to set), client time ms
@@ -16,10 +16,10 @@
 local P = params()
 local now = P.now
 local results = {}
-local seed = ARGV[11]
-local n = tonumber(ARGV[12])
+local seed = ARGV[12]
+local n = tonumber(ARGV[13])
 for i = 0, n - 1 do
-  local a = 13 + i * 10
+  local a = 14 + i * 10
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, {}
   if at ~= '' and math.abs(tonumber(at) - now) > P.skew then

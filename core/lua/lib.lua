@@ -9,7 +9,8 @@
 --   ARGV[7]  prefix of device-hash keys of this bucket ("P:{uB}:d:")
 --   ARGV[8]  MaxDevices           ARGV[9]  MaxSkew ms
 --   ARGV[10] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
--- Script-specific ARGV start at ARGV[11].
+--   ARGV[11] the bucket's counts hash (P:{uB}:cnt): published status → users
+-- Script-specific ARGV start at ARGV[12].
 --
 -- Device record (hash field = device ID), fields joined by \31:
 --   kind, gateway, token, loginAt, lastSeen, lastActive, background 0/1,
@@ -51,7 +52,7 @@ local function params()
     now = clock(ARGV[1]), idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
     leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
     dpre = ARGV[7], maxdev = tonumber(ARGV[8]), skew = tonumber(ARGV[9]),
-    policy = tonumber(ARGV[10]),
+    policy = tonumber(ARGV[10]), cnt = ARGV[11],
   }
 end
 
@@ -220,6 +221,9 @@ local function settle(u, cause, since, st, due, P, events)
   local ev = observe(u, aggregate(u, P), cause, u.since or since or P.now, P)
   store(u, st, due, P)
   if ev then
+    -- the counts follow the published statuses, in the same script
+    if ev[1] ~= 0 then redis.call('HINCRBY', P.cnt, ev[1], -1) end
+    if ev[2] ~= 0 then redis.call('HINCRBY', P.cnt, ev[2], 1) end
     events[#events + 1] = u.user
     events[#events + 1] = ev[1]
     events[#events + 1] = ev[2]

@@ -1,10 +1,10 @@
 -- login.lua: logs a device in under a policy, kicking what the policy removes.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..10] common parameters (lib.lua)
--- ARGV[11] user  ARGV[12] device  ARGV[13] kind  ARGV[14] gateway
--- ARGV[15] policy (0 multi, 1 exclusive, 2 exclusive per kind)
--- ARGV[16] background 0/1  ARGV[17] interval ms  ARGV[18] encoded metadata
--- ARGV[19] the new session token
+-- ARGV[1..11] common parameters (lib.lua)
+-- ARGV[12] user  ARGV[13] device  ARGV[14] kind  ARGV[15] gateway
+-- ARGV[16] policy (0 multi, 1 exclusive, 2 exclusive per kind)
+-- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
+-- ARGV[20] the new session token
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- changes nothing and returns no kicks;
@@ -12,14 +12,14 @@
 -- own earlier session included); events holds user, from, to.
 local P = params()
 local now = P.now
-local user, dev, kind, policy = ARGV[11], ARGV[12], ARGV[13], tonumber(ARGV[15])
+local user, dev, kind, policy = ARGV[12], ARGV[13], ARGV[14], tonumber(ARGV[16])
 local function class(k)
   if k == '3' or k == '4' then return 'mobile' end
   return k
 end
 local u = load(user, KEYS[1], P)
 local mine = u.devs[dev]
-if mine and not mine.gone and mine.token == ARGV[19] then
+if mine and not mine.gone and mine.token == ARGV[20] then
   -- a driver retried a login that already applied: change nothing
   return { now, '', {}, {} }
 end
@@ -44,7 +44,7 @@ for _, id in ipairs(kicked) do
   r.gone = true
   set(u, id, r)
 end
-set(u, dev, { kind = kind, gw = ARGV[14], token = ARGV[19], login = now, seen = now, active = now,
-  bg = ARGV[16] == '1', iv = tonumber(ARGV[17]), gone = false, meta = ARGV[18] })
+set(u, dev, { kind = kind, gw = ARGV[15], token = ARGV[20], login = now, seen = now, active = now,
+  bg = ARGV[17] == '1', iv = tonumber(ARGV[18]), gone = false, meta = ARGV[19] })
 settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
 return { now, '', out, events }
