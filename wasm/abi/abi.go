@@ -32,13 +32,14 @@ const (
 	OpSweepUsers     = "sweep_users"      // *Empty → *SweepReport
 	OpSweepScopes    = "sweep_scopes"     // *Empty → *SweepReport
 	OpChangeLogAfter = "change_log_after" // *ChangeLogArgs → *ChangeLog
+	OpOnline         = "online"           // *Empty → *Online
 )
 
 // Ops returns every operation, in the order of the list above.
 func Ops() []string {
 	return []string{OpConfigure, OpHeartbeat, OpHeartbeatBatch, OpLogin, OpLogout, OpDisconnect, OpSetManual,
 		OpStatus, OpStatuses, OpTouch, OpTouchBatch, OpLeave, OpCount, OpMembers, OpActiveWithin,
-		OpSweepUsers, OpSweepScopes, OpChangeLogAfter}
+		OpSweepUsers, OpSweepScopes, OpChangeLogAfter, OpOnline}
 }
 
 // NewArgs returns a new zero argument of op, or nil for an unknown op.
@@ -70,7 +71,7 @@ func NewArgs(op string) any {
 		return new(MembersArgs)
 	case OpActiveWithin:
 		return new(ActiveWithinArgs)
-	case OpSweepUsers, OpSweepScopes:
+	case OpSweepUsers, OpSweepScopes, OpOnline:
 		return new(Empty)
 	case OpChangeLogAfter:
 		return new(ChangeLogArgs)
@@ -111,6 +112,8 @@ func NewResult(op string) any {
 		return new(SweepReport)
 	case OpChangeLogAfter:
 		return new(ChangeLog)
+	case OpOnline:
+		return new(Online)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package abi
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/presencekit/presence/core"
@@ -463,4 +464,40 @@ func (w ChangeLog) Core() ([]core.LoggedChange, bool) {
 		}
 	}
 	return out, w.Gap
+}
+
+// Online is the result of online (core.Engine.Online): users per
+// published status, by status name.
+type Online struct {
+	Online map[string]int64 `json:"online"`
+}
+
+// FromOnline returns the wire form of counts.
+func FromOnline(counts map[core.Status]int64) Online {
+	w := Online{Online: make(map[string]int64, len(counts))}
+	for s, n := range counts {
+		w.Online[statusKey(s)] = n
+	}
+	return w
+}
+
+// Core returns the counts w stands for; it fails with a *DecodeError for
+// a key that is not a status.
+func (w Online) Core() (map[core.Status]int64, error) {
+	out := make(map[core.Status]int64, len(w.Online))
+	for k, n := range w.Online {
+		var s Status
+		if err := Unmarshal(quoteOrNumber(k), &s); err != nil {
+			return nil, &DecodeError{What: "response", Field: "result.online", Reason: "unknown status " + truncate(k)}
+		}
+		out[core.Status(s)] = n
+	}
+	return out, nil
+}
+
+func statusKey(s core.Status) string {
+	if n := statusName(Status(s)); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(s))
 }

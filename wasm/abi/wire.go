@@ -1303,3 +1303,43 @@ func (c *Config) decodeJSON(r *reader) error {
 		return err
 	})
 }
+
+func (o Online) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.key("online")
+	if o.Online == nil {
+		w.b = append(w.b, "null"...)
+	} else {
+		w.b = append(w.b, '{')
+		for i, k := range sortedKeys(o.Online) {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = appendJSONString(w.b, k)
+			w.b = append(w.b, ':')
+			w.b = strconv.AppendInt(w.b, o.Online[k], 10)
+		}
+		w.b = append(w.b, '}')
+	}
+	w.close()
+	return w.b
+}
+
+func (o *Online) decodeJSON(r *reader) error {
+	return r.object(func(key string) error {
+		if key != "online" {
+			return r.unknown()
+		}
+		if r.null() {
+			o.Online = nil
+			return nil
+		}
+		o.Online = map[string]int64{}
+		return r.object(func(status string) error {
+			n, err := r.int64()
+			o.Online[strings.Clone(status)] = n
+			return err
+		})
+	})
+}

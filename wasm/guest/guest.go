@@ -214,6 +214,14 @@ func (g *Guest) do(ctx context.Context, req abi.Request) (any, error) {
 		w := abi.FromChangeLog(entries, gap)
 		return &w, nil
 	case *abi.Empty:
+		if req.Op == abi.OpOnline {
+			counts, err := e.Online(ctx)
+			if err != nil {
+				return nil, err
+			}
+			w := abi.FromOnline(counts)
+			return &w, nil
+		}
 		sweep := e.SweepUsers
 		if req.Op == abi.OpSweepScopes {
 			sweep = e.SweepScopes

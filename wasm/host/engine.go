@@ -231,3 +231,12 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) ([
 	entries, gap := res.(*abi.ChangeLog).Core()
 	return entries, gap, nil
 }
+
+// Online is core.Engine.Online in the module.
+func (e *Engine) Online(ctx context.Context) (map[core.Status]int64, error) {
+	res, err := e.do(ctx, abi.OpOnline, &abi.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*abi.Online).Core()
+}

@@ -327,6 +327,15 @@ func (s *paritySeq) step(i int) {
 			r.Duration = 0 // server time spent: both run at one virtual instant
 			return abi.FromSweepReport(r), err
 		})
+	case n < 96:
+		name = "online"
+		run(func(p core.Presence) (any, error) {
+			type counter interface {
+				Online(ctx context.Context) (map[core.Status]int64, error)
+			}
+			c, err := p.(counter).Online(ctx)
+			return abi.FromOnline(c), err
+		})
 	case n < 98:
 		name = "sweep_scopes"
 		run(func(p core.Presence) (any, error) {
