@@ -107,7 +107,8 @@ type ScopeClass struct {
 	Spread bool
 	// SweepInterval is how often a scope of the class is swept. Default 5 s.
 	SweepInterval time.Duration
-	// Bucket is the time span of one approx HyperLogLog. Default Window/10.
+	// Bucket is the time span of one approx HyperLogLog. Default Window/10;
+	// a window may span at most 1,000 buckets.
 	Bucket time.Duration
 }
 
@@ -131,6 +132,9 @@ const (
 	MaxBatch         = 1000 // users of Statuses, beats of HeartbeatBatch, touches of TouchBatch
 	MaxPage          = 1000 // members of one page
 	maxClassNameByte = 32
+	// maxBucketsPerWindow bounds an approx window: each count reads every
+	// bucket of the window in one script call.
+	maxBucketsPerWindow = 1000
 )
 
 // validClassName reports whether name is 1 to 32 of a-z, 0-9, '-' and '_'
@@ -314,10 +318,16 @@ func newSettings(cfg Config) (*settings, error) {
 		cs := classSettings{layout: c.Layout, spread: c.Spread}
 		cs.window = ms(orDur(c.Window, time.Duration(2*s.interval[KindWeb])*time.Millisecond))
 		cs.interval = ms(orDur(c.SweepInterval, 5*time.Second))
-		cs.bucket = ms(orDur(c.Bucket, time.Duration(cs.window/10)*time.Millisecond))
+		cs.bucket = 1
+		if c.Layout == LayoutApprox {
+			cs.bucket = ms(orDur(c.Bucket, time.Duration(max(cs.window/10, 1))*time.Millisecond))
+		}
 		cs.shards = orInt(c.Shards, 256)
 		if cs.window < 1 || cs.interval < 1 || cs.bucket < 1 {
 			return nil, invalid(field, "Window, SweepInterval and Bucket must be at least 1ms")
+		}
+		if c.Layout == LayoutApprox && cs.window/cs.bucket > maxBucketsPerWindow {
+			return nil, invalid(field+".Bucket", "a window of %d buckets is more than the %d one count reads at once", cs.window/cs.bucket, maxBucketsPerWindow)
 		}
 		if cs.shards < 1 || cs.shards > 65536 {
 			return nil, invalid(field+".Shards", "must be in [1, 65536], got %d", c.Shards)

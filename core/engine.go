@@ -112,7 +112,7 @@ func decodeChanges(v Value, now int64) ([]Change, error) {
 		user, err1 := items[i].AsString()
 		from, err2 := items[i+1].AsInt()
 		to, err3 := items[i+2].AsInt()
-		if err1 != nil || err2 != nil || err3 != nil || !Status(from).Valid() || !Status(to).Valid() {
+		if err1 != nil || err2 != nil || err3 != nil || !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
 			return nil, replyErr("event %d: %s", i/3, v)
 		}
 		out = append(out, Change{User: user, From: Status(from), To: Status(to), At: msTime(now)})

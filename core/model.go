@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -79,13 +80,17 @@ func (m *Model) token() (string, error) {
 	return e.newToken()
 }
 
-// user returns the user's state as a script's load sees it: expired keys
-// gone, records past their window marked for deletion.
+// user returns a working copy of the user's state as a script's load sees
+// it: expired keys gone, records past their window dropped. Like a script,
+// an operation changes nothing unless it settles the copy (which stores it).
 func (m *Model) user(id string, now int64) (u *modelUser, since int64, pruned bool) {
-	u = m.users[id]
-	if u == nil {
-		u = &modelUser{devs: map[string]record{}}
-		m.users[id] = u
+	u = &modelUser{}
+	if cur := m.users[id]; cur != nil {
+		*u = *cur
+	}
+	u.devs = maps.Clone(u.devs)
+	if u.devs == nil {
+		u.devs = map[string]record{}
 	}
 	if u.devsExpire != 0 && now > u.devsExpire {
 		u.devs, u.devsExpire = map[string]record{}, 0
@@ -124,6 +129,7 @@ func (m *Model) aggregate(u *modelUser, now int64) Status {
 
 // settle mirrors lib.lua's settle: observe, then store expiry, state and index.
 func (m *Model) settle(id string, u *modelUser, c cause, since int64, now int64) []Change {
+	m.users[id] = u
 	from, to, published := u.st.observe(m.aggregate(u, now), c, now, since, m.s)
 	last, next := int64(0), int64(0)
 	hasLast, hasNext := false, false
@@ -230,7 +236,7 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 
 func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, error) {
 	if !hb.At.IsZero() {
-		if d := hb.At.UnixMilli() - now; d > m.s.skew || -d > m.s.skew {
+		if at := hb.At.UnixMilli(); at > now+m.s.skew || at < now-m.s.skew {
 			return "", nil, ErrClockSkew
 		}
 	}

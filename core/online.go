@@ -29,7 +29,7 @@ func (e *Engine) Online(ctx context.Context) (map[Status]int64, error) {
 			s, err1 := flat[i].AsString()
 			n, err2 := flat[i+1].AsInt()
 			code, err3 := strconv.Atoi(s)
-			if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !Status(code).Valid() {
+			if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
 				return nil, replyErr("online counts: %s", r.Value)
 			}
 			out[Status(code)] += n

@@ -50,7 +50,7 @@ func decodeRecord(s string) (record, error) {
 	var r record
 	var err error
 	k, err := strconv.Atoi(f[0])
-	if err != nil || !Kind(k).valid() {
+	if err != nil || !inRange(int64(k), len(kindNames)) {
 		return record{}, replyErr("device record kind %q", f[0])
 	}
 	r.kind, r.gateway, r.token, r.meta = Kind(k), f[1], f[2], f[9]

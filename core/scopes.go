@@ -182,22 +182,27 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 	if err != nil {
 		return Count{}, err
 	}
-	c, err := decodeCount(vals[0], 1)
+	c, err := decodeCount(vals[0], 1, mode == "peek")
 	if err != nil || c.N >= 0 {
 		return c, err
 	}
-	return e.countSpread(ctx, k, c.AsOf)
+	now, _, err := splitReply(vals[0], 2)
+	if err != nil {
+		return Count{}, err
+	}
+	return e.countSpread(ctx, k, msTime(now))
 }
 
-// decodeCount reads a reply whose items from index i are count, asOf.
-func decodeCount(v Value, i int) (Count, error) {
+// decodeCount reads a reply whose items from index i are count, asOf; a
+// count of -1 (a peek that found no count key) is allowed only when peek.
+func decodeCount(v Value, i int, peek bool) (Count, error) {
 	items, err := v.AsArray(i + 2)
 	if err != nil {
 		return Count{}, err
 	}
 	n, err1 := items[i].AsInt()
 	asOf, err2 := items[i+1].AsInt()
-	if err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil || n < -1 || n > maxReplyCount || (n == -1 && !peek) || asOf < 0 {
 		return Count{}, replyErr("count: %s", v)
 	}
 	return Count{N: n, AsOf: msTime(asOf)}, nil
@@ -217,7 +222,7 @@ func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (C
 	}
 	var sum int64
 	for _, v := range vals {
-		n, err := v.AsInt()
+		n, err := v.AsCount()
 		if err != nil {
 			return Count{}, err
 		}
@@ -228,7 +233,7 @@ func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (C
 	if err != nil {
 		return Count{}, err
 	}
-	return decodeCount(vals[0], 0)
+	return decodeCount(vals[0], 0, false)
 }
 
 // parseCount reads a count key's "count:asOf".
@@ -236,7 +241,7 @@ func parseCount(s string) (Count, error) {
 	n, asOf, ok := strings.Cut(s, ":")
 	c, err1 := strconv.ParseInt(n, 10, 64)
 	t, err2 := strconv.ParseInt(asOf, 10, 64)
-	if !ok || err1 != nil || err2 != nil || c < 0 {
+	if !ok || err1 != nil || err2 != nil || c < 0 || c > maxReplyCount || t < 0 {
 		return Count{}, replyErr("count key %q", s)
 	}
 	return Count{N: c, AsOf: msTime(t)}, nil
@@ -323,7 +328,9 @@ func decodeMembers(v Value, page *MemberPage) (shard, offset int, err error) {
 	nextShard, err1 := rest[0].AsInt()
 	nextOffset, err2 := rest[1].AsInt()
 	flat, err3 := rest[2].AsArray(-1)
-	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || nextShard > 1<<20 || nextOffset > 1<<30 {
+	done := nextShard == -1 && nextOffset == -1
+	valid := done || (nextShard >= 0 && nextShard <= 65536 && nextOffset >= 0 && nextOffset <= 1<<30)
+	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !valid {
 		return 0, 0, replyErr("members: %s", v)
 	}
 	for i := 0; i < len(flat); i += 2 {
@@ -385,7 +392,7 @@ func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (i
 		if err != nil {
 			return 0, err
 		}
-		n, err := rest[0].AsInt()
+		n, err := rest[0].AsCount()
 		if err != nil {
 			return 0, err
 		}

@@ -172,3 +172,8 @@ func enumValue(names []string, name string) (int, bool) {
 	}
 	return 0, false
 }
+
+// inRange reports whether a number read from a reply is a valid index of
+// an enum with n names; it compares before any conversion, so that 256
+// cannot pass as 0.
+func inRange(v int64, n int) bool { return v >= 0 && v < int64(n) }

@@ -23,7 +23,7 @@ func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
 		if err != nil {
 			return false, "", err
 		}
-		visited, err1 := rest[0].AsInt()
+		visited, err1 := rest[0].AsCount()
 		more, err2 := rest[1].AsInt()
 		lock, err3 := rest[2].AsString()
 		if err1 != nil || err2 != nil || err3 != nil {
@@ -65,7 +65,7 @@ func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 		}
 		var n [4]int64
 		for i := range n {
-			if n[i], err = rest[i].AsInt(); err != nil {
+			if n[i], err = rest[i].AsCount(); err != nil {
 				return false, "", err
 			}
 		}
@@ -95,7 +95,7 @@ func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error
 	}
 	for i := 0; i < len(items); i += 2 {
 		ref, err1 := items[i].AsString()
-		empties, err2 := items[i+1].AsInt()
+		empties, err2 := items[i+1].AsCount()
 		class, id, ok := strings.Cut(ref, ":")
 		if err1 != nil || err2 != nil || !ok {
 			return replyErr("spread scope %s", v)
@@ -118,8 +118,8 @@ func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error
 			if err != nil {
 				return err
 			}
-			removed, err1 := rest[0].AsInt()
-			left, err2 := rest[1].AsInt()
+			removed, err1 := rest[0].AsCount()
+			left, err2 := rest[1].AsCount()
 			if err1 != nil || err2 != nil {
 				return replyErr("shard sweep: %s", v)
 			}

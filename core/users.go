@@ -154,7 +154,7 @@ func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) 
 		}
 		acks[i].Token = token
 		if from >= 0 {
-			if !Status(from).Valid() || !Status(to).Valid() {
+			if !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
 				return replyErr("heartbeat result %d: status %d→%d", j, from, to)
 			}
 			acks[i].Changes = []Change{{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}}
@@ -211,6 +211,11 @@ func (e *Engine) checkHeartbeat(hb Heartbeat) error {
 		if err := checkID("Heartbeat.Token", hb.Token); err != nil {
 			return err
 		}
+	}
+	if y := hb.At.Year(); !hb.At.IsZero() && (y < -290_000_000 || y > 290_000_000) {
+		// milliseconds since the epoch wrap past ±292 million years, so an
+		// instant that far away could land near now: refuse it as skewed
+		return ErrClockSkew
 	}
 	return checkMeta("Heartbeat.Meta", hb.Meta)
 }
@@ -291,7 +296,7 @@ func decodeKicks(user string, v Value, now int64) ([]Kick, error) {
 		dev, err1 := items[i].AsString()
 		kind, err2 := items[i+1].AsInt()
 		gw, err3 := items[i+2].AsString()
-		if err1 != nil || err2 != nil || err3 != nil || !Kind(kind).valid() {
+		if err1 != nil || err2 != nil || err3 != nil || !inRange(kind, len(kindNames)) {
 			return nil, replyErr("kick %d: %s", i/3, v)
 		}
 		out = append(out, Kick{User: user, Device: dev, Kind: Kind(kind), Gateway: gw, At: msTime(now)})
@@ -449,7 +454,7 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 	manual, err1 := f[0].AsInt()
 	mexp, err2 := f[1].AsInt()
 	flat, err3 := f[2].AsArray(-1)
-	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !Manual(manual).valid() {
+	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !inRange(manual, len(manualNames)) || mexp < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)
 	}
 	recs := make(map[string]record, len(flat)/2)

@@ -90,3 +90,19 @@ func (v Value) AsArray(n int) ([]Value, error) {
 	}
 	return v.Array, nil
 }
+
+// maxReplyCount bounds counts read from replies: no scope, sweep or batch
+// comes near it, and sums of a few thousand such counts cannot overflow.
+const maxReplyCount = 1 << 40
+
+// AsCount returns v as a count: an integer from 0 to 2^40.
+func (v Value) AsCount() (int64, error) {
+	n, err := v.AsInt()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 || n > maxReplyCount {
+		return 0, replyErr("count %d out of range", n)
+	}
+	return n, nil
+}

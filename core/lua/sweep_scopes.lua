@@ -8,7 +8,8 @@
 -- exact set, compact shard, approx bucket and count ("z:", "h:", "x:", "n:")
 -- ARGV[13] number of classes; then 7 fields each: name, layout, window ms,
 -- shards, sweep interval ms, approx bucket ms, spread 0/1
--- Returns {now, visited, removed, released, more 0/1, lock, spread}: lock is
+-- Returns {now, visited, removed, released, more 0/1, lock, spread}: visited
+-- counts the scopes finished in this step (or handed over); lock is
 -- "idle", "held" (nothing done) or "ok"; spread holds ref, empty sweeps of
 -- each due compact scope whose shards live in other slots: the core sweeps
 -- those shards and ends with scope_finish.lua (the scope is claimed for a
@@ -43,7 +44,6 @@ for _, ref in ipairs(due) do
     more = 1
     break
   end
-  visited = visited + 1
   local c = string.find(ref, ':', 1, true)
   local class, id = string.sub(ref, 1, c - 1), string.sub(ref, c + 1)
   local cfg = classes[class]
@@ -56,6 +56,7 @@ for _, ref in ipairs(due) do
     redis.call('ZREM', KEYS[1], ref)
     redis.call('HDEL', KEYS[2], ref)
   elseif cfg.spread then
+    visited = visited + 1
     spread[#spread + 1] = ref
     spread[#spread + 1] = empties
     redis.call('ZADD', KEYS[1], now + lease, ref)
@@ -97,10 +98,14 @@ for _, ref in ipairs(due) do
       examined = examined + 1
     end
     if not done then
+      -- resumed from its saved shard on the next step, and counted then
       redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor)
       redis.call('ZADD', KEYS[1], now, ref)
       more = 1
-    elseif finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
+    else
+      visited = visited + 1
+    end
+    if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
       redis.call('DEL', unpack(keys))
       released = released + 1
     end
