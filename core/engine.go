@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -135,4 +136,19 @@ func codeErr(code string) error {
 		return ErrClockSkew
 	}
 	return replyErr("unknown result code %q", code)
+}
+
+// Ping checks that Redis is reachable and runs scripts, for readiness
+// probes, and returns the server's clock.
+func (e *Engine) Ping(ctx context.Context) (time.Time, error) {
+	// A key-less call: a cluster driver sends it to any node.
+	res, err := e.evalCalls(ctx, "ping", []Call{{SHA: e.scripts.ping.sha}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	ms, err := res[0].Value.AsInt()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return msTime(ms), nil
 }

@@ -252,3 +252,24 @@ func TestChangeLog(t *testing.T) {
 		t.Fatalf("a malformed ID: %v, want ErrInvalid", err)
 	}
 }
+
+// TestPing reads the server's clock through the ping script.
+func TestPing(t *testing.T) {
+	mr := miniredis.RunT(t)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	mr.SetTime(at)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer c.Close()
+	e, err := core.New(goredis.New(c), core.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Ping(context.Background())
+	if err != nil || !got.Equal(at) {
+		t.Fatalf("Ping = %v, %v; want %v", got, err, at)
+	}
+	mr.Close()
+	if _, err := e.Ping(context.Background()); !core.Retryable(err) {
+		t.Fatalf("Ping of a closed server = %v, want a retryable error", err)
+	}
+}

@@ -12,7 +12,8 @@ type Metrics interface {
 	// Published counts published messages; kind is "change" or "kick".
 	Published(kind string, n int)
 	// CacheRead counts a count read served from the client-side cache (hit)
-	// or not.
+	// or not. The engine cannot see which reads a cache served: a caching
+	// adapter reports them (wire rueidis.WithCacheObserver(m.CacheRead)).
 	CacheRead(hit bool)
 }
 

@@ -34,7 +34,7 @@ type scriptSet struct {
 	touch, leave, count, members, active, sweepScopes            *Script
 	logAppend, logRead                                           *Script
 	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish     *Script
-	countSet, counts                                             *Script
+	countSet, counts, ping                                       *Script
 
 	bySHA map[string]*Script
 }
@@ -79,6 +79,7 @@ func loadScripts() scriptSet {
 		scopeFinish: loadScript("scope_finish", scope...),
 		countSet:    loadScript("count_set", user...),
 		counts:      loadScript("counts"),
+		ping:        loadScript("ping"),
 	}
 	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {
@@ -90,7 +91,7 @@ func loadScripts() scriptSet {
 func (s scriptSet) all() []*Script {
 	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
-		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts}
+		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts, s.ping}
 }
 
 // Scripts returns every script the engine runs, for tools that preload them

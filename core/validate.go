@@ -77,3 +77,9 @@ func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
 	}
 	return cs, checkID(field+".ID", sc.ID)
 }
+
+// CheckID applies the ID rules of design section 3 to id (non-empty UTF-8
+// of at most MaxIDBytes bytes with no control characters), for services
+// that take IDs from outside before they reach the engine. It returns an
+// *InputError naming field.
+func CheckID(field, id string) error { return checkID(field, id) }
