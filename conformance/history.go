@@ -1,0 +1,517 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// Properties of a race history, checked before linearizability because
+// their failures read better.
+const (
+	propOutcomes      = "every operation succeeds or is refused by the rules"
+	propNoEarlyRemove = "no member or device removed while inside its window"
+	propNoStaleCount  = "nothing expired counted after a sweep that began after its expiry"
+	propOneEvent      = "one event per net change"
+	propKickedToken   = "no kicked token ever accepted again"
+	propLinearizable  = "linearizable against the model"
+)
+
+// check runs every property on the round's history.
+func (r *round) check() *failure {
+	for _, c := range []func() *failure{r.checkOutcomes, r.checkDevicesKept, r.checkMembersKept,
+		r.checkStaleCounts, r.checkEvents, r.checkKickedTokens, r.checkLinearizable} {
+		if f := c(); f != nil {
+			f.text = fmt.Sprintf("round %d (policy %s, key prefix %s):\n%s", r.n, r.cfg.Policy, r.cfg.Prefix, f.text)
+			return f
+		}
+	}
+	return nil
+}
+
+func (r *round) fail(property string, ops []*raceOp, format string, args ...any) *failure {
+	var b strings.Builder
+	fmt.Fprintf(&b, format, args...)
+	b.WriteString("\noperations involved:\n")
+	sort.Slice(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
+	seen := map[int]bool{}
+	for _, o := range ops {
+		if o != nil && !seen[o.id] {
+			seen[o.id] = true
+			b.WriteString("  " + o.describe(r.x) + "\n")
+		}
+	}
+	return &failure{property: property, text: b.String()}
+}
+
+func expected(err error) bool {
+	return err == nil || errors.Is(err, core.ErrSessionReplaced) || errors.Is(err, core.ErrNoSession) ||
+		errors.Is(err, core.ErrTooManyDevices) || errors.Is(err, core.ErrUnsupported)
+}
+
+func (r *round) checkOutcomes() *failure {
+	for _, o := range r.hist {
+		if !expected(o.err) {
+			return r.fail(propOutcomes, []*raceOp{o}, "%s failed: %v", o.kind, o.err)
+		}
+		for _, a := range o.acks {
+			if !expected(a.Err) {
+				return r.fail(propOutcomes, []*raceOp{o}, "heartbeat failed: %v", a.Err)
+			}
+		}
+	}
+	return nil
+}
+
+// before reports whether a returned before b was called: real-time order.
+func before(a, b *raceOp) bool { return a.ret < b.call }
+
+// overlapsSpan reports whether o may have taken effect between the call of
+// from and the return of to.
+func overlapsSpan(o, from, to *raceOp) bool { return o.ret >= from.call && o.call <= to.ret }
+
+// sessionOps are the accepted operations that refresh a device's last
+// heartbeat: heartbeats and logins of it.
+func (r *round) sessionOps(user, dev string) []*raceOp {
+	var out []*raceOp
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkLogin:
+			if o.err == nil && o.login.User == user && o.login.Device == dev {
+				out = append(out, o)
+			}
+		case rkBeat:
+			for i, b := range o.beats {
+				if o.err == nil && o.acks[i].Err == nil && b.User == user && b.Device == dev {
+					out = append(out, o)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// enders are the operations that may end a device's session: logouts and
+// disconnects of it, and logins of the user's other devices (kicks).
+func (r *round) enders(user, dev string) []*raceOp {
+	var out []*raceOp
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkLogout, rkDisconnect:
+			if o.user == user && o.dev == dev {
+				out = append(out, o)
+			}
+		case rkLogin:
+			if o.login.User == user && o.login.Device != dev {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// beatOf returns the heartbeat of user/dev in o, if o is a heartbeat.
+func beatOf(o *raceOp, user, dev string) (core.Heartbeat, bool) {
+	for _, b := range o.beats {
+		if b.User == user && b.Device == dev {
+			return b, true
+		}
+	}
+	return core.Heartbeat{}, false
+}
+
+// checkDevicesKept: a status read must list every device that heartbeat
+// (or logged in) before the read began, within its window of the read's
+// instant, unless something that may end its session ran meanwhile.
+// Heartbeats that ran concurrently with an older instant count with that
+// instant, as they may have landed last.
+func (r *round) checkDevicesKept() *failure {
+	for _, rd := range r.hist {
+		if (rd.kind != rkStatus && rd.kind != rkStatuses) || rd.err != nil {
+			continue
+		}
+		for _, st := range rd.statuses {
+			listed := map[string]bool{}
+			for _, d := range st.Devices {
+				if d.State != core.StatusOffline {
+					listed[d.ID] = true
+				}
+			}
+			for _, dev := range raceDevices {
+				ops := r.sessionOps(st.User, dev.id)
+				var last *raceOp
+				for _, o := range ops {
+					if before(o, rd) && (last == nil || o.now > last.now) {
+						last = o
+					}
+				}
+				if last == nil {
+					continue
+				}
+				h, bg := last.now, false
+				for _, o := range ops {
+					if overlapsSpan(o, last, rd) && o.now < h {
+						h = o.now
+					}
+					if b, ok := beatOf(o, st.User, dev.id); ok && overlapsSpan(o, last, rd) && b.Background {
+						bg = true
+					}
+				}
+				if b, ok := beatOf(last, st.User, dev.id); ok && b.Background {
+					bg = true
+				}
+				// A backgrounded device lives longer; count the shorter window.
+				win := deviceWindow(dev.kind, false)
+				if bg {
+					win = min(win, deviceWindow(dev.kind, true))
+				}
+				if time.Duration(rd.now-h)*time.Millisecond > win {
+					continue
+				}
+				ended := false
+				for _, e := range r.enders(st.User, dev.id) {
+					if overlapsSpan(e, last, rd) {
+						ended = true
+						break
+					}
+				}
+				if !ended && !listed[dev.id] {
+					return r.fail(propNoEarlyRemove, []*raceOp{last, rd},
+						"status of %s at %s does not list device %s, which was seen at %s (window %v) and not ended since",
+						st.User, r.x.rel(time.UnixMilli(rd.now)), dev.id, r.x.rel(time.UnixMilli(h)), win)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// touchesOf returns the operations that touched member in sc.
+func (r *round) touchesOf(sc core.Scope, member string) []*raceOp {
+	var out []*raceOp
+	for _, o := range r.hist {
+		if o.kind != rkTouch || o.err != nil {
+			continue
+		}
+		for _, t := range o.touches {
+			if t.Scope == sc && t.Member == member {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r *round) leavesOf(sc core.Scope, member string) []*raceOp {
+	var out []*raceOp
+	for _, o := range r.hist {
+		if o.kind == rkLeave && o.sc == sc && o.member == member {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// mustBeLive returns the members that a read rd of sc must see within d of
+// its instant: touched before rd began, within d of rd's instant (counting
+// concurrent older touches), and not made to leave meanwhile.
+func (r *round) mustBeLive(rd *raceOp, sc core.Scope, d time.Duration) ([]string, []*raceOp) {
+	var out []string
+	var why []*raceOp
+	for _, m := range append([]string{steadyMember}, raceMembers...) {
+		ts := r.touchesOf(sc, m)
+		var last *raceOp
+		for _, o := range ts {
+			if before(o, rd) && (last == nil || o.now > last.now) {
+				last = o
+			}
+		}
+		if last == nil {
+			continue
+		}
+		h := last.now
+		for _, o := range ts {
+			if overlapsSpan(o, last, rd) && o.now < h {
+				h = o.now
+			}
+		}
+		if time.Duration(rd.now-h)*time.Millisecond > d {
+			continue
+		}
+		left := false
+		for _, l := range r.leavesOf(sc, m) {
+			if overlapsSpan(l, last, rd) {
+				left = true
+				break
+			}
+		}
+		if !left {
+			out = append(out, m)
+			why = append(why, last)
+		}
+	}
+	return out, why
+}
+
+// checkMembersKept: listings, live counts and ActiveWithin see every member
+// touched within the window.
+func (r *round) checkMembersKept() *failure {
+	for _, rd := range r.hist {
+		if rd.err != nil {
+			continue
+		}
+		switch rd.kind {
+		case rkMembers:
+			live, why := r.mustBeLive(rd, rd.sc, raceWindow)
+			listed := map[string]bool{}
+			for _, m := range rd.page.Members {
+				listed[m.ID] = true
+			}
+			for i, m := range live {
+				if !listed[m] {
+					return r.fail(propNoEarlyRemove, []*raceOp{why[i], rd}, "members of %s at %s do not list %s, touched within the window",
+						rd.sc, r.x.rel(time.UnixMilli(rd.now)), m)
+				}
+			}
+		case rkCount, rkActive:
+			layout := layoutOf(rd.sc.Class)
+			d, n := raceWindow, rd.count.N
+			if rd.kind == rkActive {
+				d, n = rd.d, rd.n
+			} else if layout == core.LayoutCompact {
+				continue // a compact count is the last sweep's
+			}
+			live, why := r.mustBeLive(rd, rd.sc, d)
+			k := int64(len(live))
+			if layout == core.LayoutApprox {
+				k -= tolerance(k)
+			}
+			if n < k {
+				return r.fail(propNoEarlyRemove, append(why, rd), "%s of %s at %s is %d, but %v were touched within %v",
+					rd.kind, rd.sc, r.x.rel(time.UnixMilli(rd.now)), n, live, d)
+			}
+		}
+	}
+	return nil
+}
+
+// checkStaleCounts: a count may only include members that no finished
+// sweep has certainly removed. A member is certainly gone when a sweep
+// that began after all its touches had returned, at an instant past the
+// latest touch's window, returned before the count began.
+func (r *round) checkStaleCounts() *failure {
+	var sweeps []*raceOp
+	for _, o := range r.hist {
+		if o.kind == rkSweepScopes && o.err == nil && !o.held() {
+			sweeps = append(sweeps, o)
+		}
+	}
+	for _, c := range r.hist {
+		if c.kind != rkCount || c.err != nil || layoutOf(c.sc.Class) == core.LayoutApprox {
+			continue
+		}
+		var maybe []string
+		var why []*raceOp
+		for _, m := range append([]string{steadyMember}, raceMembers...) {
+			var touches []*raceOp
+			var tmax int64
+			var lastRet int64
+			for _, t := range r.touchesOf(c.sc, m) {
+				if t.call <= c.ret {
+					touches = append(touches, t)
+					tmax = max(tmax, t.now)
+					lastRet = max(lastRet, t.ret)
+				}
+			}
+			if len(touches) == 0 {
+				continue
+			}
+			var gone *raceOp
+			for _, s := range sweeps {
+				if s.ret < c.call && s.call > lastRet && time.Duration(s.now-tmax)*time.Millisecond > raceWindow {
+					gone = s
+					break
+				}
+			}
+			if gone == nil {
+				maybe = append(maybe, m)
+			} else {
+				why = append(why, gone, touches[len(touches)-1])
+			}
+		}
+		if c.count.N > int64(len(maybe)) {
+			return r.fail(propNoStaleCount, append(why, c), "count of %s at %s is %d; only %v may still be there",
+				c.sc, r.x.rel(time.UnixMilli(c.now)), c.count.N, maybe)
+		}
+	}
+	return nil
+}
+
+// checkEvents: the changes published are exactly the changes the
+// operations returned, each once; each user's changes chain from OFFLINE
+// back to OFFLINE (everyone is offline after the round's quiet end), so
+// none is published twice and none is lost; kicks are published to their
+// gateways.
+func (r *round) checkEvents() *failure {
+	var returned, kicks []string
+	balance := map[string]map[core.Status]int{}
+	var byUser = map[string][]*raceOp{}
+	for _, o := range r.hist {
+		for _, c := range o.allChanges() {
+			returned = append(returned, r.x.change(c))
+			if c.From == c.To {
+				return r.fail(propOneEvent, []*raceOp{o}, "change %s does not change anything", r.x.change(c))
+			}
+			if balance[c.User] == nil {
+				balance[c.User] = map[core.Status]int{}
+			}
+			balance[c.User][c.To]++
+			balance[c.User][c.From]--
+			byUser[c.User] = append(byUser[c.User], o)
+		}
+		for _, k := range o.res.Kicked {
+			if k.Gateway != "" {
+				kicks = append(kicks, r.x.kick(k))
+			}
+		}
+	}
+	for user, b := range balance {
+		for st, n := range b {
+			if n != 0 {
+				return r.fail(propOneEvent, byUser[user], "the changes of %s do not chain from OFFLINE to OFFLINE: %s entered %d times more than left",
+					user, st, n)
+			}
+		}
+	}
+	if r.opts.NoFeed || r.events == nil && len(returned)+len(kicks) == 0 {
+		return nil
+	}
+	var got, gotKicks []string
+	for _, ev := range r.events {
+		if ev.Change != nil {
+			got = append(got, r.x.change(*ev.Change))
+		} else if ev.Kick != nil {
+			gotKicks = append(gotKicks, r.x.kick(*ev.Kick))
+		}
+	}
+	if d := diff(returned, got); d != "" {
+		return r.fail(propOneEvent, nil, "the changes received through the subscription differ from those returned: %s", d)
+	}
+	if d := diff(kicks, gotKicks); d != "" {
+		return r.fail(propOneEvent, nil, "the kicks received through the subscription differ from those returned: %s", d)
+	}
+	return nil
+}
+
+// diff compares two multisets of strings.
+func diff(want, got []string) string {
+	n := map[string]int{}
+	for _, s := range want {
+		n[s]++
+	}
+	for _, s := range got {
+		n[s]--
+	}
+	var missing, extra []string
+	for s, k := range n {
+		for ; k > 0; k-- {
+			missing = append(missing, s)
+		}
+		for ; k < 0; k++ {
+			extra = append(extra, s)
+		}
+	}
+	if len(missing)+len(extra) == 0 {
+		return ""
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return fmt.Sprintf("missing %v, extra %v", missing, extra)
+}
+
+// checkKickedTokens: once a login has kicked or replaced a session, or a
+// logout has ended it, no heartbeat carrying its token is accepted.
+func (r *round) checkKickedTokens() *failure {
+	type issue struct {
+		token string
+		by    *raceOp
+	}
+	issued := map[string][]issue{} // by user/device
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkLogin:
+			if o.err == nil {
+				k := o.login.User + "/" + o.login.Device
+				issued[k] = append(issued[k], issue{o.res.Token, o})
+			}
+		case rkBeat:
+			for i, a := range o.acks {
+				if a.Err == nil && o.beats[i].Token == "" {
+					k := o.beats[i].User + "/" + o.beats[i].Device
+					issued[k] = append(issued[k], issue{a.Token, o})
+				}
+			}
+		}
+	}
+	killed := map[string]map[string]*raceOp{} // user/device → token → the operation that ended it
+	killAll := func(key string, by *raceOp, except string) {
+		for _, is := range issued[key] {
+			if before(is.by, by) && is.token != except {
+				if killed[key] == nil {
+					killed[key] = map[string]*raceOp{}
+				}
+				if prev := killed[key][is.token]; prev == nil || by.ret < prev.ret {
+					killed[key][is.token] = by
+				}
+			}
+		}
+	}
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkLogin:
+			if o.err != nil {
+				continue
+			}
+			killAll(o.login.User+"/"+o.login.Device, o, o.res.Token)
+			for _, k := range o.res.Kicked {
+				killAll(k.User+"/"+k.Device, o, o.res.Token)
+			}
+		case rkLogout:
+			if o.err != nil || !o.ended.Removed {
+				continue
+			}
+			key := o.user + "/" + o.dev
+			if o.token != "" {
+				if killed[key] == nil {
+					killed[key] = map[string]*raceOp{}
+				}
+				if prev := killed[key][o.token]; prev == nil || o.ret < prev.ret {
+					killed[key][o.token] = o
+				}
+			} else {
+				killAll(key, o, "")
+			}
+		}
+	}
+	for _, o := range r.hist {
+		if o.kind != rkBeat || o.err != nil {
+			continue
+		}
+		for i, b := range o.beats {
+			if b.Token == "" || o.acks[i].Err != nil {
+				continue
+			}
+			if k := killed[b.User+"/"+b.Device][b.Token]; k != nil && before(k, o) {
+				return r.fail(propKickedToken, []*raceOp{k, o}, "heartbeat of %s/%s with token %s was accepted after the session was ended",
+					b.User, b.Device, b.Token)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/presencekit/presence/core"
+)
+
+// The linearizability check replays a round's history on core.Model, one
+// user or one scope at a time (their states are independent; sweeps appear
+// in every partition, reduced to what they did there). Porcupine searches
+// for an order of the operations that respects real time and in which the
+// model, run at each operation's own instant with the tokens the engine
+// drew, returns what the engine returned. Model states are told apart by a
+// fingerprint of their fields; a state's model is handed to the first
+// successor the search tries and rebuilt by replay when the search comes
+// back to it.
+
+// modelBox is a model with the clock and token source a replay sets.
+type modelBox struct {
+	m   *core.Model
+	clk *frozenClock
+	rd  *feedReader
+}
+
+// feedReader hands out the token bytes loaded for the next operation, then
+// zeros.
+type feedReader struct{ b []byte }
+
+func (f *feedReader) Read(p []byte) (int, error) {
+	n := copy(p, f.b)
+	f.b = f.b[n:]
+	clear(p[n:])
+	return len(p), nil
+}
+
+// linState is a state of the search: the operations applied so far (a
+// chain back to the initial state), the model in that state if no
+// successor has taken it, and its fingerprint.
+type linState struct {
+	parent *linState
+	op     *raceOp
+	box    *modelBox
+	fp     string
+}
+
+type linChecker struct {
+	cfg core.Config
+	x   *runner
+	// patch leaves refused requests out of the replayed chain
+	// (bugModelRefusalPrunes), as the engine's scripts change nothing then.
+	patch bool
+}
+
+func (c *linChecker) newBox() *modelBox {
+	b := &modelBox{clk: &frozenClock{}, rd: &feedReader{}}
+	cfg := c.cfg
+	cfg.Clock, cfg.Rand = b.clk, b.rd
+	m, err := core.NewModel(cfg)
+	if err != nil {
+		panic("conformance: model of a race round: " + err.Error()) // the engines accepted the same configuration
+	}
+	b.m = m
+	return b
+}
+
+// apply runs the projected operation p on the model in b and returns what
+// the model observed, in p's form.
+func (c *linChecker) apply(b *modelBox, p *raceOp) *raceOp {
+	q := p.inputs()
+	b.clk.ms.Store(p.now)
+	b.rd.b = p.tokenBytes()
+	q.exec(context.Background(), b.m)
+	if q.kind == rkSweepUsers && len(p.users) == 1 {
+		q.report.Changes = changesOf(q.report.Changes, p.users[0])
+	}
+	return q
+}
+
+func (c *linChecker) replay(s *linState) *modelBox {
+	var chain []*raceOp
+	for ; s.parent != nil; s = s.parent {
+		chain = append(chain, s.op)
+	}
+	b := c.newBox()
+	for i := len(chain) - 1; i >= 0; i-- {
+		c.apply(b, chain[i])
+	}
+	return b
+}
+
+func (c *linChecker) take(s *linState) *modelBox {
+	if b := s.box; b != nil {
+		s.box = nil
+		return b
+	}
+	return c.replay(s)
+}
+
+func (c *linChecker) step(state, input, _ any) (bool, any) {
+	s, p := state.(*linState), input.(*raceOp)
+	if (p.kind == rkSweepUsers || p.kind == rkSweepScopes) && p.held() {
+		// Another sweeper held the lock: the sweep did nothing.
+		return len(p.report.Changes) == 0, s
+	}
+	b := c.take(s)
+	q := c.apply(b, p)
+	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x)); !ok {
+		return false, nil
+	}
+	switch {
+	case c.patch && p.noop():
+		// By design a refused request changes nothing.
+		return true, s
+	case c.patch && p.kind == rkBeat && len(p.beats) > 1 && refusedAny(p):
+		kept := p.inputs()
+		kept.beats, kept.acks = nil, nil
+		for i, bt := range p.beats {
+			if p.acks[i].Err == nil {
+				kept.beats = append(kept.beats, bt)
+				kept.acks = append(kept.acks, p.acks[i])
+			}
+		}
+		child := &linState{parent: s, op: kept}
+		child.box = c.replay(child)
+		child.fp = fingerprint(child.box.m)
+		return true, child
+	}
+	return true, &linState{parent: s, op: p, box: b, fp: fingerprint(b.m)}
+}
+
+func refusedAny(p *raceOp) bool {
+	for _, a := range p.acks {
+		if a.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func changesOf(cs []core.Change, user string) []core.Change {
+	var out []core.Change
+	for _, c := range cs {
+		if c.User == user {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (c *linChecker) model() porcupine.Model {
+	return porcupine.Model{
+		Init: func() any {
+			b := c.newBox()
+			return &linState{box: b, fp: fingerprint(b.m)}
+		},
+		Step:  c.step,
+		Equal: func(a, b any) bool { return a.(*linState).fp == b.(*linState).fp },
+		Hash: func(s any) uint64 {
+			h := fnv.New64a()
+			h.Write([]byte(s.(*linState).fp))
+			return h.Sum64()
+		},
+		DescribeOperation: func(in, _ any) string { return in.(*raceOp).describe(c.x) },
+	}
+}
+
+// partition splits the history into one history per user and per scope,
+// each operation reduced to its part there.
+func (r *round) partition() map[string][]*raceOp {
+	users, scopes := map[string]bool{}, map[core.Scope]bool{}
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkBeat:
+			for _, b := range o.beats {
+				users[b.User] = true
+			}
+		case rkLogin:
+			users[o.login.User] = true
+		case rkLogout, rkDisconnect, rkManual, rkStatus:
+			users[o.user] = true
+		case rkStatuses:
+			for _, u := range o.users {
+				users[u] = true
+			}
+		case rkTouch:
+			for _, t := range o.touches {
+				scopes[t.Scope] = true
+			}
+		case rkLeave, rkCount, rkMembers, rkActive:
+			scopes[o.sc] = true
+		}
+	}
+	parts := map[string][]*raceOp{}
+	add := func(key string, p *raceOp) { parts[key] = append(parts[key], p) }
+	for _, o := range r.hist {
+		switch o.kind {
+		case rkBeat:
+			add("user "+o.beats[0].User, o)
+		case rkLogin:
+			add("user "+o.login.User, o)
+		case rkLogout, rkDisconnect, rkManual, rkStatus:
+			add("user "+o.user, o)
+		case rkStatuses:
+			for i, u := range o.users {
+				p := o.inputs()
+				p.kind, p.user, p.users, p.err = rkStatus, u, nil, o.err
+				if o.err == nil {
+					p.statuses = []core.UserStatus{o.statuses[i]}
+				}
+				add("user "+u, p)
+			}
+		case rkSweepUsers:
+			for u := range users {
+				p := o.inputs()
+				p.users, p.err = []string{u}, o.err
+				p.report = core.SweepReport{Held: o.report.Held, Changes: changesOf(o.report.Changes, u)}
+				add("user "+u, p)
+			}
+		case rkTouch:
+			by := map[core.Scope][]core.ScopeTouch{}
+			for _, t := range o.touches {
+				by[t.Scope] = append(by[t.Scope], t)
+			}
+			for sc, ts := range by {
+				p := o.inputs()
+				p.touches, p.err = ts, o.err
+				add("scope "+sc.String(), p)
+			}
+		case rkLeave, rkCount, rkMembers, rkActive:
+			add("scope "+o.sc.String(), o)
+		case rkSweepScopes:
+			for sc := range scopes {
+				p := o.inputs()
+				p.err, p.report = o.err, core.SweepReport{Held: o.report.Held}
+				add("scope "+sc.String(), p)
+			}
+		}
+	}
+	return parts
+}
+
+// checkLinearizable checks each partition of the round's history.
+func (r *round) checkLinearizable() *failure {
+	c := &linChecker{cfg: r.cfg, x: r.x, patch: avoid(bugModelRefusalPrunes)}
+	c.cfg.Clock, c.cfg.Rand = nil, nil
+	model := c.model()
+	parts := r.partition()
+	keys := make([]string, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ops := make([]porcupine.Operation, len(parts[k]))
+		for i, p := range parts[k] {
+			ops[i] = porcupine.Operation{ClientId: p.client, Input: p, Output: p, Call: p.call, Return: p.ret}
+		}
+		res, info := porcupine.CheckOperationsVerbose(model, ops, raceCheckTimeout)
+		switch res {
+		case porcupine.Ok:
+			r.partitions++
+		case porcupine.Unknown:
+			r.unknown++
+		default:
+			return r.illegal(k, parts[k], info)
+		}
+	}
+	return nil
+}
+
+// illegal reports a partition that is not linearizable: its operations,
+// and the longest prefix of an order that the model accepts.
+func (r *round) illegal(key string, ops []*raceOp, info porcupine.LinearizationInfo) *failure {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the history of %s (%d operations) is not linearizable against the model\n", key, len(ops))
+	var longest []porcupine.Operation
+	for _, part := range info.PartialLinearizationsOperations() {
+		for _, lin := range part {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+	}
+	in := map[int]bool{}
+	if len(longest) > 0 {
+		b.WriteString("longest order the model accepts:\n")
+		for _, op := range longest {
+			o := op.Input.(*raceOp)
+			in[o.id] = true
+			b.WriteString("  " + o.describe(r.x) + "\n")
+		}
+	}
+	b.WriteString("operations that cannot come next:\n")
+	sorted := append([]*raceOp(nil), ops...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].call < sorted[j].call })
+	n := 0
+	for _, o := range sorted {
+		if !in[o.id] && n < 12 {
+			b.WriteString("  " + o.describe(r.x) + "\n")
+			n++
+		}
+	}
+	return &failure{property: propLinearizable, text: b.String()}
+}

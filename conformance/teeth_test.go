@@ -1,0 +1,157 @@
+package conformance_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/conformance"
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
+)
+
+// A planted bug is a wrapped Store that makes the engine misbehave in one
+// known way: it rewrites the source of scripts (sent with EVAL instead of
+// the genuine EVALSHA), or the engine's publications. Each must make the
+// suite fail; the test logs which property caught it.
+
+// edit is one textual change to the scripts that contain old.
+type edit struct{ old, new string }
+
+// plantBug is a planted bug: a name, the scripts it rewrites, and
+// optionally a publisher it rewrites.
+type plantBug struct {
+	name    string
+	scripts []string // script names; empty: every script that contains the text
+	edits   []edit
+	publish func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error
+}
+
+var plantedBugs = []plantBug{
+	{
+		name:    "a sweep that deletes without re-checking",
+		scripts: []string{"sweep_users"},
+		// The sweep's load deletes every record of a due user instead of
+		// those still past their deadline inside the script.
+		edits: []edit{{"if P.now > deadline(r, P) then", "if true then"}},
+	},
+	{
+		name:    "a heartbeat that ignores the session token",
+		scripts: []string{"heartbeat"},
+		edits: []edit{
+			{"if token ~= '' and token ~= r.token then", "if false then"},
+			{"elseif r and token ~= '' and token == r.token then", "elseif false then"},
+		},
+	},
+	{
+		name: "a count that forgets a shard",
+		// Every script that sums compact shards skips shard 0.
+		edits: []edit{{"for i = first, last - 1 do n = n + redis.call('HLEN'", "for i = first + 1, last - 1 do n = n + redis.call('HLEN'"}},
+	},
+	{
+		name: "a debounce that publishes twice",
+		// The last published status is never recorded, so the same change
+		// is published again at the next settle.
+		edits: []edit{{"u.pub, u.pend, u.due = cur, nil, 0", "u.pend, u.due = nil, 0"}},
+	},
+	{
+		name: "a publisher that sends every event twice",
+		publish: func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error {
+			if err := next(ctx, channel, msg); err != nil {
+				return err
+			}
+			return next(ctx, channel, msg)
+		},
+	},
+}
+
+// wrap returns the Options.Wrap that plants b. It fails the test if an
+// edit no longer applies to any script (the core changed under it).
+func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
+	tb.Helper()
+	mutated := map[string]string{} // SHA → rewritten source
+	used := make([]bool, len(b.edits))
+	for _, s := range core.Scripts() {
+		if len(b.scripts) > 0 && !contains(b.scripts, s.Name()) {
+			continue
+		}
+		src := s.Source()
+		for i, e := range b.edits {
+			if strings.Contains(src, e.old) {
+				src = strings.ReplaceAll(src, e.old, e.new)
+				used[i] = true
+			}
+		}
+		if src != s.Source() {
+			mutated[s.SHA()] = src
+		}
+	}
+	for i, u := range used {
+		if !u {
+			tb.Fatalf("planted bug %q: %q is in no script any more; update the plant", b.name, b.edits[i].old)
+		}
+	}
+	return func(s core.Store) core.Store {
+		return conformance.Intercept(s, conformance.Interceptor{
+			Eval: func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
+				out := make([]core.Call, len(calls))
+				for i, c := range calls {
+					out[i] = c
+					if src, ok := mutated[c.SHA]; ok {
+						out[i] = core.Call{Source: src, Keys: c.Keys, Args: c.Args}
+					}
+				}
+				return next(ctx, out)
+			},
+			Publish: b.publish,
+		})
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTeethSequences plants each bug under the model-based sequences on
+// miniredis (go-redis) and checks that the suite fails.
+func TestTeethSequences(t *testing.T) {
+	for _, b := range plantedBugs {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			opts := conformance.Options{Sequences: 500, MaxShrinks: 100, Wrap: b.wrap(t)}
+			r := conformance.Check(context.Background(), conformance.MiniredisTargets()[0], opts)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.Passed() {
+				t.Fatalf("the suite passed %d sequences with %q planted", r.Sequences, b.name)
+			}
+			t.Logf("caught by %q after %d passing sequences; shrunk failure:\n%s", r.Property, r.Sequences, r.Failure)
+		})
+	}
+}
+
+// TestTeethRace plants each bug under the race suite on a real server and
+// checks that it fails.
+func TestTeethRace(t *testing.T) {
+	srv := redistest.Server(t)
+	for _, b := range plantedBugs {
+		t.Run(b.name, func(t *testing.T) {
+			opts := conformance.Options{RaceDuration: 5 * time.Second, Wrap: b.wrap(t)}
+			r := conformance.CheckRace(context.Background(), conformance.AdapterTargets(srv.Addr), opts)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.Passed() {
+				t.Fatalf("the race suite passed %d rounds with %q planted", r.Rounds, b.name)
+			}
+			t.Logf("caught by %q in round %d:\n%s", r.Property, r.Rounds, r.Failure)
+		})
+	}
+}
