@@ -1,0 +1,199 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// Stats are the counters of a run.
+type Stats struct {
+	Beats           int // heartbeats sent
+	Batches         int // HeartbeatBatch calls
+	Lost            int // heartbeats lost on the way
+	Refused         int // heartbeats the engine refused
+	RefusedExpected int // heartbeats the truth refuses (superseded tokens)
+	StaleSent       int // heartbeats of kicked clients with their old token
+	Logins          int
+	Kicks           int // sessions the engine kicked
+	KicksExpected   int // sessions the truth kicks
+	Switches        int // network switches (disconnect, quick reconnect)
+	Vanished        int // sessions that ended without a goodbye
+	Manual          int // manual status changes
+	Touches         int
+	Leaves          int
+	Watches         int
+	Crashes         int // edge crashes
+	Moved           int // devices that moved to another edge after a crash
+	Events          int // status changes the engine published
+	TruthChanges    int // status changes of the truth
+	Sweeps          int
+	Census          int // users whose full status was compared
+	CensusMismatch  int
+	CountChecks     int
+	Violations      int
+}
+
+// Row is one point of the time series, taken at a sweep.
+type Row struct {
+	T    time.Duration // virtual time since the start
+	Wall time.Duration // wall time since the start
+	// Truth and Engine count users per status: the truth now, and what
+	// Engine.Online says (the published statuses, debounced).
+	Truth, Engine map[core.Status]int64
+	// Pending counts users whose published status lags a recent change
+	// (allowed); Unsettled those whose published status is still wrong
+	// after the debounce allows (a violation).
+	Pending, Unsettled int
+	// ViewersTruth and ViewersEngine sum the video counts.
+	ViewersTruth, ViewersEngine int64
+	// CountMismatch counts videos whose count disagrees with the truth as
+	// of the count's instant; MaxStaleness is the oldest count read.
+	CountMismatch int
+	MaxStaleness  time.Duration
+	// Cumulative counters.
+	Events, TruthChanges, Beats, Refused, RefusedExpected, Kicks, KicksExpected int
+	RedisTrips, ScriptCalls                                                    int64
+}
+
+// sweep runs the user and scope sweeps on one live edge, then compares
+// the engine with the truth and appends a row.
+func (w *world) sweep(census bool) error {
+	e := w.edges[(w.k/int(w.cfg.SweepEvery.Milliseconds()/w.tick))%len(w.edges)]
+	if !e.up {
+		e = w.edges[w.liveEdge()]
+	}
+	r, err := e.p.SweepUsers(w.ctx)
+	if err != nil {
+		return fmt.Errorf("sim: sweep users: %w", err)
+	}
+	w.changes(r.Changes)
+	if _, err := e.p.SweepScopes(w.ctx); err != nil {
+		return fmt.Errorf("sim: sweep scopes: %w", err)
+	}
+	w.stats.Sweeps++
+	row := Row{T: time.Duration(w.now-w.start) * time.Millisecond, Truth: map[core.Status]int64{}}
+
+	// Users per status: the truth, the published statuses (whose tally
+	// must be what Online says), and how far published lags truth.
+	published := map[core.Status]int64{}
+	for i := range w.users {
+		u := &w.users[i]
+		w.advance(u, w.now)
+		if u.status != core.StatusOffline {
+			row.Truth[u.status]++
+		}
+		if u.pub != core.StatusOffline {
+			published[u.pub]++
+		}
+		if u.pub != u.status {
+			if w.now-u.since >= w.settleS {
+				row.Unsettled++
+				w.violation("%s is %s since %s ago, but its published status is %s", u.id, u.status,
+					time.Duration(w.now-u.since)*time.Millisecond, u.pub)
+			} else {
+				row.Pending++
+			}
+		}
+	}
+	online, err := e.p.Online(w.ctx)
+	if err != nil {
+		return fmt.Errorf("sim: online: %w", err)
+	}
+	row.Engine = online
+	for _, s := range []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline} {
+		if online[s] != published[s] {
+			w.violation("Online says %d %s, the published changes make %d", online[s], s, published[s])
+		}
+	}
+
+	// Video counts: each must have been the truth at its instant (AsOf),
+	// and stay the truth until at most one sweep interval of the class
+	// (plus the simulator's sweep period) ago.
+	windowMS := videoWindow.Milliseconds()
+	allowed := videoSweep + w.cfg.SweepEvery + time.Duration(w.tick)*time.Millisecond
+	keep := w.now - (20*time.Minute + allowed).Milliseconds() // count keys live 10 min by default
+	for i := range w.videos {
+		v := &w.videos[i]
+		now := v.count(w.now, windowMS)
+		v.samples = append(v.samples, sample{t: w.now, n: now})
+		for len(v.samples) > 1 && v.samples[0].t < keep {
+			v.samples = v.samples[1:]
+		}
+		for m, last := range v.members {
+			if w.now-last > windowMS {
+				delete(v.members, m)
+			}
+		}
+		c, err := e.p.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
+		if err != nil {
+			return fmt.Errorf("sim: count: %w", err)
+		}
+		w.stats.CountChecks++
+		row.ViewersTruth += now
+		row.ViewersEngine += c.N
+		stale, right := v.staleness(c.N, c.AsOf.UnixMilli(), w.now)
+		row.MaxStaleness = max(row.MaxStaleness, stale)
+		switch {
+		case !right:
+			row.CountMismatch++
+			w.violation("video %s: count %d as of %s, but the truth then was otherwise", v.id, c.N, c.AsOf.UTC().Format(time.TimeOnly))
+		case stale > allowed:
+			row.CountMismatch++
+			w.violation("video %s: count %d was last right %v ago, more than one sweep interval", v.id, c.N, stale)
+		}
+	}
+	if census {
+		if err := w.census(e); err != nil {
+			return err
+		}
+	}
+	row.Wall = time.Since(w.wall0)
+	s := w.stats
+	row.Events, row.TruthChanges, row.Beats, row.Refused, row.RefusedExpected = s.Events, s.TruthChanges, s.Beats, s.Refused, s.RefusedExpected
+	row.Kicks, row.KicksExpected = s.Kicks, s.KicksExpected
+	row.RedisTrips, row.ScriptCalls = w.store.trips.Load(), w.store.calls.Load()
+	w.rows = append(w.rows, row)
+	return nil
+}
+
+// census reads every user's status and compares it, and the states of
+// the live devices, with the truth.
+func (w *world) census(e *edge) error {
+	ids := make([]string, 0, core.MaxBatch)
+	for lo := 0; lo < len(w.users); lo += core.MaxBatch {
+		hi := min(lo+core.MaxBatch, len(w.users))
+		ids = ids[:0]
+		for i := lo; i < hi; i++ {
+			ids = append(ids, w.users[i].id)
+		}
+		sts, err := e.p.Statuses(w.ctx, ids)
+		if err != nil {
+			return fmt.Errorf("sim: statuses: %w", err)
+		}
+		for j, st := range sts {
+			u := &w.users[lo+j]
+			w.stats.Census++
+			var want, got []string
+			for _, di := range u.devs {
+				d := &w.devs[di]
+				if s := w.ru.state(&d.rec, w.now); s != core.StatusOffline {
+					want = append(want, d.id+":"+s.String())
+				}
+			}
+			for _, dv := range st.Devices {
+				got = append(got, dv.ID+":"+dv.State.String())
+			}
+			sortStrings(want)
+			sortStrings(got)
+			if st.Status != u.status || strings.Join(want, " ") != strings.Join(got, " ") {
+				w.stats.CensusMismatch++
+				w.violation("status of %s: engine %s [%s], truth %s [%s]", u.id, st.Status, strings.Join(got, " "),
+					u.status, strings.Join(want, " "))
+			}
+		}
+	}
+	return nil
+}

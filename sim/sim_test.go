@@ -1,0 +1,95 @@
+package sim_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/sim"
+	"github.com/presencekit/presence/wasm"
+)
+
+var (
+	moduleOnce sync.Once
+	module     []byte
+	moduleErr  error
+)
+
+func moduleT(tb testing.TB) []byte {
+	tb.Helper()
+	moduleOnce.Do(func() { module, moduleErr = wasm.BuildBytes(context.Background(), wasm.WASI) })
+	if moduleErr != nil {
+		tb.Fatal(moduleErr)
+	}
+	return module
+}
+
+func small(engine sim.Engine, seed uint64) sim.Config {
+	mix := sim.DefaultMix()
+	mix.Crash = 0.5
+	mix.Switch = 0.02
+	mix.Exclusive = 0.3
+	mix.DND = 0.2
+	mix.Videos = 5
+	mix.Watch = 0.2
+	mix.Session = 4 * time.Minute
+	mix.Gap = 3 * time.Minute
+	mix.Background = 6 * time.Minute
+	return sim.Config{Seed: seed, Users: 200, Edges: 3, Duration: 10 * time.Minute, Mix: mix, Engine: engine}
+}
+
+func TestSmallRunAgrees(t *testing.T) {
+	for _, engine := range []sim.Engine{sim.EngineNative, sim.EngineWASM} {
+		t.Run(string(engine), func(t *testing.T) {
+			cfg := small(engine, 7)
+			if engine == sim.EngineWASM {
+				cfg.Module = moduleT(t)
+			}
+			res, err := sim.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(res.Summary())
+			if err := res.Err(); err != nil {
+				t.Fatal(err)
+			}
+			s := res.Stats
+			if s.Beats == 0 || s.Kicks == 0 || s.Refused == 0 || s.Events == 0 || s.Crashes != 1 || s.Touches == 0 || s.Switches == 0 {
+				t.Errorf("the run did not exercise everything: %+v", s)
+			}
+			if a := res.Agreement(); a.StatusSamples != 200*10 || a.CountChecks == 0 {
+				t.Errorf("agreement: %+v", a)
+			}
+		})
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	var csvs [2]string
+	for i := range csvs {
+		cfg := small(sim.EngineNative, 11)
+		cfg.Duration = 4 * time.Minute
+		res, err := sim.Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := res.WriteCSV(&b); err != nil {
+			t.Fatal(err)
+		}
+		// Drop the wall time column.
+		var lines []string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if f := strings.SplitN(l, ",", 3); len(f) == 3 {
+				lines = append(lines, f[0]+","+f[2])
+			}
+		}
+		csvs[i] = strings.Join(lines, "\n")
+	}
+	if csvs[0] != csvs[1] {
+		t.Fatal("two runs with one seed differ")
+	}
+}

@@ -1,0 +1,229 @@
+package sim
+
+import (
+	"sort"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// The ground truth: what Redis should hold and what every user's status
+// is, kept from the operations the simulator sent, in the order the edges
+// sent them, with the design's rules (sections 5, 6 and 8). It is written
+// from the design, not from the core or its model.
+
+// rules are the configured windows, in milliseconds.
+type rules struct {
+	idle, push, leave, coalesce int64
+}
+
+// record is a device session as Redis should hold it.
+type record struct {
+	has   bool // a session exists (it may be gone or past its window)
+	gone  bool // logged out or kicked: kept only to refuse its token
+	bg    bool
+	token string
+	login int64
+	seen  int64
+	act   int64
+	iv    int64
+}
+
+func (ru rules) window(r *record) int64 {
+	if r.bg {
+		return ru.push
+	}
+	return 2 * r.iv
+}
+
+// present reports whether Redis still has the record at t: its window has
+// not passed (a gone record counts: it still fences its token).
+func (ru rules) present(r *record, t int64) bool {
+	return r.has && t <= r.seen+ru.window(r)
+}
+
+// state is a device's state at t (design section 5).
+func (ru rules) state(r *record, t int64) core.Status {
+	switch {
+	case !ru.present(r, t) || r.gone:
+		return core.StatusOffline
+	case r.bg:
+		return core.StatusPushOnline
+	case t-r.act >= ru.idle:
+		return core.StatusAway
+	}
+	return core.StatusOnline
+}
+
+// aggregate is a user's status at t (design section 6).
+func (w *world) aggregate(u *user, t int64) core.Status {
+	best := core.StatusOffline
+	for _, di := range u.devs {
+		if s := w.ru.state(&w.devs[di].rec, t); rank(s) > rank(best) {
+			best = s
+		}
+	}
+	switch {
+	case best == core.StatusOffline:
+		return best
+	case u.manual == core.ManualDND:
+		return core.StatusDND
+	case u.manual == core.ManualInvisible:
+		return core.StatusOffline
+	}
+	return best
+}
+
+// rank orders the automatic states: ONLINE > AWAY > PUSH_ONLINE > OFFLINE.
+func rank(s core.Status) int {
+	switch s {
+	case core.StatusOnline:
+		return 3
+	case core.StatusAway:
+		return 2
+	case core.StatusPushOnline:
+		return 1
+	}
+	return 0
+}
+
+// advance moves u's truth to t through the instants at which a device
+// turns AWAY or OFFLINE on its own, noting when the status changed.
+func (w *world) advance(u *user, t int64) {
+	if t <= u.evalAt {
+		return
+	}
+	var bps []int64
+	for _, di := range u.devs {
+		r := &w.devs[di].rec
+		if !r.has || r.gone {
+			continue
+		}
+		for _, bp := range []int64{r.act + w.ru.idle, r.seen + w.ru.window(r) + 1} {
+			if bp > u.evalAt && bp <= t {
+				bps = append(bps, bp)
+			}
+		}
+	}
+	sort.Slice(bps, func(i, j int) bool { return bps[i] < bps[j] })
+	for _, bp := range bps {
+		w.settle(u, bp)
+	}
+	u.evalAt = t
+}
+
+// settle records u's status at t after a change of its records.
+func (w *world) settle(u *user, t int64) {
+	if s := w.aggregate(u, t); s != u.status {
+		u.status, u.since = s, t
+		w.stats.TruthChanges++
+	}
+	if t > u.evalAt {
+		u.evalAt = t
+	}
+}
+
+// beatOutcome is what the truth expects of a heartbeat.
+type beatOutcome struct {
+	refused bool   // REPLACED: a superseded token
+	token   string // the token in force after it ("" when the engine issues a new one)
+}
+
+// beat applies a heartbeat at t to the truth (design sections 5 and 8,
+// under the multi policy of the simulated engines).
+func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
+	r := &d.rec
+	present := w.ru.present(r, t)
+	switch {
+	case present && !r.gone && hb.Token != "" && hb.Token != r.token:
+		return beatOutcome{refused: true}
+	case present && r.gone && hb.Token != "" && hb.Token == r.token:
+		return beatOutcome{refused: true}
+	case present && !r.gone:
+		// the session goes on
+	default:
+		// no live session: an implicit login, keeping a token the client
+		// still has, or taking a new one
+		*r = record{has: true, token: hb.Token, login: t, act: t, iv: d.iv}
+	}
+	r.seen, r.bg = t, hb.Background
+	if hb.Active && t > r.act {
+		r.act = t
+	}
+	return beatOutcome{token: r.token}
+}
+
+// login applies a login at t and returns the devices it kicks.
+func (w *world) login(d *device, policy core.Policy, bg bool, token string, t int64) []int32 {
+	u := &w.users[d.user]
+	var kicked []int32
+	for _, di := range u.devs {
+		e := &w.devs[di]
+		if w.ru.state(&e.rec, t) == core.StatusOffline {
+			continue
+		}
+		if di == d.idx || policy == core.PolicyExclusive ||
+			(policy == core.PolicyExclusivePerKind && e.kind.Class() == d.kind.Class()) {
+			e.rec.gone = true
+			kicked = append(kicked, di)
+		}
+	}
+	d.rec = record{has: true, bg: bg, token: token, login: t, seen: t, act: t, iv: d.iv}
+	return kicked
+}
+
+// end applies a logout or disconnect at t: it reports whether the device
+// had a session the token may end (refused: the token is superseded).
+func (w *world) end(d *device, token string, logout bool, t int64) (removed, refused bool) {
+	r := &d.rec
+	if !w.ru.present(r, t) || r.gone {
+		return false, false
+	}
+	if token != "" && token != r.token {
+		return false, true
+	}
+	if logout {
+		r.gone = true
+	} else {
+		r.has = false
+	}
+	return true, false
+}
+
+// video is one video scope's truth: its viewers and their last touches.
+type video struct {
+	id      string
+	members map[int32]int64
+	samples []sample // the truth count at each sweep, oldest first
+}
+
+// sample is a video's truth count at an instant.
+type sample struct{ t, n int64 }
+
+// staleness returns how long ago the count n, taken at asOf, was last the
+// truth (as far as the samples tell), and whether it was the truth at
+// asOf at all.
+func (v *video) staleness(n, asOf, now int64) (time.Duration, bool) {
+	i := sort.Search(len(v.samples), func(i int) bool { return v.samples[i].t >= asOf })
+	if i == len(v.samples) || v.samples[i].t != asOf || v.samples[i].n != n {
+		return 0, false
+	}
+	last := asOf
+	for _, s := range v.samples[i+1:] {
+		if s.n != n {
+			break
+		}
+		last = s.t
+	}
+	return time.Duration(now-last) * time.Millisecond, true
+}
+
+func (v *video) count(t, window int64) int64 {
+	var n int64
+	for _, last := range v.members {
+		if t-last <= window {
+			n++
+		}
+	}
+	return n
+}
