@@ -29,38 +29,30 @@ const (
 	recordSep = "\x1e"
 )
 
-func (r record) encode() string {
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return strings.Join([]string{
-		strconv.Itoa(int(r.kind)), r.gateway, r.token, itoa(r.loginAt), itoa(r.seen), itoa(r.active),
-		b(r.background), itoa(r.interval), b(r.gone), r.meta,
-	}, unitSep)
-}
+// dynamicPrefix starts the hash field of a record's dynamic part
+// (lua/lib.lua explains the split).
+const dynamicPrefix = "\x01"
 
-func decodeRecord(s string) (record, error) {
-	f := strings.SplitN(s, unitSep, 10)
-	if len(f) != 10 {
-		return record{}, replyErr("device record has %d fields, want 10", len(f))
+// decodeRecord reads a record from its two parts.
+func decodeRecord(static, dynamic string) (record, error) {
+	f := strings.SplitN(static, unitSep, 6)
+	d := strings.Split(dynamic, unitSep)
+	if len(f) != 6 || len(d) != 4 {
+		return record{}, replyErr("device record has %d+%d fields, want 6+4", len(f), len(d))
 	}
-	var r record
-	var err error
 	k, err := strconv.Atoi(f[0])
 	if err != nil || !inRange(int64(k), len(kindNames)) {
 		return record{}, replyErr("device record kind %q", f[0])
 	}
-	r.kind, r.gateway, r.token, r.meta = Kind(k), f[1], f[2], f[9]
-	nums := []*int64{&r.loginAt, &r.seen, &r.active, &r.interval}
-	for i, idx := range []int{3, 4, 5, 7} {
-		if *nums[i], err = strconv.ParseInt(f[idx], 10, 64); err != nil {
-			return record{}, replyErr("device record field %d: %q", idx, f[idx])
+	r := record{kind: Kind(k), gateway: f[1], token: f[2], meta: f[5], background: d[2] == "1", gone: d[3] == "1"}
+	for _, n := range []struct {
+		s   string
+		out *int64
+	}{{f[3], &r.loginAt}, {f[4], &r.interval}, {d[0], &r.seen}, {d[1], &r.active}} {
+		if *n.out, err = strconv.ParseInt(n.s, 10, 64); err != nil {
+			return record{}, replyErr("device record field %q", n.s)
 		}
 	}
-	r.background, r.gone = f[6] == "1", f[8] == "1"
 	return r, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -457,14 +458,27 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !inRange(manual, len(manualNames)) || mexp < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)
 	}
-	recs := make(map[string]record, len(flat)/2)
+	static := make(map[string]string, len(flat)/4)
+	dynamic := make(map[string]string, len(flat)/4)
 	for i := 0; i < len(flat); i += 2 {
 		id, err1 := flat[i].AsString()
 		raw, err2 := flat[i+1].AsString()
 		if err1 != nil || err2 != nil {
 			return UserStatus{}, replyErr("status of %q: %s", user, v)
 		}
-		r, err := decodeRecord(raw)
+		if d, ok := strings.CutPrefix(id, dynamicPrefix); ok {
+			dynamic[d] = raw
+		} else {
+			static[id] = raw
+		}
+	}
+	recs := make(map[string]record, len(static))
+	for id, s := range static {
+		d, ok := dynamic[id]
+		if !ok {
+			continue // half a record cannot come from the scripts; skip it
+		}
+		r, err := decodeRecord(s, d)
 		if err != nil {
 			return UserStatus{}, err
 		}

@@ -48,16 +48,21 @@ for i = 0, n - 1 do
     if code ~= '' then
       issued = ''
     else
+      local static = r.seen == nil
       r.seen, r.bg = now, ARGV[a + 6] == '1'
-      if ARGV[a + 3] ~= '' then r.gw = ARGV[a + 3] end
+      if ARGV[a + 3] ~= '' and ARGV[a + 3] ~= r.gw then
+        r.gw, static = ARGV[a + 3], true
+      end
       if ARGV[a + 5] == '1' then
         local t = now
         if at ~= '' and tonumber(at) < now then t = tonumber(at) end
         if t > r.active then r.active = t end
       end
       local meta = ARGV[a + 8]
-      if meta ~= '' then r.meta = string.sub(meta, 2) end
-      set(u, dev, r)
+      if meta ~= '' and string.sub(meta, 2) ~= r.meta then
+        r.meta, static = string.sub(meta, 2), true
+      end
+      if static then set(u, dev, r) else seen(u, dev, r) end
       settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
     end
   end

@@ -12,10 +12,15 @@
 --   ARGV[11] the bucket's counts hash (P:{uB}:cnt): published status → users
 -- Script-specific ARGV start at ARGV[12].
 --
--- Device record (hash field = device ID), fields joined by \31:
---   kind, gateway, token, loginAt, lastSeen, lastActive, background 0/1,
---   interval ms, gone 0/1 (kicked or logged out: kept only to fence its
---   token until its window ends), metadata ("k\30v\30k\30v").
+-- Device record, in two hash fields so that a heartbeat rewrites only the
+-- small part that changes, and both stay under Redis's 64-byte listpack
+-- limit in the common case (device IDs hold no control characters, so the
+-- \1 prefix cannot collide with one). Fields joined by \31:
+--   field DEVICE:      kind, gateway, token, loginAt, interval ms,
+--                      metadata ("k\30v\30k\30v")
+--   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, gone 0/1
+--                      (kicked or logged out: kept only to fence its token
+--                      until its window ends)
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
 --   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
@@ -56,18 +61,22 @@ local function params()
   }
 end
 
-local function decode(s)
-  local f = split(s, US)
+local DYN = '\1'
+
+local function decode(static, dynamic)
+  local f, d = split(static, US), split(dynamic, US)
   return {
-    kind = f[1], gw = f[2], token = f[3], login = tonumber(f[4]), seen = tonumber(f[5]),
-    active = tonumber(f[6]), bg = f[7] == '1', iv = tonumber(f[8]), gone = f[9] == '1',
-    meta = f[10] or '',
+    kind = f[1], gw = f[2], token = f[3], login = tonumber(f[4]), iv = tonumber(f[5]), meta = f[6] or '',
+    seen = tonumber(d[1]), active = tonumber(d[2]), bg = d[3] == '1', gone = d[4] == '1',
   }
 end
 
-local function encode(r)
-  return table.concat({ r.kind, r.gw, r.token, fmt(r.login), fmt(r.seen), fmt(r.active),
-    r.bg and '1' or '0', fmt(r.iv), r.gone and '1' or '0', r.meta }, US)
+local function encodeStatic(r)
+  return table.concat({ r.kind, r.gw, r.token, fmt(r.login), fmt(r.iv), r.meta }, US)
+end
+
+local function encodeDynamic(r)
+  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', r.gone and '1' or '0' }, US)
 end
 
 local function window(r, P)
@@ -91,18 +100,26 @@ end
 -- last of them that was live died.
 local function load(user, st, P)
   local u = { user = user, dkey = P.dpre .. user, devs = {}, since = nil,
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {} }
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {} }
   local flat = redis.call('HGETALL', u.dkey)
+  local static, dynamic = {}, {}
   for i = 1, #flat, 2 do
-    local r = decode(flat[i + 1])
+    if string.byte(flat[i], 1) == 1 then
+      dynamic[string.sub(flat[i], 2)] = flat[i + 1]
+    else
+      static[flat[i]] = flat[i + 1]
+    end
+  end
+  for id, s in pairs(static) do
+    local r = decode(s, dynamic[id] or '0\0310\0310\0311')
     if P.now > deadline(r, P) then
-      u.dirty[flat[i]] = false
+      u.dirty[id] = false
       if not r.gone then
         local d = deadline(r, P) + 1
         if u.since == nil or d > u.since then u.since = d end
       end
     else
-      u.devs[flat[i]] = r
+      u.devs[id] = r
     end
   end
   local s = redis.call('HGET', st, user)
@@ -176,10 +193,13 @@ local function store(u, st, due, P)
   local now = P.now
   for id, r in pairs(u.dirty) do
     if r == false then
-      redis.call('HDEL', u.dkey, id)
+      redis.call('HDEL', u.dkey, id, DYN .. id)
     else
-      redis.call('HSET', u.dkey, id, encode(r))
+      redis.call('HSET', u.dkey, id, encodeStatic(r), DYN .. id, encodeDynamic(r))
     end
+  end
+  for id, r in pairs(u.seen) do
+    if u.dirty[id] == nil then redis.call('HSET', u.dkey, DYN .. id, encodeDynamic(r)) end
   end
   local last, nxt = nil, nil
   local function take(t)
@@ -233,6 +253,12 @@ end
 local function set(u, id, r)
   u.devs[id] = r
   u.dirty[id] = r
+end
+
+-- seen records that only the dynamic part of a record changed.
+local function seen(u, id, r)
+  u.devs[id] = r
+  u.seen[id] = r
 end
 
 local function drop(u, id)
