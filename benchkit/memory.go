@@ -1,0 +1,208 @@
+package benchkit
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// Key names below follow core/layout.go: P:{uB}:d:USER, P:{uB}:st,
+// P:{uB}:due, P:{sB}:h:CLASS:N:SCOPE, P:{sB}:z:CLASS:SCOPE, with B the
+// FNV-1a hash of the user or "class:scope" modulo 16 (the default bucket
+// count). They are read only to report encodings and per-key sizes.
+const defaultBuckets = 16
+
+func bucket(id string) int {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return int(h.Sum64() % defaultBuckets)
+}
+
+// DeviceKey, UserStateKey and DueKey name a user's keys under prefix.
+func DeviceKey(prefix, user string) string {
+	return prefix + ":{u" + strconv.Itoa(bucket(user)) + "}:d:" + user
+}
+
+// UserStateKey is the state hash of user bucket b.
+func UserStateKey(prefix string, b int) string { return prefix + ":{u" + strconv.Itoa(b) + "}:st" }
+
+// DueKey is the due index of user bucket b.
+func DueKey(prefix string, b int) string { return prefix + ":{u" + strconv.Itoa(b) + "}:due" }
+
+// ShardKey names compact shard n of scope sc under prefix.
+func ShardKey(prefix string, sc core.Scope, n int) string {
+	return prefix + ":{s" + strconv.Itoa(bucket(sc.String())) + "}:h:" + sc.Class + ":" + strconv.Itoa(n) + ":" + sc.ID
+}
+
+// ExactKey names the sorted set of exact scope sc under prefix.
+func ExactKey(prefix string, sc core.Scope) string {
+	return prefix + ":{s" + strconv.Itoa(bucket(sc.String())) + "}:z:" + sc.String()
+}
+
+func (r *runner) memory(ctx context.Context) error {
+	if r.s.Miniredis {
+		r.logf("memory: skipped on miniredis (no real memory accounting)")
+		return nil
+	}
+	conn, err := Dial(ctx, AdapterGoRedis, r.s.URL, 4)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Load every script once, on a prefix of its own, so that the script
+	// cache is not part of any delta.
+	warm, err := core.New(conn.Store, core.Config{Prefix: r.prefix("warm"), Classes: BenchClasses(0)})
+	if err != nil {
+		return err
+	}
+	if _, err := Login(ctx, warm, 1, UserID); err != nil {
+		return err
+	}
+	for _, lc := range LayoutClasses() {
+		sc := core.Scope{Class: lc[1], ID: "w"}
+		if err := warm.Touch(ctx, sc, "1"); err != nil {
+			return err
+		}
+		if _, err := warm.Count(ctx, sc); err != nil {
+			return err
+		}
+	}
+	if _, err := warm.SweepUsers(ctx); err != nil {
+		return err
+	}
+	if _, err := warm.SweepScopes(ctx); err != nil {
+		return err
+	}
+
+	n := r.st.MemoryItems
+	if err := r.memoryUsers(ctx, conn.Store, n); err != nil {
+		return err
+	}
+	shards := 0 // the default, 256: ≤ 512 per shard up to about 100,000 members
+	for _, v := range []struct {
+		name   string
+		class  string
+		member func(int) string
+	}{
+		{"scope-compact", ClassCompact, MemberID},
+		{"scope-compact-string-ids", ClassCompact, UserID},
+		{"scope-exact", ClassExact, MemberID},
+		{"scope-approx", ClassApprox, MemberID},
+	} {
+		if err := r.memoryScope(ctx, conn.Store, v.name, v.class, shards, n, v.member); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleMemory returns the data memory and key count once steady.
+func (r *runner) settleMemory(ctx context.Context) (int64, int64, error) {
+	return r.admin.SteadyMemory(ctx)
+}
+
+func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error {
+	prefix := r.prefix("mem-users")
+	clk := NewVirtualClock(time.Now())
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk})
+	if err != nil {
+		return err
+	}
+	before, keys0, err := r.settleMemory(ctx)
+	if err != nil {
+		return err
+	}
+	r.logf("memory: logging %d users in, one device each", n)
+	if _, err := Login(ctx, e, n, UserID); err != nil {
+		return err
+	}
+	// Past the coalescing window, a sweep publishes the ONLINE changes: the
+	// steady state of a user who stays online.
+	clk.Advance(2 * time.Second)
+	if _, err := e.SweepUsers(ctx); err != nil {
+		return err
+	}
+	after, keys1, err := r.settleMemory(ctx)
+	if err != nil {
+		return err
+	}
+	row := MemoryRow{Workload: "user-device", Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
+		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
+	var sample []string
+	for i := 0; i < n && i < 100; i++ {
+		sample = append(sample, DeviceKey(prefix, UserID(i)))
+	}
+	var bucketKeys []string
+	for b := 0; b < defaultBuckets; b++ {
+		bucketKeys = append(bucketKeys, UserStateKey(prefix, b), DueKey(prefix, b))
+	}
+	if row.Encodings, err = r.admin.Encodings(ctx, append(sample, bucketKeys...)); err != nil {
+		return err
+	}
+	sizes, err := r.admin.MemoryUsage(ctx, []string{sample[0], UserStateKey(prefix, 0), DueKey(prefix, 0)})
+	if err != nil {
+		return err
+	}
+	per := float64(n) / defaultBuckets
+	row.SampleBytes["device_key"] = sizes[0]
+	row.SampleBytes["state_hash_per_user"] = int64(float64(sizes[1]) / per)
+	row.SampleBytes["due_zset_per_user"] = int64(float64(sizes[2]) / per)
+	row.Note = "one web device per user, ONLINE, after the coalescing sweep; MEMORY USAGE of one device key and per-user shares of one bucket's state hash and due index"
+	r.rep.Memory = append(r.rep.Memory, row)
+	r.logf("memory: %s %.1f bytes/item", row.Workload, row.BytesPerItem)
+	return nil
+}
+
+func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class string, shards, n int, member func(int) string) error {
+	prefix := r.prefix("mem-" + name)
+	clk := NewVirtualClock(time.Now())
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards)})
+	if err != nil {
+		return err
+	}
+	sc := core.Scope{Class: class, ID: "10086"}
+	before, keys0, err := r.settleMemory(ctx)
+	if err != nil {
+		return err
+	}
+	if err := Fill(ctx, e, sc, n, member); err != nil {
+		return err
+	}
+	if _, err := e.Count(ctx, sc); err != nil {
+		return err
+	}
+	after, keys1, err := r.settleMemory(ctx)
+	if err != nil {
+		return err
+	}
+	row := MemoryRow{Workload: name, Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
+		BytesPerItem: round(float64(after-before)/float64(n), 1)}
+	switch class {
+	case ClassCompact:
+		nShards := shards
+		if nShards == 0 {
+			nShards = 256
+		}
+		keys := make([]string, nShards)
+		for i := range keys {
+			keys[i] = ShardKey(prefix, sc, i)
+		}
+		if row.Encodings, err = r.admin.Encodings(ctx, keys); err != nil {
+			return err
+		}
+		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(nShards) + " shards"
+	case ClassExact:
+		if row.Encodings, err = r.admin.Encodings(ctx, []string{ExactKey(prefix, sc)}); err != nil {
+			return err
+		}
+		row.Note = "member IDs like " + member(0)
+	default:
+		row.Note = "HyperLogLog per bucket: constant memory, per-item figure falls with the member count"
+	}
+	r.rep.Memory = append(r.rep.Memory, row)
+	r.logf("memory: %s %.1f bytes/item %v", row.Workload, row.BytesPerItem, row.Encodings)
+	return nil
+}

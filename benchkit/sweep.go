@@ -1,0 +1,162 @@
+package benchkit
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// sweepTimeout bounds one sweep workload (fill and sweep).
+const sweepTimeout = 10 * time.Minute
+
+// slowlogRoom is the SLOWLOG length kept during a sweep: enough for every
+// call of a 1,000,000-entry backlog.
+const slowlogRoom = 200_000
+
+// SizedShards returns the compact shard count that keeps n members at about
+// 256 per shard (well inside the listpack limit of 512), at least 256.
+func SizedShards(n int) int {
+	s := 256
+	for s*256 < n && s < 65536 {
+		s *= 2
+	}
+	return s
+}
+
+func (r *runner) sweeps(ctx context.Context) error {
+	conn, err := Dial(ctx, AdapterGoRedis, r.s.URL, 4)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, n := range r.st.Backlogs {
+		if err := r.sweepOne(ctx, conn.Store, "users", n, 0); err != nil {
+			return err
+		}
+		if err := r.sweepOne(ctx, conn.Store, "scope-exact", n, 0); err != nil {
+			return err
+		}
+		if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, 256); err != nil {
+			return err
+		}
+		if s := SizedShards(n); s != 256 {
+			if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sweepOne fills a backlog of n entries, ages it past its window with a
+// virtual clock, and sweeps it with every call logged.
+func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n, shards int) error {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	clk := NewVirtualClock(time.Now())
+	// A long key grace keeps the backlog in Redis however long the fill
+	// takes in real time: only the sweep may remove it.
+	prefix := r.prefix("sweep-" + kind)
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk,
+		KeyGrace: time.Hour, Classes: BenchClasses(shards)})
+	if err != nil {
+		return err
+	}
+	r.logf("sweep: filling %s with %d entries", kind, n)
+	t0 := time.Now()
+	switch kind {
+	case "users":
+		_, err = Login(ctx, e, n, UserID)
+		if err == nil {
+			// publish the ONLINE changes, so that the sweep measured is
+			// the one that finds the backlog expired
+			clk.Advance(2 * time.Second)
+			_, err = e.SweepUsers(ctx)
+		}
+	case "scope-exact":
+		err = Fill(ctx, e, core.Scope{Class: ClassExact, ID: "10086"}, n, MemberID)
+	default:
+		err = Fill(ctx, e, core.Scope{Class: ClassCompact, ID: "10086"}, n, MemberID)
+	}
+	if err != nil {
+		return err
+	}
+	fill := time.Since(t0)
+	clk.Advance(11 * time.Minute) // past every window, the leave delay included
+
+	row := SweepRow{Workload: kind, Backlog: n, Shards: shards, FillMillis: round(float64(fill.Microseconds())/1e3, 1)}
+	if kind == "scope-compact" && !r.s.Miniredis {
+		keys := make([]string, shards)
+		for i := range keys {
+			keys[i] = ShardKey(prefix, core.Scope{Class: ClassCompact, ID: "10086"}, i)
+		}
+		enc, err := r.admin.Encodings(ctx, keys)
+		if err != nil {
+			return err
+		}
+		row.Encoding = mapString(enc)
+	}
+	var (
+		read     func(context.Context) ([]SlowlogEntry, error)
+		stopPing func() *Hist
+	)
+	if !r.s.Miniredis {
+		if read, err = r.admin.StartSlowlog(ctx, slowlogRoom); err != nil {
+			return err
+		}
+		stopPing = r.admin.Probe(ctx, time.Millisecond)
+	}
+	t1 := time.Now()
+	var rep core.SweepReport
+	if kind == "users" {
+		rep, err = e.SweepUsers(ctx)
+		row.Removed = rep.Visited
+	} else {
+		rep, err = e.SweepScopes(ctx)
+		row.Removed = rep.Removed
+	}
+	wall := time.Since(t1)
+	var (
+		entries []SlowlogEntry
+		pings   *Hist
+	)
+	if read != nil {
+		pings = stopPing()
+		var rerr error
+		entries, rerr = read(ctx)
+		if err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	row.Steps = rep.Steps
+	row.WallMs = round(float64(wall.Microseconds())/1e3, 1)
+	if entries != nil {
+		row.Truncated = len(entries) >= slowlogRoom
+		var h Hist
+		var longest SlowlogEntry
+		for _, en := range entries {
+			if !strings.HasPrefix(en.Command, "eval") {
+				continue
+			}
+			h.Record(en.Duration)
+			if en.Duration > longest.Duration {
+				longest = en
+			}
+		}
+		row.Calls = int(h.Count())
+		row.MaxCallus = us(h.Max())
+		row.P99Callus = us(h.Quantile(0.99))
+		row.MaxCall = longest.Command
+		row.MaxPingus = us(pings.Max())
+		row.P99Pingus = us(pings.Quantile(0.99))
+	}
+	r.rep.Sweeps = append(r.rep.Sweeps, row)
+	r.logf("sweep: %s %d shards %d: removed %d in %.1f ms wall, %d calls, longest %.0f µs (%s), max ping %.0f µs",
+		kind, n, shards, row.Removed, row.WallMs, row.Calls, row.MaxCallus, row.MaxCall, row.MaxPingus)
+	return nil
+}

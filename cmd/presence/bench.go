@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/presencekit/presence/benchkit"
+)
+
+// runBench is "presence bench": the engine's workloads against a real
+// Redis, printed as a table and written as JSON (schema: benchkit.Report).
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: presence bench --redis redis://127.0.0.1:PORT [flags]")
+		fmt.Fprintln(stderr, "\nRuns heartbeats (single and batched), status reads, scope touches and counts")
+		fmt.Fprintln(stderr, "through each adapter; Redis memory per device and per scope member; sweeps of")
+		fmt.Fprintln(stderr, "an expired backlog with every call in SLOWLOG; and rueidis cached count reads.")
+		fmt.Fprintln(stderr, "It writes keys under fresh prefixes and changes slowlog settings for a while:")
+		fmt.Fprintln(stderr, "point it at a throwaway server.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	url := fs.String("redis", "", "redis://host:port[/db] of the server to measure (required)")
+	allowMini := fs.Bool("allow-miniredis", false, "without --redis, run on an embedded miniredis: a smoke test, not a measurement")
+	adapters := fs.String("adapters", strings.Join(benchkit.Adapters(), ","), "adapters for the throughput workloads")
+	only := fs.String("only", strings.Join(benchkit.Groups(), ","), "workload groups to run")
+	conc := fs.Int("concurrency", 0, "workers of single-item workloads (default 16; brief 8)")
+	bconc := fs.Int("batch-concurrency", 0, "workers of batched workloads (default 4; brief 2)")
+	batch := fs.Int("batch", 0, "beats or touches per batched call (default 1000; brief 200)")
+	dur := fs.Duration("duration", 0, "time of each throughput workload (default 3s; brief 300ms)")
+	users := fs.Int("users", 0, "users the heartbeat and status workloads cycle through (default 20000; brief 2000)")
+	memItems := fs.Int("memory-items", 0, "devices and scope members whose memory is measured (default 100000; brief 10000)")
+	backlogs := fs.String("backlogs", "", "comma-separated expired backlogs to sweep (default 50000,1000000; brief 5000)")
+	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
+	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
+	}
+	s := benchkit.Suite{URL: *url, Concurrency: *conc, BatchConcurrency: *bconc, Batch: *batch, Duration: *dur,
+		Users: *users, MemoryItems: *memItems, Brief: *brief, Adapters: splitList(*adapters), Only: splitList(*only)}
+	if !*quiet {
+		s.Log = stderr
+	}
+	for _, b := range splitList(*backlogs) {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 || n > 10_000_000 {
+			return usageError{fmt.Sprintf("--backlogs: %q is not a count from 1 to 10000000", b)}
+		}
+		s.Backlogs = append(s.Backlogs, n)
+	}
+	if *url == "" {
+		if !*allowMini {
+			return usageError{"--redis is required: the embedded miniredis is single-threaded Go with no listpack " +
+				"encodings, SLOWLOG or real memory accounting, so its figures say nothing about Redis " +
+				"(pass --allow-miniredis for a smoke run anyway)"}
+		}
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			return fmt.Errorf("starting embedded miniredis: %w", err)
+		}
+		defer mr.Close()
+		s.URL, s.Miniredis = "redis://"+mr.Addr(), true
+		fmt.Fprintln(stderr, "bench: WARNING: embedded miniredis: not a fair target, figures are for smoke testing only")
+	}
+	rep, err := s.Run(ctx)
+	if err != nil {
+		if rep != nil && len(rep.Throughput)+len(rep.Memory)+len(rep.Sweeps) > 0 {
+			_ = rep.WriteTable(stderr)
+		}
+		return err
+	}
+	if *jsonPath == "-" {
+		return rep.WriteJSON(stdout)
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if *jsonPath != "" {
+		f, err := os.Create(*jsonPath)
+		if err != nil {
+			return err
+		}
+		if err := rep.WriteJSON(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
