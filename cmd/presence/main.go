@@ -26,7 +26,6 @@ func commands() []command {
 		{"bench", "measure the engine on a real Redis: throughput, memory, sweeps (presence bench -h)", runBench},
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
 		{"serve", "run the HTTP service: JSON API, live events, dashboard (presence serve -h)", runServe},
-		{"sim", "simulate users on WASM edge nodes in virtual time, checked against the truth (presence sim -h)", runSim},
 	}
 }
 
