@@ -273,3 +273,26 @@ func TestPing(t *testing.T) {
 		t.Fatalf("Ping of a closed server = %v, want a retryable error", err)
 	}
 }
+
+// TestChangeLogKeepsKicks checks that kicks are logged with the changes, so
+// a gateway that reconnects can catch up on both.
+func TestChangeLogKeepsKicks(t *testing.T) {
+	ctx := context.Background()
+	e, _, _ := newMiniEngine(t, core.Config{ChangeLog: 100, CoalesceWindow: -1})
+	if _, err := e.Login(ctx, core.Login{User: "u", Device: "web", Gateway: "gw-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Login(ctx, core.Login{User: "u", Device: "web", Gateway: "gw-2"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := e.ChangeLogAfter(ctx, "", 10)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("log %+v, %v; want a change and a kick", entries, err)
+	}
+	if entries[0].Kick != nil || entries[0].Change.To != core.StatusOnline {
+		t.Fatalf("first entry %+v, want the change to ONLINE", entries[0])
+	}
+	if k := entries[1].Kick; k == nil || k.Gateway != "gw-1" || k.Device != "web" {
+		t.Fatalf("second entry %+v, want the kick of web on gw-1", entries[1])
+	}
+}

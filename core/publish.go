@@ -64,11 +64,11 @@ func UnmarshalKick(b []byte) (Kick, error) {
 	return Kick{User: w.User, Device: w.Device, Kind: kind, Gateway: w.Gateway, At: time.UnixMilli(w.At)}, nil
 }
 
-// publish appends changes to the change log, if there is one, and
-// announces changes and kicks through the store's Publisher, if it has one. The state change is already committed, so a failed publish is
+// publish appends changes and kicks to the change log, if there is one,
+// and announces them through the store's Publisher, if it has one. The state change is already committed, so a failed publish is
 // logged and counted, not returned.
 func (e *Engine) publish(ctx context.Context, changes []Change, kicks []Kick) {
-	e.logChanges(ctx, changes)
+	e.logEvents(ctx, changes, kicks)
 	if e.pub == nil || len(changes)+len(kicks) == 0 {
 		return
 	}
@@ -93,17 +93,20 @@ func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) {
 	e.metrics.Published(kind, 1)
 }
 
-// LoggedChange is one entry of the change log.
+// LoggedChange is one entry of the change log: a status change or, when
+// Kick is set, a kick.
 type LoggedChange struct {
 	// ID is the entry's stream ID; pass it to ChangeLogAfter to read on.
 	ID     string
 	Change Change
+	Kick   *Kick
 }
 
-// ChangeLogAfter reads up to limit (1 to MaxPage) changes logged after the
-// entry with ID after ("" reads from the oldest kept). Gap reports that
-// entries after after were already trimmed, so a reader missed some: it
-// should reload the statuses it shows. It needs Config.ChangeLog.
+// ChangeLogAfter reads up to limit (1 to MaxPage) entries logged after the
+// entry with ID after ("" reads from the oldest kept): the published changes
+// and kicks, in the order they were logged. Gap reports that entries after
+// after were already trimmed, so a reader missed some: it should reload the
+// statuses it shows. It needs Config.ChangeLog.
 func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (entries []LoggedChange, gap bool, err error) {
 	if e.s.changeLog == 0 {
 		return nil, false, ErrUnsupported
@@ -124,20 +127,32 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (e
 	}
 	oldest, err1 := items[0].AsString()
 	flat, err2 := items[1].AsArray(-1)
-	if err1 != nil || err2 != nil || len(flat)%2 != 0 {
+	if err1 != nil || err2 != nil || len(flat)%3 != 0 {
 		return nil, false, replyErr("change log: %s", vals[0])
 	}
-	for i := 0; i < len(flat); i += 2 {
+	for i := 0; i < len(flat); i += 3 {
 		id, err1 := flat[i].AsString()
-		raw, err2 := flat[i+1].AsString()
-		if err1 != nil || err2 != nil {
+		kind, err2 := flat[i+1].AsString()
+		raw, err3 := flat[i+2].AsString()
+		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, false, replyErr("change log: %s", vals[0])
 		}
-		c, err := UnmarshalChange([]byte(raw))
-		if err != nil {
-			return nil, false, err
+		entry := LoggedChange{ID: id}
+		switch kind {
+		case "c":
+			if entry.Change, err = UnmarshalChange([]byte(raw)); err != nil {
+				return nil, false, err
+			}
+		case "k":
+			k, err := UnmarshalKick([]byte(raw))
+			if err != nil {
+				return nil, false, err
+			}
+			entry.Kick = &k
+		default:
+			return nil, false, replyErr("change log entry %s of kind %q", id, kind)
 		}
-		entries = append(entries, LoggedChange{ID: id, Change: c})
+		entries = append(entries, entry)
 	}
 	// Entries up to the oldest kept may have been trimmed; a reader whose
 	// last entry is older than that cannot know what it missed.
@@ -145,18 +160,24 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (e
 	return entries, gap, nil
 }
 
-// logChanges appends changes to the change log, when there is one.
-func (e *Engine) logChanges(ctx context.Context, changes []Change) {
-	if e.s.changeLog == 0 || len(changes) == 0 {
+// logEvents appends changes and kicks to the change log, when there is one.
+func (e *Engine) logEvents(ctx context.Context, changes []Change, kicks []Kick) {
+	if e.s.changeLog == 0 || len(changes)+len(kicks) == 0 {
 		return
 	}
-	args := make([]string, 0, 1+len(changes))
+	args := make([]string, 0, 1+2*(len(changes)+len(kicks)))
 	args = append(args, itoa(int64(e.s.changeLog)))
 	for _, c := range changes {
-		args = append(args, string(MarshalChange(c)))
+		args = append(args, "c", string(MarshalChange(c)))
 	}
-	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.s.keys.logKey()}, args}}); err != nil && e.log != nil {
-		e.log.WarnContext(ctx, "presence: change log append failed", "err", err)
+	for _, k := range kicks {
+		args = append(args, "k", string(MarshalKick(k)))
+	}
+	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.s.keys.logKey()}, args}}); err != nil {
+		e.metrics.Error("change log", err)
+		if e.log != nil {
+			e.log.WarnContext(ctx, "presence: change log append failed", "err", err)
+		}
 	}
 }
 

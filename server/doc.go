@@ -54,13 +54,12 @@
 // GET /v1/events streams the status changes of the users asked for
 // (user=ID, repeatable; all=1 with the read claim), the kicks addressed to
 // gateway=ID (admin), and with sweeps=1 this instance's sweep reports
-// (admin). Each change carries its change log ID as the SSE id; a client
-// that reconnects with Last-Event-ID (EventSource does so itself) first
-// receives the changes it missed, read from the change log that the
+// (admin). Each change and kick carries its change log ID as the SSE id; a
+// client that reconnects with Last-Event-ID (EventSource does so itself)
+// first receives the changes and kicks it missed, read from the change log that the
 // engine keeps in a Redis stream (Config.Engine.ChangeLog entries), so
 // any instance can resume any client. If the log no longer reaches back
 // that far, a "reset" event says so and the asked users' statuses follow.
-// Kicks are not logged: they reach the streams open when they happen.
 //
 // Live delivery: one hub per instance reads the change log in order, woken
 // by the engine's pub/sub Feed and by a timer, and fans entries out to the

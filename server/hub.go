@@ -26,23 +26,35 @@ const (
 
 // event is one message of an event stream.
 type event struct {
-	id   string // change log ID, for changes
-	kind string
-	data any
-	user string // the changed user, for filtering
+	id      string // change log ID, for changes and kicks
+	kind    string
+	data    any
+	user    string // the changed user, for filtering
+	gateway string // the kicked session's gateway, for filtering
+}
+
+// logEvent turns a change log entry into its event.
+func logEvent(e core.LoggedChange) event {
+	if e.Kick != nil {
+		return event{id: e.ID, kind: EventKick, data: wireKick(*e.Kick), user: e.Kick.User, gateway: e.Kick.Gateway}
+	}
+	return event{id: e.ID, kind: EventChange, data: wireChange(e.Change), user: e.Change.User}
 }
 
 // filter says which events a subscriber wants.
 type filter struct {
-	all    bool
-	users  map[string]bool
-	sweeps bool
+	all      bool
+	users    map[string]bool
+	gateways map[string]bool
+	sweeps   bool
 }
 
 func (f filter) wants(ev event) bool {
 	switch ev.kind {
 	case EventChange:
 		return f.all || f.users[ev.user]
+	case EventKick:
+		return f.gateways[ev.gateway]
 	case EventSweep:
 		return f.sweeps
 	case EventReset:
@@ -62,7 +74,8 @@ type subscriber struct {
 func (s *subscriber) lag() { s.once.Do(func() { close(s.lagged) }) }
 
 // hub reads the change log in Redis, the one ordered record of the changes
-// of every instance, and fans each entry out to the streams that want it.
+// and kicks of every instance, and fans each entry out to the streams that
+// want it.
 // A pub/sub Feed only wakes it up early; a timer makes it read anyway, so a
 // lost pub/sub message delays an event by one poll interval at most.
 type hub struct {
@@ -197,9 +210,11 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			h.broadcastLocked(event{kind: EventReset, data: map[string]string{"reason": "gap"}})
 		}
 		for _, e := range entries {
-			h.onChange(e)
+			if e.Kick == nil {
+				h.onChange(e)
+			}
 			if live {
-				h.broadcastLocked(event{id: e.ID, kind: EventChange, data: wireChange(e.Change), user: e.Change.User})
+				h.broadcastLocked(logEvent(e))
 			}
 			h.pos = e.ID
 		}
@@ -238,7 +253,7 @@ func (h *hub) listen(ctx context.Context) {
 			if err != nil {
 				break
 			}
-			if ev.Change != nil {
+			if ev.Change != nil || ev.Kick != nil {
 				h.poke()
 			}
 		}

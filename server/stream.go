@@ -3,12 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -76,6 +74,10 @@ func (s *Server) parseStream(r *http.Request, p Principal) (streamRequest, *Erro
 		if e := checkID("gateway["+strconv.Itoa(i)+"]", gw); e != nil {
 			return req, e
 		}
+		if req.f.gateways == nil {
+			req.f.gateways = map[string]bool{}
+		}
+		req.f.gateways[gw] = true
 	}
 	if len(req.users) == 0 && !req.f.all && !req.f.sweeps && len(req.gateways) == 0 {
 		if p.User == "" {
@@ -119,13 +121,12 @@ type sink interface {
 	ping() error
 }
 
-// stream is one open event stream: its hub subscription and, for gateway
-// kicks, a pub/sub Feed of its own.
+// stream is one open event stream: its hub subscription, which carries
+// changes and kicks alike from the change log.
 type stream struct {
-	s    *Server
-	req  streamRequest
-	sub  *subscriber
-	feed *core.Feed
+	s   *Server
+	req streamRequest
+	sub *subscriber
 }
 
 // openStream subscribes a stream; errors come before anything is written.
@@ -140,20 +141,9 @@ func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *E
 		return nil, toAPIError(ctx.Err(), "")
 	}
 	st := &stream{s: s, req: req}
-	if len(req.gateways) > 0 {
-		// The subscription lives as long as ctx: the stream's.
-		feed, err := s.eng.Subscribe(ctx, req.gateways...)
-		if err != nil {
-			return nil, toAPIError(err, "")
-		}
-		st.feed = feed
-	}
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
 	if s.draining.Load() {
-		if st.feed != nil {
-			_ = st.feed.Close()
-		}
 		return nil, apiErr(http.StatusServiceUnavailable, CodeShuttingDown, "the instance is shutting down; connect to another")
 	}
 	s.streams.Add(1)
@@ -164,9 +154,6 @@ func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *E
 // close releases the subscriptions.
 func (st *stream) close() {
 	st.s.hub.unsubscribe(st.sub)
-	if st.feed != nil {
-		_ = st.feed.Close()
-	}
 	st.s.streams.Done()
 }
 
@@ -175,14 +162,6 @@ func (st *stream) close() {
 // events until ctx ends, the client lags, or the server drains.
 func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 	s := st.s
-	ctx, cancel := context.WithCancel(ctx)
-	var kicks sync.WaitGroup
-	defer func() { cancel(); kicks.Wait() }()
-	var kickLost chan struct{}
-	if st.feed != nil {
-		kickLost = make(chan struct{})
-		kicks.Go(func() { st.forwardKicks(ctx, kickLost) })
-	}
 	skipTo, gap := "", false
 	if st.req.lastID != "" {
 		cursor := st.req.lastID
@@ -198,7 +177,7 @@ func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 				}
 			}
 			for _, e := range entries {
-				ev := event{id: e.ID, kind: EventChange, data: wireChange(e.Change), user: e.Change.User}
+				ev := logEvent(e)
 				if st.req.f.wants(ev) {
 					if err := sk.send(ev); err != nil {
 						return "", err
@@ -255,8 +234,6 @@ func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 			return "shutdown", flush()
 		case <-st.sub.lagged:
 			return "lagging", flush()
-		case <-kickLost:
-			return "unavailable", errors.New("server: the kick subscription was lost")
 		case ev := <-st.sub.ch:
 			if err := deliver(ev); err != nil {
 				return "", err
@@ -265,31 +242,6 @@ func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 			if err := sk.ping(); err != nil {
 				return "", err
 			}
-		}
-	}
-}
-
-// forwardKicks queues the kicks of the stream's Feed; it closes lost when
-// the subscription ends before ctx does.
-func (st *stream) forwardKicks(ctx context.Context, lost chan struct{}) {
-	for {
-		ev, err := st.feed.Next(ctx)
-		if errors.Is(err, core.ErrReply) {
-			continue
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				close(lost)
-			}
-			return
-		}
-		if ev.Kick == nil {
-			continue
-		}
-		select {
-		case st.sub.ch <- event{kind: EventKick, data: wireKick(*ev.Kick)}:
-		case <-ctx.Done():
-			return
 		}
 	}
 }

@@ -2,7 +2,8 @@
 -- KEYS[1] the change log stream (P:log)
 -- ARGV[1] read entries after this ID ("" from the oldest kept)
 -- ARGV[2] at most this many entries
--- Returns {oldest ID kept or "", entries}: entries holds ID, change JSON.
+-- Returns {oldest ID kept or "", entries}: entries holds ID, kind ("c" a
+-- change, "k" a kick), event JSON.
 local after, n = ARGV[1], tonumber(ARGV[2])
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 local oldest = ''
@@ -12,8 +13,9 @@ if after ~= '' then start = after end
 local rows = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', n + 1)
 local out = {}
 for _, row in ipairs(rows) do
-  if row[1] ~= after and #out < 2 * n then
+  if row[1] ~= after and #out < 3 * n then
     out[#out + 1] = row[1]
+    out[#out + 1] = row[2][1]
     out[#out + 1] = row[2][2]
   end
 end
