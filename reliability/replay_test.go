@@ -275,8 +275,10 @@ func TestReplyLostAfterApply(t *testing.T) {
 					}
 				}
 			}
-			// Load every script first, so that the lost reply is the one of
-			// an applied script, not a NOSCRIPT refusal.
+			// Load every script and open the client's connections first, so
+			// that the lost reply is the one of an applied script, not a
+			// NOSCRIPT refusal or a handshake.
+			loadScripts(t, srv)
 			if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "warm", Device: "web"}); err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +293,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			}
 
 			// A first heartbeat: an implicit login that publishes ONLINE.
-			p.LoseNextReply()
+			p.LoseReplyTo([]byte(script(t, "heartbeat").SHA()))
 			var token string
 			var published []core.Change
 			n := retry("heartbeat", func() error {
@@ -312,7 +314,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 
 			// A login: its retry must not leave two sessions, nor kick the
 			// device's own new session.
-			p.LoseNextReply()
+			p.LoseReplyTo([]byte(script(t, "login").SHA()))
 			var loginTokens []string
 			var kicked []core.Kick
 			n2 := retry("login", func() error {
@@ -332,7 +334,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			}
 
 			// A logout of the last device: OFFLINE at once.
-			p.LoseNextReply()
+			p.LoseReplyTo([]byte(script(t, "logout").SHA()))
 			var ended []core.Change
 			retry("logout", func() error {
 				r, err := eng.Logout(ctx, "u", "web", token)

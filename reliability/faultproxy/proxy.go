@@ -1,6 +1,7 @@
 package faultproxy
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -25,7 +26,8 @@ type Proxy struct {
 	changed   chan struct{} // closed and replaced on every change of the faults
 	delay     time.Duration
 	hole      bool
-	loseReply int // replies still to lose
+	loseReply int      // replies still to lose
+	loseTo    [][]byte // requests whose replies are to be lost
 	pairs     map[*pair]struct{}
 	accepted  int
 	lost      int
@@ -40,6 +42,9 @@ type pair struct {
 	client, upstream *net.TCPConn
 	once             sync.Once
 	done             chan struct{}
+
+	mu       sync.Mutex
+	loseNext bool // the next reply on this pair is to be lost
 }
 
 // Start listens on a free 127.0.0.1 port and forwards every connection to
@@ -74,7 +79,8 @@ func (p *Proxy) Open() int {
 	return len(p.pairs)
 }
 
-// Lost returns how many replies LoseNextReply has dropped so far.
+// Lost returns how many replies LoseNextReply and LoseReplyTo have dropped
+// (or, for LoseReplyTo, are about to drop) so far.
 func (p *Proxy) Lost() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -117,6 +123,17 @@ func (p *Proxy) LoseNextReply() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loseReply++
+}
+
+// LoseReplyTo arms a one-shot fault like LoseNextReply, aimed at one
+// request: the first data a client sends that contains pattern (a
+// command name, a script's SHA1) is delivered, and the server's reply to
+// it is dropped and its connection reset. Replies to other requests, such
+// as a driver's health checks, pass untouched.
+func (p *Proxy) LoseReplyTo(pattern []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loseTo = append(p.loseTo, bytes.Clone(pattern))
 }
 
 // Cut resets every open connection on both sides (RST, not FIN), as a
@@ -212,9 +229,12 @@ func (p *Proxy) pump(pr *pair, src, dst *net.TCPConn, reply bool) {
 			if !p.gate(pr) {
 				return
 			}
-			if reply && p.takeLoss() {
+			if reply && (pr.takeMark() || p.takeLoss()) {
 				pr.reset()
 				return
+			}
+			if !reply {
+				p.markRequest(pr, buf[:n])
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				pr.reset()
@@ -280,6 +300,34 @@ func (p *Proxy) takeLoss() bool {
 	}
 	p.loseReply--
 	p.lost++
+	return true
+}
+
+// markRequest arms pr to lose its next reply when chunk matches a pattern
+// of LoseReplyTo, consuming the pattern.
+func (p *Proxy) markRequest(pr *pair, chunk []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, pat := range p.loseTo {
+		if bytes.Contains(chunk, pat) {
+			p.loseTo = append(p.loseTo[:i], p.loseTo[i+1:]...)
+			p.lost++
+			pr.mu.Lock()
+			pr.loseNext = true
+			pr.mu.Unlock()
+			return
+		}
+	}
+}
+
+// takeMark consumes pr's mark to lose its next reply, if set.
+func (pr *pair) takeMark() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if !pr.loseNext {
+		return false
+	}
+	pr.loseNext = false
 	return true
 }
 

@@ -192,3 +192,23 @@ func TestDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLoseReplyTo(t *testing.T) {
+	addr, lines := echo(t)
+	p := faultproxy.Start(t, addr)
+	c, r := dial(t, p.Addr())
+	p.LoseReplyTo([]byte("target"))
+	if got, err := roundTrip(c, r, "other", waitFor); err != nil || got != "other" {
+		t.Fatalf("a request that does not match: %q, %v", got, err)
+	}
+	if _, err := roundTrip(c, r, "the target", waitFor); err == nil {
+		t.Fatal("the reply to the matching request was not lost")
+	}
+	if lines() != 2 || p.Lost() != 1 {
+		t.Fatalf("server saw %d lines, proxy lost %d replies; want 2, 1", lines(), p.Lost())
+	}
+	c2, r2 := dial(t, p.Addr())
+	if got, err := roundTrip(c2, r2, "target again", waitFor); err != nil || got != "target again" {
+		t.Fatalf("the fault is one-shot: %q, %v", got, err)
+	}
+}
