@@ -184,11 +184,8 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	s.hub = newHub(eng, cfg.Logger, m, cfg.PollInterval, cfg.StreamBuffer, func(e core.LoggedChange) { s.users.apply(e.Change) })
 	if s.cfg.Ready == nil {
 		s.cfg.Ready = func(ctx context.Context) error {
-			res := store.Eval(ctx, []core.Call{{Source: "return 1"}})
-			if len(res) != 1 {
-				return errors.New("server: ready check: no reply")
-			}
-			return res[0].Err
+			_, err := eng.Ping(ctx)
+			return err
 		}
 	}
 	s.routes()
