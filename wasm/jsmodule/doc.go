@@ -1,3 +1,5 @@
+//go:build js && wasm
+
 // Command jsmodule is the presence core built for JavaScript hosts:
 //
 //	GOOS=js GOARCH=wasm go build -o presence-js.wasm ./wasm/jsmodule

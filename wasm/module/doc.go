@@ -1,3 +1,5 @@
+//go:build wasip1
+
 // Command module is the presence core built as a WASI reactor:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o presence.wasm ./wasm/module
