@@ -38,7 +38,7 @@ func randomConfig(r *rand.Rand) seqConfig {
 		UserBuckets:  pick(r, 1, 2, 16),
 		ScopeBuckets: pick(r, 1, 3, 16),
 		Shards:       pick(r, 1, 2, 5),
-		Spread:       r.Intn(4) == 0 && !avoid(bugSpreadAsOf),
+		Spread:       r.Intn(4) == 0,
 		SweepBatch:   pick(r, 1, 2, 256),
 		SweepBudget:  pick(r, 1, 4, 512),
 		ReleaseAfter: pick(r, 1, 2, 3),
@@ -163,9 +163,6 @@ func randomOp(r *rand.Rand) op {
 		beats := make([]beatSpec, 2+r.Intn(2))
 		for i := range beats {
 			beats[i] = randomBeat(r)
-			if avoid(bugModelRefusalPrunes) && (beats[i].tok == tokCur || beats[i].tok == tokNone) {
-				beats[i].tok = tokCurOrBogus
-			}
 		}
 		return beatOp{beats: beats, skew: maxSkew}
 	case n < 44:

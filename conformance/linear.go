@@ -53,9 +53,6 @@ type linState struct {
 type linChecker struct {
 	cfg core.Config
 	x   *runner
-	// patch leaves refused requests out of the replayed chain
-	// (bugModelRefusalPrunes), as the engine's scripts change nothing then.
-	patch bool
 }
 
 func (c *linChecker) newBox() *modelBox {
@@ -114,34 +111,7 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x)); !ok {
 		return false, nil
 	}
-	switch {
-	case c.patch && p.noop():
-		// By design a refused request changes nothing.
-		return true, s
-	case c.patch && p.kind == rkBeat && len(p.beats) > 1 && refusedAny(p):
-		kept := p.inputs()
-		kept.beats, kept.acks = nil, nil
-		for i, bt := range p.beats {
-			if p.acks[i].Err == nil {
-				kept.beats = append(kept.beats, bt)
-				kept.acks = append(kept.acks, p.acks[i])
-			}
-		}
-		child := &linState{parent: s, op: kept}
-		child.box = c.replay(child)
-		child.fp = fingerprint(child.box.m)
-		return true, child
-	}
 	return true, &linState{parent: s, op: p, box: b, fp: fingerprint(b.m)}
-}
-
-func refusedAny(p *raceOp) bool {
-	for _, a := range p.acks {
-		if a.Err != nil {
-			return true
-		}
-	}
-	return false
 }
 
 func changesOf(cs []core.Change, user string) []core.Change {
@@ -248,7 +218,7 @@ func (r *round) partition() map[string][]*raceOp {
 
 // checkLinearizable checks each partition of the round's history.
 func (r *round) checkLinearizable() *failure {
-	c := &linChecker{cfg: r.cfg, x: r.x, patch: avoid(bugModelRefusalPrunes)}
+	c := &linChecker{cfg: r.cfg, x: r.x}
 	c.cfg.Clock, c.cfg.Rand = nil, nil
 	model := c.model()
 	parts := r.partition()

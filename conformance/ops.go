@@ -53,11 +53,6 @@ type obs struct {
 	changes, kicks []string
 	// issued are the session tokens the step handed out, by "user/device".
 	issued [][2]string
-	// noop reports a user request that was refused or found nothing to do
-	// (by design it changed nothing); refused lists the refused beats of a
-	// batch that was otherwise accepted.
-	noop    bool
-	refused []int
 }
 
 // tolerance is how far a HyperLogLog estimate may be from the exact count.
@@ -128,14 +123,13 @@ func (x *runner) changeList(o *obs, cs []core.Change) string {
 type tokenMode uint8
 
 const (
-	tokNone       tokenMode = iota // no token
-	tokCur                         // the latest token issued to the device
-	tokStale                       // the one before it (superseded)
-	tokBogus                       // a token never issued
-	tokCurOrBogus                  // the latest token, or a bogus one if none was issued
+	tokNone  tokenMode = iota // no token
+	tokCur                    // the latest token issued to the device
+	tokStale                  // the one before it (superseded)
+	tokBogus                  // a token never issued
 )
 
-var tokenNames = [...]string{"no token", "token", "stale token", "bogus token", "token or bogus"}
+var tokenNames = [...]string{"no token", "token", "stale token", "bogus token"}
 
 func (m tokenMode) String() string { return tokenNames[m] }
 
@@ -161,22 +155,8 @@ func (b *book) token(user, dev string, m tokenMode) string {
 		return bogusToken
 	case tokBogus:
 		return bogusToken
-	case tokCurOrBogus:
-		if len(ts) > 0 {
-			return ts[len(ts)-1]
-		}
-		return bogusToken
 	}
 	return ""
-}
-
-// clone returns a copy of the book as it stands (token lists only grow).
-func (b *book) clone() *book {
-	c := &book{tokens: make(map[string][]string, len(b.tokens))}
-	for k, v := range b.tokens {
-		c.tokens[k] = v[:len(v):len(v)]
-	}
-	return c
 }
 
 func (b *book) record(issued [][2]string) {
@@ -273,13 +253,11 @@ func (o beatOp) run(x *runner, p core.Presence) obs {
 		if err != nil && ack.Err == nil {
 			ack.Err = err
 		}
-		out.noop = ack.Err != nil
 		out.text = x.ack(&out, beats[0], ack)
 		return out
 	}
 	acks, err := p.HeartbeatBatch(x.ctx, beats)
 	if err != nil {
-		out.noop = true
 		out.text = errName(err)
 		return out
 	}
@@ -290,12 +268,6 @@ func (o beatOp) run(x *runner, p core.Presence) obs {
 	parts := make([]string, len(acks))
 	for i, ack := range acks {
 		parts[i] = x.ack(&out, beats[i], ack)
-		if ack.Err != nil {
-			out.refused = append(out.refused, i)
-		}
-	}
-	if len(out.refused) == len(acks) {
-		out.noop, out.refused = true, nil
 	}
 	out.text = strings.Join(parts, "; ")
 	return out
@@ -342,7 +314,6 @@ func (o loginOp) run(x *runner, p core.Presence) obs {
 	res, err := p.Login(x.ctx, core.Login{User: o.user, Device: o.dev, Kind: o.kind, Gateway: o.gw,
 		Background: o.bg, Meta: o.meta, Policy: o.policy})
 	if err != nil {
-		out.noop = true
 		out.text = errName(err)
 		return out
 	}
@@ -385,11 +356,9 @@ func (o endOp) run(x *runner, p core.Presence) obs {
 		r, err = p.Disconnect(x.ctx, o.user, o.dev, tok)
 	}
 	if err != nil {
-		out.noop = true
 		out.text = errName(err)
 		return out
 	}
-	out.noop = !r.Removed
 	out.text = "removed=" + strconv.FormatBool(r.Removed) + " " + x.changeList(&out, r.Changes)
 	return out
 }

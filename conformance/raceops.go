@@ -130,27 +130,6 @@ func (o *raceOp) exec(ctx context.Context, p core.Presence) {
 // (the race suite runs one bucket of each kind).
 func (o *raceOp) held() bool { return o.report.Held > 0 }
 
-// noop reports a user request that was refused or found nothing to do.
-func (o *raceOp) noop() bool {
-	switch o.kind {
-	case rkBeat:
-		if o.err != nil {
-			return true
-		}
-		for _, a := range o.acks {
-			if a.Err == nil {
-				return false
-			}
-		}
-		return true
-	case rkLogin:
-		return o.err != nil
-	case rkLogout, rkDisconnect:
-		return o.err != nil || !o.ended.Removed
-	}
-	return false
-}
-
 // allChanges returns every change the operation published.
 func (o *raceOp) allChanges() []core.Change {
 	var out []core.Change

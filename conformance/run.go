@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// Run checks every target as a parallel subtest of t named after it, and
-// fails the subtest with the shrunk, readable failing sequence when the
-// target disagrees with the model.
+// Run checks every target with the model-based sequences, as parallel
+// subtests of t named after the targets, and fails a subtest with the
+// shrunk, readable failing sequence when its target disagrees with the
+// model. It returns the reports, for tests that log or assert more.
 func Run(t *testing.T, targets []Target, opts Options) []Report {
 	t.Helper()
 	opts = opts.withDefaults()
@@ -29,4 +30,20 @@ func Run(t *testing.T, targets []Target, opts Options) []Report {
 		}
 	})
 	return reports
+}
+
+// RunRace runs the race suite on targets (which share one server with
+// wall-clock time) for opts.RaceDuration, and fails t with the operations
+// involved when a property does not hold.
+func RunRace(t *testing.T, targets []Target, opts Options) RaceReport {
+	t.Helper()
+	r := CheckRace(context.Background(), targets, opts)
+	if r.Err != nil {
+		t.Fatalf("%s", r.Summary())
+	}
+	t.Log(r.Summary())
+	if r.Failure != "" {
+		t.Errorf("%s\n%s", r.Summary(), r.Failure)
+	}
+	return r
 }

@@ -160,7 +160,7 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 
 	mcfg := ccfg
 	mcfg.Clock = nil
-	m, err := newOracle(mcfg, cfg.Seed, avoid(bugModelRefusalPrunes))
+	m, err := newOracle(mcfg, cfg.Seed)
 	if err != nil {
 		sys.fail("configuration", "core.NewModel: "+err.Error())
 		return sys

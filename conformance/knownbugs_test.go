@@ -1,0 +1,196 @@
+package conformance_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/conformance"
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
+)
+
+// Regression tests for bugs the conformance suite found outside this
+// package. Each is skipped until fixed; run them with
+//
+//	PRESENCE_CONFORMANCE_KNOWN_BUGS=1 go test ./conformance -run KnownBug
+//
+// which also makes the generated sequences stop steering around them.
+
+func skipKnownBug(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(conformance.EnvKnownBugs) != "1" {
+		t.Skip("known bug: " + what)
+	}
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// manualClock is a clock the tests move by hand.
+type manualClock struct{ t time.Time }
+
+func (c *manualClock) Now() time.Time { return c.t }
+
+// miniEngine returns an engine on a fresh miniredis whose clock and key
+// expiry follow clk.
+func miniEngine(t *testing.T, clk *manualClock, cfg core.Config) (*core.Engine, *miniredis.Miniredis) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	mr.SetTime(clk.t)
+	mr.ClockTTL(true)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	cfg.Clock = clk
+	e, err := core.New(goredis.New(c), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, mr
+}
+
+// TestSpreadCountAsOf is the regression test of a bug the suite found
+// (fixed in core 648d4b4): Count of a compact scope with Spread set and no
+// count key yet reported AsOf zero, and stored it in the count key, where
+// the Model (and an unspread scope) report the instant of the count. The
+// peek branch of lua/count.lua returned {now, -1, 0}, and Engine.count
+// passed that asOf, not now, on to countSpread.
+func TestSpreadCountAsOf(t *testing.T) {
+	clk := &manualClock{t: t0}
+	classes := map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Shards: 5, Spread: true}}
+	e, _ := miniEngine(t, clk, core.Config{Classes: classes})
+	m, err := core.NewModel(core.Config{Clock: clk, Classes: classes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := core.Scope{Class: "video", ID: "v1"}
+	for name, p := range map[string]core.Presence{"engine": e, "model": m} {
+		c, err := p.Count(context.Background(), sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.AsOf.Equal(t0) {
+			t.Errorf("%s: Count of an empty spread scope: AsOf %v, want %v", name, c.AsOf, t0)
+		}
+	}
+}
+
+// TestKnownBugKickedTokenRevives: under PolicyMulti a session kicked by a
+// login (here one with an exclusive policy) is accepted again with its old
+// token once its fence record's window has passed: the heartbeat is an
+// implicit login that adopts the kicked token. Design section 8: "a
+// heartbeat that carries a superseded token is refused
+// (ErrSessionReplaced) and changes nothing, so a kicked device cannot
+// revive itself by heartbeating". Engine and Model agree; the race suite
+// only runs the exclusive policies, where such a heartbeat gets
+// ErrNoSession.
+//
+// Input (defaults, web window 60 s): t0 Login u/d1 → token T; t0 Login u/d2
+// with PolicyExclusive (kicks d1); t0+61s Heartbeat u/d1 with token T.
+// Expected: ErrSessionReplaced. Actual: accepted, d1 is ONLINE again with
+// token T.
+// Suspected cause: the "gone" record that fences a kicked token is kept
+// only until its device window ends (lua/lib.lua load drops records past
+// their deadline, Model.user likewise); after that, heartbeat.lua treats a
+// token it does not know as the token of an implicit login.
+func TestKnownBugKickedTokenRevives(t *testing.T) {
+	skipKnownBug(t, "a kicked token is accepted again after its window under PolicyMulti")
+	ctx := context.Background()
+	clk := &manualClock{t: t0}
+	e, mr := miniEngine(t, clk, core.Config{})
+	m, err := core.NewModel(core.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]core.Presence{"engine": e, "model": m} {
+		clk.t = t0
+		mr.SetTime(clk.t)
+		l1, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb, Gateway: "g1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := core.PolicyExclusive
+		if r, err := p.Login(ctx, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil || len(r.Kicked) != 1 {
+			t.Fatalf("exclusive login: %+v, %v", r, err)
+		}
+		clk.t = t0.Add(61 * time.Second)
+		mr.SetTime(clk.t)
+		ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
+		if err == nil {
+			t.Errorf("%s: the kicked token %s was accepted again (ack token %s)", name, l1.Token, ack.Token)
+		}
+	}
+}
+
+// TestKnownBugRueidisCachedCountAfterSweep: on a real server the rueidis
+// Store serves compact counts through its client-side cache (CachedGet). A
+// count read by the same engine right after its own sweep rewrote the
+// count key often returns the value from before the sweep.
+//
+// Input: a compact class (Shards 4); repeat 20 times: Touch(video/v1, m<i>),
+// clock +1.001 s, SweepScopes, Count, Count. Expected: both counts of
+// round i are i (the Model's; design section 9: the cache is "invalidated by
+// the server when the sweep rewrites it"). Actual: the first count after a
+// sweep is often i-1 (within a few rounds, most runs).
+// Suspected cause: Redis 7 sends the invalidation of a key that a client
+// changed itself after the reply of the changing command, on the same
+// connection; rueidis returns the EVALSHA reply to the caller before its
+// reader has processed the push that follows, so the next DoCache still
+// hits the old entry. The generated sequences do not see it because the
+// model's turn of every step gives the push time to arrive. A possible fix
+// in the adapter: end every Eval batch with a PING on the same connection
+// (the push precedes its reply), or skip the cache for a short while after
+// the Store's own writes.
+func TestKnownBugRueidisCachedCountAfterSweep(t *testing.T) {
+	skipKnownBug(t, "rueidis: a count read right after the sweep that rewrote it can come from the stale cache")
+	t.Parallel()
+	srv := redistest.Server(t)
+	ctx := context.Background()
+	var tg conformance.Target
+	for _, x := range conformance.AdapterTargets(srv.Addr) {
+		if x.Adapter == "rueidis" {
+			tg = x
+		}
+	}
+	be, err := tg.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	eng, err := core.New(be.Store, core.Config{Prefix: "cached-count", Clock: core.ClockFunc(func() time.Time { return now }),
+		Classes: map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Window: time.Minute, SweepInterval: time.Second, Shards: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := core.Scope{Class: "video", ID: "v1"}
+	for i := 1; i <= 20; i++ {
+		if err := eng.Touch(ctx, sc, "m"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(1001 * time.Millisecond)
+		if _, err := eng.SweepScopes(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for read := 0; read < 2; read++ { // the second read is served from the cache
+			c, err := eng.Count(ctx, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.N != int64(i) {
+				t.Fatalf("after %d touches and a sweep, read %d of the count gave %d", i, read+1, c.N)
+			}
+		}
+	}
+	st := be.Store.(interface{ CacheStats() (uint64, uint64) })
+	hits, misses := st.CacheStats()
+	if hits == 0 {
+		t.Fatalf("no count was served from the client-side cache (%d misses)", misses)
+	}
+	t.Logf("client-side cache: %d hits, %d misses", hits, misses)
+}
