@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -252,4 +253,44 @@ func killedMidRun(t *testing.T, a rig.Adapter) {
 	sweepMu.Unlock()
 	t.Logf("FIGURE outage adapter=%s outage=%v recovery=%v video_count_back=%v (beat %v, %d users × %d devices)",
 		a.Name, outage.Round(time.Millisecond), recovery.Round(time.Millisecond), (recovery + videoBack).Round(time.Millisecond), beat, len(pop.users), pop.devices)
+}
+
+// TestRestartUnderExclusivePolicy: under the exclusive login policies a
+// device must log in before it heartbeats, and a server restarted empty
+// has forgotten every session, so the first heartbeat after the restart is
+// refused with ErrNoSession, which tells the gateway to log the device in
+// again; the login succeeds and the device is back, kicking nobody. (Under
+// PolicyMulti, the default, the heartbeat alone brings it back.)
+func TestRestartUnderExclusivePolicy(t *testing.T) {
+	for _, a := range rig.Adapters() {
+		t.Run(a.Name, func(t *testing.T) {
+			rig.CheckLeaks(t)
+			srv := redistest.Server(t)
+			eng := rig.Engine(t, a.Open(t, srv.Addr), core.Config{Policy: core.PolicyExclusive})
+			ctx := bounded(t, settle)
+			r, err := eng.Login(ctx, core.Login{User: "u", Device: "phone", Kind: core.KindIOS, Gateway: "gw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Restart()
+			var hbErr error
+			poll(t, settle, "a heartbeat answered after the restart", func() (bool, string) {
+				_, hbErr = eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "phone", Token: r.Token})
+				return !core.Retryable(hbErr), fmt.Sprint(hbErr)
+			})
+			if !errors.Is(hbErr, core.ErrNoSession) {
+				t.Fatalf("heartbeat after the restart: %v, want ErrNoSession", hbErr)
+			}
+			again, err := eng.Login(ctx, core.Login{User: "u", Device: "phone", Kind: core.KindIOS, Gateway: "gw"})
+			if err != nil || len(again.Kicked) != 0 {
+				t.Fatalf("login after the restart: %+v, %v; want a fresh session, nobody kicked", again, err)
+			}
+			if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "phone", Token: again.Token}); err != nil {
+				t.Fatalf("heartbeat with the new session: %v", err)
+			}
+			if st, err := eng.Status(ctx, "u"); err != nil || len(st.Devices) != 1 {
+				t.Fatalf("after the new login: %+v, %v", st, err)
+			}
+		})
+	}
 }
