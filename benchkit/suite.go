@@ -169,10 +169,11 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 	r := &runner{s: s, st: st, admin: NewAdmin(ac),
 		run: "pb" + strconv.FormatInt(time.Now().UnixMilli()%1e9, 36)}
 	r.rep = &Report{Schema: SchemaVersion, Started: time.Now().UTC().Truncate(time.Second), Host: Host(), Settings: st}
-	if r.rep.Server, err = r.admin.Describe(ctx); err != nil {
+	if s.Miniredis {
+		r.rep.Server = ServerInfo{Version: "miniredis", Addr: opt.Addr, Miniredis: true}
+	} else if r.rep.Server, err = r.admin.Describe(ctx); err != nil {
 		return nil, err
 	}
-	r.rep.Server.Miniredis = s.Miniredis
 	for _, g := range Groups() {
 		if !slices.Contains(st.Groups, g) {
 			continue

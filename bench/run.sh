@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# bench/run.sh: run the benchmarks against a throwaway redis-server.
+#
+#   bash bench/run.sh --brief        CI: a few seconds per workload, checks they run
+#   bash bench/run.sh                the full run behind docs/performance.md
+#
+# It starts redis-server with the default configuration (no persistence) on
+# a free 127.0.0.1 port (never 6379), runs the core's and benchkit's Go
+# benchmarks, "presence bench", and the comparison module (bench/compare,
+# a module of its own), each against a fresh server, and stops every server
+# it started by its pid. Reports go to $BENCH_OUT (default bench/out/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+brief=""
+if [ "${1:-}" = "--brief" ]; then
+  brief="--brief"
+  shift
+fi
+out="${BENCH_OUT:-$root/bench/out}"
+mkdir -p "$out"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "bench/run.sh: redis-server not installed" >&2
+  exit 1
+fi
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+# free_port prints a port on 127.0.0.1 that nothing listens on, never 6379.
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( (RANDOM % 20000) + 20000 ))
+    [ "$p" = 6379 ] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "bench/run.sh: no free port" >&2
+  return 1
+}
+
+# start_redis starts a fresh server and sets $url; its pid joins $pids.
+start_redis() {
+  local port dir
+  port=$(free_port)
+  dir=$(mktemp -d)
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+    --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
+  pids+=("$!")
+  for _ in $(seq 1 100); do
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then
+      url="redis://127.0.0.1:$port"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "bench/run.sh: redis-server on port $port did not start:" >&2
+  cat "$dir/redis.log" >&2
+  return 1
+}
+
+stop_redis() {
+  local pid="${pids[-1]}"
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset 'pids[-1]'
+}
+
+echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo "== go benchmarks (core, benchkit)"
+benchtime=1s
+[ -n "$brief" ] && benchtime=200x
+go test -run '^$' -bench . -benchmem -benchtime "$benchtime" ./core/ ./benchkit/ | tee "$out/gobench.txt"
+
+echo "== presence bench $brief"
+start_redis
+go run ./cmd/presence bench --redis "$url" $brief --quiet --json "$out/bench.json" | tee "$out/bench.txt"
+stop_redis
+
+echo "== bench/compare $brief"
+start_redis
+(cd bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json") | tee "$out/compare.txt"
+stop_redis
+
+echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench/run.sh: reports in $out"
