@@ -192,10 +192,7 @@ func (g *gateway) checkErrors(tb testing.TB, name string) {
 	}
 }
 
-// retryableOrNil reports whether err is nil or retryable.
-func retryableOrNil(err error) bool { return err == nil || core.Retryable(err) }
-
-// errorsAs is errors.As for a *core.StoreError.
+// storeError returns err's *core.StoreError, or nil.
 func storeError(err error) *core.StoreError {
 	var se *core.StoreError
 	if errors.As(err, &se) {

@@ -65,15 +65,17 @@ func (s *soakStats) fail(op string, err error) {
 // memory is one sample of the process's live heap (after a GC) and of the
 // server's used memory.
 type memory struct {
-	heap, redis uint64
-	goroutines  int
+	heap, redis, dataset uint64
+	goroutines, clients  int
 }
 
 func sample(tb testing.TB, srv *redistest.Instance) memory {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memory{heap: ms.HeapAlloc, redis: uint64(rig.Info(tb, srv, "memory", "used_memory")), goroutines: runtime.NumGoroutine()}
+	return memory{heap: ms.HeapAlloc, redis: uint64(rig.Info(tb, srv, "memory", "used_memory")),
+		dataset: uint64(rig.Info(tb, srv, "memory", "used_memory_dataset")), goroutines: runtime.NumGoroutine(),
+		clients: int(rig.Info(tb, srv, "clients", "connected_clients"))}
 }
 
 // TestSoak runs many goroutines as fast as they go for a fixed time on
@@ -150,7 +152,7 @@ func soak(t *testing.T, a rig.Adapter, d time.Duration) {
 	for time.Now().Before(start.Add(d)) {
 		time.Sleep(min(time.Second, time.Until(start.Add(d))))
 		m := sample(t, srv)
-		peak.heap, peak.redis = max(peak.heap, m.heap), max(peak.redis, m.redis)
+		peak.heap, peak.redis, peak.dataset = max(peak.heap, m.heap), max(peak.redis, m.redis), max(peak.dataset, m.dataset)
 	}
 	end := sample(t, srv)
 	opsEnd := st.ops.Load()
@@ -179,9 +181,10 @@ func soak(t *testing.T, a rig.Adapter, d time.Duration) {
 		h := st.byOp[op]
 		t.Logf("FIGURE soak adapter=%s op=%s n=%d p50=%v p99=%v max=%v", a.Name, op, h.Count(), h.Quantile(0.5), h.Quantile(0.99), h.Max())
 	}
-	t.Logf("FIGURE soak-memory adapter=%s heap warm=%s end=%s peak=%s drift=%+.1f%% redis warm=%s end=%s peak=%s drift=%+.1f%% goroutines warm=%d end=%d",
+	t.Logf("FIGURE soak-memory adapter=%s heap warm=%s end=%s peak=%s drift=%+.1f%% redis warm=%s end=%s peak=%s drift=%+.1f%% dataset warm=%s end=%s drift=%+.1f%% clients warm=%d end=%d goroutines warm=%d end=%d",
 		a.Name, mib(warm.heap), mib(end.heap), mib(peak.heap), drift(warm.heap, end.heap),
-		mib(warm.redis), mib(end.redis), mib(peak.redis), drift(warm.redis, end.redis), warm.goroutines, end.goroutines)
+		mib(warm.redis), mib(end.redis), mib(peak.redis), drift(warm.redis, end.redis),
+		mib(warm.dataset), mib(end.dataset), drift(warm.dataset, end.dataset), warm.clients, end.clients, warm.goroutines, end.goroutines)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
