@@ -67,15 +67,18 @@ func (s *soakStats) fail(op string, err error) {
 type memory struct {
 	heap, redis, dataset uint64
 	goroutines, clients  int
+	keys                 int64
 }
 
 func sample(tb testing.TB, srv *redistest.Instance) memory {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memory{heap: ms.HeapAlloc, redis: uint64(rig.Info(tb, srv, "memory", "used_memory")),
+	m := memory{heap: ms.HeapAlloc, redis: uint64(rig.Info(tb, srv, "memory", "used_memory")),
 		dataset: uint64(rig.Info(tb, srv, "memory", "used_memory_dataset")), goroutines: runtime.NumGoroutine(),
 		clients: int(rig.Info(tb, srv, "clients", "connected_clients"))}
+	m.keys, _ = rig.Do(tb, srv, "DBSIZE").(int64)
+	return m
 }
 
 // TestSoak runs many goroutines as fast as they go for a fixed time on
@@ -181,10 +184,10 @@ func soak(t *testing.T, a rig.Adapter, d time.Duration) {
 		h := st.byOp[op]
 		t.Logf("FIGURE soak adapter=%s op=%s n=%d p50=%v p99=%v max=%v", a.Name, op, h.Count(), h.Quantile(0.5), h.Quantile(0.99), h.Max())
 	}
-	t.Logf("FIGURE soak-memory adapter=%s heap warm=%s end=%s peak=%s drift=%+.1f%% redis warm=%s end=%s peak=%s drift=%+.1f%% dataset warm=%s end=%s drift=%+.1f%% clients warm=%d end=%d goroutines warm=%d end=%d",
+	t.Logf("FIGURE soak-memory adapter=%s heap warm=%s end=%s peak=%s drift=%+.1f%% redis warm=%s end=%s peak=%s drift=%+.1f%% dataset warm=%s end=%s drift=%+.1f%% keys warm=%d end=%d clients warm=%d end=%d goroutines warm=%d end=%d",
 		a.Name, mib(warm.heap), mib(end.heap), mib(peak.heap), drift(warm.heap, end.heap),
 		mib(warm.redis), mib(end.redis), mib(peak.redis), drift(warm.redis, end.redis),
-		mib(warm.dataset), mib(end.dataset), drift(warm.dataset, end.dataset), warm.clients, end.clients, warm.goroutines, end.goroutines)
+		mib(warm.dataset), mib(end.dataset), drift(warm.dataset, end.dataset), warm.keys, end.keys, warm.clients, end.clients, warm.goroutines, end.goroutines)
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
