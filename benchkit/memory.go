@@ -107,7 +107,7 @@ func (r *runner) settleMemory(ctx context.Context) (int64, int64, error) {
 func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error {
 	prefix := r.prefix("mem-users")
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk})
+	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk})
 	if err != nil {
 		return err
 	}

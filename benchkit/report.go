@@ -37,7 +37,7 @@ const SchemaVersion = "presence-bench/1"
 //	             encodings {encoding: keys}, sample_key_bytes {key kind: bytes},
 //	             note}
 //	sweeps       rows {workload, backlog, shards, removed, steps, wall_ms,
-//	             calls, max_call_us, max_call, p99_call_us, slowlog_truncated,
+//	             eval_ms, publish_ms, rounds, published, calls, max_call_us, max_call, p99_call_us, slowlog_truncated,
 //	             max_ping_us, p99_ping_us, encoding, fill_ms} (calls and
 //	             their durations from SLOWLOG with every call logged;
 //	             pings from a probe on its own connection every 1 ms)
@@ -136,6 +136,10 @@ type SweepRow struct {
 	Removed    int     `json:"removed"`
 	Steps      int     `json:"steps"`
 	WallMs     float64 `json:"wall_ms"`
+	EvalMs     float64 `json:"eval_ms"`
+	PublishMs  float64 `json:"publish_ms"`
+	Rounds     int     `json:"rounds"`
+	Published  int     `json:"published"`
 	Calls      int     `json:"calls"`
 	MaxCallus  float64 `json:"max_call_us"`
 	MaxCall    string  `json:"max_call"`
@@ -213,14 +217,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.Sweeps) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(tw, "sweep\tbacklog\tshards\tremoved\tsteps\twall ms\tcalls\tmax call µs\tp99 call µs\tmax ping µs\tlongest call\t")
+		fmt.Fprintln(tw, "sweep\tbacklog\tshards\tremoved\tsteps\twall ms\tscripts ms\tpublish ms (msgs)\tcalls\tmax call µs\tp99 call µs\tmax ping µs\tlongest call\t")
 		for _, s := range r.Sweeps {
 			trunc := ""
 			if s.Truncated {
 				trunc = " (slowlog full)"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.0f\t%s%s\t\n", s.Workload, s.Backlog, s.Shards, s.Removed, s.Steps,
-				s.WallMs, s.Calls, s.MaxCallus, s.P99Callus, s.MaxPingus, s.MaxCall, trunc)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f (%d)\t%d\t%.0f\t%.0f\t%.0f\t%s%s\t\n", s.Workload, s.Backlog, s.Shards, s.Removed, s.Steps,
+				s.WallMs, s.EvalMs, s.PublishMs, s.Published, s.Calls, s.MaxCallus, s.P99Callus, s.MaxPingus, s.MaxCall, trunc)
 		}
 		tw.Flush()
 	}

@@ -59,8 +59,15 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	// A long key grace keeps the backlog in Redis however long the fill
 	// takes in real time: only the sweep may remove it.
 	prefix := r.prefix("sweep-" + kind)
-	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk,
-		KeyGrace: time.Hour, Classes: BenchClasses(shards)})
+	cfg := core.Config{Prefix: prefix, Clock: clk, KeyGrace: time.Hour, Classes: BenchClasses(shards)}
+	// The fill publishes nothing (a million ONLINE messages would dominate
+	// it); the measured sweep publishes as an application's would.
+	e, err := core.New(Quiet(store), cfg)
+	if err != nil {
+		return err
+	}
+	timed := NewTimedStore(store)
+	se, err := core.New(timed, cfg)
 	if err != nil {
 		return err
 	}
@@ -111,13 +118,18 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	t1 := time.Now()
 	var rep core.SweepReport
 	if kind == "users" {
-		rep, err = e.SweepUsers(ctx)
+		rep, err = se.SweepUsers(ctx)
 		row.Removed = rep.Visited
 	} else {
-		rep, err = e.SweepScopes(ctx)
+		rep, err = se.SweepScopes(ctx)
 		row.Removed = rep.Removed
 	}
 	wall := time.Since(t1)
+	evalT, pubT, rounds, published := timed.Stats()
+	row.EvalMs = round(float64(evalT.Microseconds())/1e3, 1)
+	row.PublishMs = round(float64(pubT.Microseconds())/1e3, 1)
+	row.Rounds = int(rounds)
+	row.Published = int(published)
 	var (
 		entries []SlowlogEntry
 		pings   *Hist

@@ -386,7 +386,7 @@ func (c *comparison) memory(ctx context.Context) error {
 	if err := c.cpm.AddPresence("warm", "w", &centrifuge.ClientInfo{ClientID: "w", UserID: "w"}); err != nil {
 		return err
 	}
-	e, err := core.New(c.conns[benchkit.AdapterGoRedis].Store, core.Config{Prefix: c.prefix("mem-engine"), Clock: clk})
+	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: c.prefix("mem-engine"), Clock: clk})
 	if err != nil {
 		return err
 	}
