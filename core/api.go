@@ -75,6 +75,10 @@ type Login struct {
 	Meta       map[string]string
 	// Policy overrides Config.Policy for this login when non-nil.
 	Policy *Policy
+	// Token, when set, is the session token to issue instead of a new one.
+	// A caller that retries a login whose reply was lost passes the same
+	// token: the retry then changes nothing (and kicks nobody again).
+	Token string
 }
 
 // LoginResult is the outcome of a login.

@@ -34,6 +34,11 @@ type Config struct {
 	KeyGrace time.Duration
 	// MaxDevices caps the live devices of one user. Default 16.
 	MaxDevices int
+	// KickFence is how long the token of a kicked session stays refused, so
+	// that a kicked client that keeps heartbeating cannot come back under
+	// PolicyMulti. Default 1 h. (A logged-out token stays refused until its
+	// device's window ends: only a heartbeat already in flight can carry it.)
+	KickFence time.Duration
 	// MaxSkew is how far a client timestamp may be from the engine's clock.
 	// Default 5 min.
 	MaxSkew time.Duration
@@ -160,6 +165,7 @@ type settings struct {
 	interval                           [len(kindNames)]int64
 	idle, push, leave, coalesce, grace int64
 	skew, countTTL, lease, sweepEvery  int64
+	fence                              int64
 	maxDevices, batch, budget, release int
 	lastGood, changeLog                int
 	classes                            map[string]classSettings
@@ -251,6 +257,7 @@ func newSettings(cfg Config) (*settings, error) {
 		{"CoalesceWindow", cfg.CoalesceWindow, time.Second, true, &s.coalesce},
 		{"KeyGrace", cfg.KeyGrace, 10 * time.Second, false, &s.grace},
 		{"MaxSkew", cfg.MaxSkew, 5 * time.Minute, false, &s.skew},
+		{"KickFence", cfg.KickFence, time.Hour, false, &s.fence},
 		{"CountTTL", cfg.CountTTL, 10 * time.Minute, false, &s.countTTL},
 		{"LockLease", cfg.LockLease, 30 * time.Second, false, &s.lease},
 		{"SweepInterval", cfg.SweepInterval, 5 * time.Second, false, &s.sweepEvery},

@@ -29,8 +29,10 @@ var (
 	// ErrUnsupported means the scope's layout cannot answer the request
 	// (an approx scope cannot list members or forget one).
 	ErrUnsupported = errors.New("presence: not supported by this layout")
-	// ErrUnavailable is matched by errors that mean Redis could not be reached
-	// or did not answer in time. Such a call may be retried.
+	// ErrUnavailable is matched by errors that mean Redis could not be
+	// reached, did not answer in time, or refused the call for a passing
+	// condition (loading, busy script, failover, over maxmemory). Such a
+	// call changed nothing and may be retried.
 	ErrUnavailable = errors.New("presence: redis unavailable")
 	// ErrNoScript is the NOSCRIPT reply to EVALSHA. Adapters return it; the
 	// core handles it by sending the script source.
@@ -89,8 +91,9 @@ func Retryable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // ClassifyError maps a driver error to the core's shapes, for adapters: a
 // NOSCRIPT reply becomes ErrNoScript; network failures, timeouts, closed
-// connections and the server's LOADING, BUSY, MASTERDOWN, TRYAGAIN and
-// CLUSTERDOWN replies match ErrUnavailable; anything else is returned as is.
+// connections and the server's LOADING, BUSY, MASTERDOWN, TRYAGAIN,
+// CLUSTERDOWN, READONLY and OOM replies match ErrUnavailable; anything else
+// is returned as is.
 // The original error stays reachable with errors.Unwrap.
 func ClassifyError(err error) error {
 	if err == nil {
@@ -120,7 +123,7 @@ func unavailable(err error, msg string) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY"} {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "OOM"} {
 		if strings.HasPrefix(msg, p+" ") || msg == p {
 			return true
 		}

@@ -68,7 +68,8 @@ func TestLoginPolicies(t *testing.T) {
 			{1 * sec, hb("u", "web", core.KindWeb, withToken), "ok [u:OFFLINE→ONLINE]"},
 			{2 * sec, login("u", "phone", core.KindIOS, "gw2"), "ok kicked=web@gw1"},
 			{3 * sec, hb("u", "web", core.KindWeb, withToken), "replaced"},
-			{2 * min, hb("u", "web", core.KindWeb, withToken), "nosession"},
+			{2 * min, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{61 * min, hb("u", "web", core.KindWeb, withToken), "nosession"},
 		}},
 		{"a stale client cannot log out a newer session", core.Config{}, []step{
 			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
@@ -138,5 +139,30 @@ func TestLoginRetryChangesNothing(t *testing.T) {
 	st, err := e.Status(ctx, "u")
 	if err != nil || len(st.Devices) != 1 {
 		t.Fatalf("status %+v, %v", st, err)
+	}
+}
+
+// TestLoginWithTokenIsIdempotent checks that a caller retrying a login with
+// the same Login.Token changes nothing the second time.
+func TestLoginWithTokenIsIdempotent(t *testing.T) {
+	runTable(t, core.Config{}, []step{
+		{0, login("u", "phone", core.KindIOS, "gw1"), "ok"},
+		{1 * sec, loginWithToken("u", "web", "retry-me"), "ok [u:OFFLINE→ONLINE]"},
+		{1 * sec, loginWithToken("u", "web", "retry-me"), "ok"},
+		{2 * sec, status("u"), "ONLINE phone:ONLINE web:ONLINE"},
+	})
+}
+
+func loginWithToken(user, dev, token string) func(*env) string {
+	return func(e *env) string {
+		res, err := e.p.Login(e.ctx, core.Login{User: user, Device: dev, Kind: core.KindWeb, Gateway: "gw2", Token: token})
+		if err != nil {
+			return errName(err)
+		}
+		out := "ok"
+		for _, k := range res.Kicked {
+			out += " kicked=" + k.Device
+		}
+		return out + changes(res.Changes)
 	}
 }

@@ -83,8 +83,8 @@ func (m *Model) token() (string, error) {
 // user returns a working copy of the user's state as a script's load sees
 // it: expired keys gone, records past their window dropped. Like a script,
 // an operation changes nothing unless it settles the copy (which stores it).
-func (m *Model) user(id string, now int64) (u *modelUser, since int64, pruned bool) {
-	u = &modelUser{}
+func (m *Model) user(id string, now int64) *modelUser {
+	u := &modelUser{}
 	if cur := m.users[id]; cur != nil {
 		*u = *cur
 	}
@@ -101,12 +101,9 @@ func (m *Model) user(id string, now int64) (u *modelUser, since int64, pruned bo
 	for d, r := range u.devs {
 		if now > m.s.deadline(r) {
 			delete(u.devs, d)
-			if !r.gone && (!pruned || m.s.deadline(r)+1 > since) {
-				since, pruned = m.s.deadline(r)+1, true
-			}
 		}
 	}
-	return u, since, pruned
+	return u
 }
 
 func (m *Model) live(u *modelUser, now int64) int {
@@ -128,9 +125,9 @@ func (m *Model) aggregate(u *modelUser, now int64) Status {
 }
 
 // settle mirrors lib.lua's settle: observe, then store expiry, state and index.
-func (m *Model) settle(id string, u *modelUser, c cause, since int64, now int64) []Change {
+func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 	m.users[id] = u
-	from, to, published := u.st.observe(m.aggregate(u, now), c, now, since, m.s)
+	from, to, published := u.st.observe(m.aggregate(u, now), c, now, m.s)
 	last, next := int64(0), int64(0)
 	hasLast, hasNext := false, false
 	take := func(t int64) {
@@ -240,7 +237,7 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 			return "", nil, ErrClockSkew
 		}
 	}
-	u, since, pruned := m.user(hb.User, now)
+	u := m.user(hb.User, now)
 	r, ok := u.devs[hb.Device]
 	token := hb.Token
 	switch {
@@ -279,15 +276,7 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 		r.meta = encodeMeta(hb.Meta)
 	}
 	u.devs[hb.Device] = r
-	return token, m.settle(hb.User, u, causeChange, m.since(since, pruned, now), now), nil
-}
-
-// since mirrors settle's "u.since or since or now" for scripts that pass no since.
-func (m *Model) since(since int64, pruned bool, now int64) int64 {
-	if pruned {
-		return since
-	}
-	return now
+	return token, m.settle(hb.User, u, causeChange, now), nil
 }
 
 // Login mirrors Engine.Login.
@@ -301,12 +290,15 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	token, err := m.token()
-	if err != nil {
-		return LoginResult{}, err
+	token := l.Token
+	if token == "" {
+		var err error
+		if token, err = m.token(); err != nil {
+			return LoginResult{}, err
+		}
 	}
 	now := m.now()
-	u, since, pruned := m.user(l.User, now)
+	u := m.user(l.User, now)
 	if r, ok := u.devs[l.Device]; ok && !r.gone && r.token == token {
 		return LoginResult{Token: token}, nil
 	}
@@ -330,12 +322,12 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	for _, id := range kicked {
 		r := u.devs[id]
 		res.Kicked = append(res.Kicked, Kick{User: l.User, Device: id, Kind: r.kind, Gateway: r.gateway, At: msTime(now)})
-		r.gone = true
+		r.gone, r.active = true, now+m.s.fence
 		u.devs[id] = r
 	}
 	u.devs[l.Device] = record{kind: l.Kind, gateway: l.Gateway, token: token, loginAt: now, seen: now, active: now,
 		background: l.Background, interval: m.s.interval[l.Kind], meta: encodeMeta(l.Meta)}
-	res.Changes = m.settle(l.User, u, causeChange, m.since(since, pruned, now), now)
+	res.Changes = m.settle(l.User, u, causeChange, now)
 	return res, nil
 }
 
@@ -364,7 +356,7 @@ func (m *Model) end(c cause, user, device, token string) (Ended, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	u, since, pruned := m.user(user, now)
+	u := m.user(user, now)
 	r, ok := u.devs[device]
 	if !ok || r.gone {
 		return Ended{}, nil
@@ -373,15 +365,12 @@ func (m *Model) end(c cause, user, device, token string) (Ended, error) {
 		return Ended{}, ErrSessionReplaced
 	}
 	if c == causeLogout {
-		r.gone = true
+		r.gone, r.active = true, m.s.deadline(r)
 		u.devs[device] = r
 	} else {
 		delete(u.devs, device)
 	}
-	if !pruned {
-		since = now
-	}
-	return Ended{Removed: true, Changes: m.settle(user, u, c, since, now)}, nil
+	return Ended{Removed: true, Changes: m.settle(user, u, c, now)}, nil
 }
 
 // SetManual mirrors Engine.SetManual.
@@ -398,12 +387,12 @@ func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	u, since, pruned := m.user(user, now)
+	u := m.user(user, now)
 	u.manual, u.mexp = man, 0
 	if man != ManualNone && ttl > 0 {
 		u.mexp = now + ms(ttl)
 	}
-	return m.settle(user, u, causeChange, m.since(since, pruned, now), now), nil
+	return m.settle(user, u, causeChange, now), nil
 }
 
 // Status mirrors Engine.Status.
@@ -477,12 +466,9 @@ func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
 	r := SweepReport{Buckets: int(m.s.keys.userBuckets)}
 	r.observe(now)
 	for _, d := range due {
-		u, since, pruned := m.user(d.user, now)
-		if !pruned {
-			since = d.score
-		}
+		u := m.user(d.user, now)
 		r.Visited++
-		r.Changes = append(r.Changes, m.settle(d.user, u, causeLeave, since, now)...)
+		r.Changes = append(r.Changes, m.settle(d.user, u, causeLeave, now)...)
 		if len(u.devs) == 0 && !u.hasState && u.mexp == 0 && u.manual == ManualNone {
 			delete(m.users, d.user)
 		}

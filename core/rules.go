@@ -65,8 +65,14 @@ func (s *settings) window(r record) int64 {
 	return 2 * r.interval
 }
 
-// deadline is the last instant at which the device is alive.
-func (s *settings) deadline(r record) int64 { return r.seen + s.window(r) }
+// deadline is the last instant at which the device is alive, or for a gone
+// record the last instant its token stays fenced (kept in active).
+func (s *settings) deadline(r record) int64 {
+	if r.gone {
+		return r.active
+	}
+	return r.seen + s.window(r)
+}
 
 // state is the device state of design section 5.
 func (s *settings) state(r record, now int64) Status {
@@ -124,9 +130,9 @@ type debounce struct {
 }
 
 // observe applies the debounce of design section 7 to the current status
-// cur and reports the change it publishes, if any. since is the instant the
-// user went offline (for causeLeave).
-func (d *debounce) observe(cur Status, c cause, now, since int64, s *settings) (from, to Status, published bool) {
+// cur and reports the change it publishes, if any. Going offline by a
+// disconnect or an expiry waits LeaveDelay from now, when it is seen.
+func (d *debounce) observe(cur Status, c cause, now int64, s *settings) (from, to Status, published bool) {
 	if cur == d.pub {
 		d.pending, d.due = false, 0
 		return 0, 0, false
@@ -136,7 +142,7 @@ func (d *debounce) observe(cur Status, c cause, now, since int64, s *settings) (
 		d.due = now
 	case d.pending && d.pend == cur:
 	case cur == StatusOffline && c == causeLeave:
-		d.due = since + s.leave
+		d.due = now + s.leave
 	case d.pending:
 		d.due = min(d.due, now+s.coalesce)
 	default:

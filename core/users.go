@@ -234,13 +234,16 @@ func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 	if err := e.checkLogin(l, policy); err != nil {
 		return LoginResult{}, err
 	}
-	token, err := e.newToken()
-	if err != nil {
-		return LoginResult{}, err
+	token := l.Token
+	if token == "" {
+		var err error
+		if token, err = e.newToken(); err != nil {
+			return LoginResult{}, err
+		}
 	}
 	b := e.s.keys.userBucket(l.User)
 	args := append(e.userArgs(b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
-		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token)
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token, itoa(e.s.fence))
 	vals, err := e.eval(ctx, "login", []scriptCall{{e.scripts.login, e.userKeys(b), args}})
 	if err != nil {
 		return LoginResult{}, err
@@ -283,6 +286,11 @@ func (e *Engine) checkLogin(l Login, p Policy) error {
 	}
 	if err := checkGateway("Login.Gateway", l.Gateway); err != nil {
 		return err
+	}
+	if l.Token != "" {
+		if err := checkID("Login.Token", l.Token); err != nil {
+			return err
+		}
 	}
 	return checkMeta("Login.Meta", l.Meta)
 }

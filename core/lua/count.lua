@@ -19,5 +19,6 @@ if layout == '1' then
   if ARGV[9] == 'peek' then return { now, -1, 0 } end
 end
 local n = size(layout, ARGV[3], ARGV[4], tonumber(ARGV[5]), 0, tonumber(ARGV[6]), tonumber(ARGV[7]), now)
-if layout == '1' then redis.call('SET', KEYS[1], n .. ':' .. fmt(now), 'PX', ARGV[8]) end
+-- Caching the count is a courtesy: a refusal (over maxmemory) must not fail the read.
+if layout == '1' then redis.pcall('SET', KEYS[1], n .. ':' .. fmt(now), 'PX', ARGV[8]) end
 return { now, n, now }

@@ -7,5 +7,6 @@ if v then
   local f = split(v, ':')
   return { tonumber(f[1]), tonumber(f[2]) }
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'PX', ARGV[3])
+-- a courtesy cache: a refusal (over maxmemory) must not fail the read
+redis.pcall('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'PX', ARGV[3])
 return { tonumber(ARGV[1]), tonumber(ARGV[2]) }

@@ -63,7 +63,7 @@ for i = 0, n - 1 do
         r.meta, static = string.sub(meta, 2), true
       end
       if static then set(u, dev, r) else seen(u, dev, r) end
-      settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
+      settle(u, 'change', KEYS[1], KEYS[2], P, events)
     end
   end
   results[#results + 1] = code

@@ -19,8 +19,10 @@
 --   field DEVICE:      kind, gateway, token, loginAt, interval ms,
 --                      metadata ("k\30v\30k\30v")
 --   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, gone 0/1
---                      (kicked or logged out: kept only to fence its token
---                      until its window ends)
+--                      (kicked or logged out: kept only to fence its token;
+--                      in a gone record lastActive is the instant the fence
+--                      ends: KickFence after a kick, the window's end after
+--                      a logout)
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
 --   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
@@ -84,8 +86,12 @@ local function window(r, P)
   return 2 * r.iv
 end
 
--- deadline is the last instant at which the device is alive.
-local function deadline(r, P) return r.seen + window(r, P) end
+-- deadline is the last instant at which the device is alive, or for a
+-- gone record the last instant its token stays fenced.
+local function deadline(r, P)
+  if r.gone then return r.active end
+  return r.seen + window(r, P)
+end
 
 local function state(r, now, P)
   if r.gone or now > deadline(r, P) then return 0 end
@@ -96,10 +102,9 @@ end
 
 -- load reads a user's devices, manual status and published state. Records
 -- whose window has passed are marked for deletion (compare-and-delete: the
--- check and the delete happen inside one script); since is the instant the
--- last of them that was live died.
+-- check and the delete happen inside one script).
 local function load(user, st, P)
-  local u = { user = user, dkey = P.dpre .. user, devs = {}, since = nil,
+  local u = { user = user, dkey = P.dpre .. user, devs = {},
     manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {} }
   local flat = redis.call('HGETALL', u.dkey)
   local static, dynamic = {}, {}
@@ -114,10 +119,6 @@ local function load(user, st, P)
     local r = decode(s, dynamic[id] or '0\0310\0310\0311')
     if P.now > deadline(r, P) then
       u.dirty[id] = false
-      if not r.gone then
-        local d = deadline(r, P) + 1
-        if u.since == nil or d > u.since then u.since = d end
-      end
     else
       u.devs[id] = r
     end
@@ -158,8 +159,10 @@ end
 
 -- observe applies the debounce of design section 7 and returns the
 -- published change {from, to}, or nil. cause: 'change', 'leave' (disconnect
--- or expiry, offline since 'since') or 'logout'.
-local function observe(u, cur, cause, since, P)
+-- or expiry: OFFLINE waits LeaveDelay from now, when it is seen, so that a
+-- sweep that comes late, or a clock that steps, gives heartbeats their
+-- chance) or 'logout'.
+local function observe(u, cur, cause, P)
   local now = P.now
   if cur == u.pub then
     u.pend, u.due = nil, 0
@@ -170,7 +173,7 @@ local function observe(u, cur, cause, since, P)
   elseif u.pend == cur then
     -- the same change is already waiting: keep its due time
   elseif cur == 0 and cause == 'leave' then
-    u.due = since + P.leave
+    u.due = now + P.leave
   elseif u.pend ~= nil then
     u.due = math.min(u.due, now + P.coalesce)
   else
@@ -237,8 +240,8 @@ end
 
 -- settle observes the user's current status and stores everything; a
 -- published change is appended to events as user, from, to.
-local function settle(u, cause, since, st, due, P, events)
-  local ev = observe(u, aggregate(u, P), cause, u.since or since or P.now, P)
+local function settle(u, cause, st, due, P, events)
+  local ev = observe(u, aggregate(u, P), cause, P)
   store(u, st, due, P)
   if ev then
     -- the counts follow the published statuses, in the same script

@@ -4,7 +4,7 @@
 -- ARGV[12] user  ARGV[13] device  ARGV[14] kind  ARGV[15] gateway
 -- ARGV[16] policy (0 multi, 1 exclusive, 2 exclusive per kind)
 -- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
--- ARGV[20] the new session token
+-- ARGV[20] the new session token  ARGV[21] how long kicked tokens stay refused, ms
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- changes nothing and returns no kicks;
@@ -41,10 +41,10 @@ for _, id in ipairs(kicked) do
   out[#out + 1] = id
   out[#out + 1] = r.kind
   out[#out + 1] = r.gw
-  r.gone = true
+  r.gone, r.active = true, now + tonumber(ARGV[21])
   set(u, id, r)
 end
 set(u, dev, { kind = kind, gw = ARGV[15], token = ARGV[20], login = now, seen = now, active = now,
   bg = ARGV[17] == '1', iv = tonumber(ARGV[18]), gone = false, meta = ARGV[19] })
-settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
+settle(u, 'change', KEYS[1], KEYS[2], P, events)
 return { now, '', out, events }

@@ -15,11 +15,11 @@ if not r or r.gone then return { P.now, '', 0, {} } end
 if token ~= '' and token ~= r.token then return { P.now, 'REPLACED', 0, {} } end
 local events = {}
 if mode == 'logout' then
-  r.gone = true
+  r.gone, r.active = true, deadline(r, P)
   set(u, dev, r)
-  settle(u, 'logout', nil, KEYS[1], KEYS[2], P, events)
+  settle(u, 'logout', KEYS[1], KEYS[2], P, events)
 else
   drop(u, dev)
-  settle(u, 'leave', P.now, KEYS[1], KEYS[2], P, events)
+  settle(u, 'leave', KEYS[1], KEYS[2], P, events)
 end
 return { P.now, '', 1, events }

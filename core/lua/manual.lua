@@ -10,5 +10,5 @@ local u = load(user, KEYS[1], P)
 u.manual, u.mexp = manual, 0
 if manual ~= 0 and ttl > 0 then u.mexp = P.now + ttl end
 local events = {}
-settle(u, 'change', nil, KEYS[1], KEYS[2], P, events)
+settle(u, 'change', KEYS[1], KEYS[2], P, events)
 return { P.now, events }

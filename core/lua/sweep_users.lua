@@ -10,7 +10,7 @@
 -- has come are published, and the user is re-indexed or dropped.
 local P = params()
 local token, lease, limit = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14])
-local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', P.now, 'WITHSCORES', 'LIMIT', 0, limit)
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', P.now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])
 if #due == 0 then
   if holder == token then redis.call('DEL', KEYS[3]) end
@@ -19,10 +19,10 @@ end
 if holder and holder ~= token then return { P.now, 0, 1, 'held', {} } end
 redis.call('SET', KEYS[3], token, 'PX', lease)
 local events = {}
-for i = 1, #due, 2 do
+for i = 1, #due do
   local u = load(due[i], KEYS[1], P)
-  settle(u, 'leave', tonumber(due[i + 1]), KEYS[1], KEYS[2], P, events)
+  settle(u, 'leave', KEYS[1], KEYS[2], P, events)
 end
 local more = 0
-if #due / 2 >= limit then more = 1 else redis.call('DEL', KEYS[3]) end
-return { P.now, #due / 2, more, 'ok', events }
+if #due >= limit then more = 1 else redis.call('DEL', KEYS[3]) end
+return { P.now, #due, more, 'ok', events }
