@@ -25,6 +25,7 @@ func commands() []command {
 	return []command{
 		{"bench", "measure the engine on a real Redis: throughput, memory, sweeps (presence bench -h)", runBench},
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
+		{"conform", "run the conformance suite against a server (--redis) and print a table per adapter", runConform},
 		{"serve", "run the HTTP service: JSON API, live events, dashboard (presence serve -h)", runServe},
 	}
 }
