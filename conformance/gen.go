@@ -35,8 +35,8 @@ func randomConfig(r *rand.Rand) seqConfig {
 	return seqConfig{
 		Seed:         r.Uint64(),
 		Policy:       pick(r, core.PolicyMulti, core.PolicyMulti, core.PolicyExclusive, core.PolicyExclusivePerKind),
-		UserBuckets:  pick(r, 1, 2, 16),
-		ScopeBuckets: pick(r, 1, 3, 16),
+		UserBuckets:  pick(r, 1, 2, 5),
+		ScopeBuckets: pick(r, 1, 3, 5),
 		Shards:       pick(r, 1, 2, 5),
 		Spread:       r.Intn(4) == 0,
 		SweepBatch:   pick(r, 1, 2, 256),

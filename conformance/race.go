@@ -143,6 +143,10 @@ func CheckRace(ctx context.Context, targets []Target, opts Options) RaceReport {
 			return rep
 		}
 		bes = append(bes, be)
+		if err := ping(ctx, be.Store); err != nil {
+			rep.Err = fmt.Errorf("conformance: %s: %w", tg.Name, err)
+			return rep
+		}
 		if be.virtual() {
 			rep.Err = fmt.Errorf("conformance: race suite needs a server with wall-clock time; %s moves with the suite's clock", tg.Name)
 			return rep

@@ -36,6 +36,10 @@ func Check(ctx context.Context, target Target, opts Options) Report {
 		return rep
 	}
 	defer be.Close()
+	if err := ping(ctx, be.Store); err != nil {
+		rep.Err = fmt.Errorf("conformance: %s: %w", target.Name, err)
+		return rep
+	}
 	s := &seqSuite{ctx: ctx, target: target, be: be, opts: opts}
 	if opts.Cleanup {
 		defer cleanup(context.WithoutCancel(ctx), be.Store, opts.Prefix)
@@ -53,6 +57,8 @@ func Check(ctx context.Context, target Target, opts Options) Report {
 		rep.CacheHits, rep.CacheMisses = st.CacheStats()
 	}
 	switch {
+	case ctx.Err() != nil:
+		rep.Err = ctx.Err()
 	case s.openErr != nil:
 		rep.Err = s.openErr
 	case !res.Passed():
@@ -367,6 +373,17 @@ func (s *seqSuite) finish(sys *system) {
 		b.WriteByte('\n')
 	}
 	s.lastFail = failure{property: sys.property, text: b.String()}
+}
+
+// ping checks that the store answers a script at all.
+func ping(ctx context.Context, store core.Store) error {
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	res := store.Eval(ctx, []core.Call{{Source: "return 1"}})
+	if len(res) != 1 {
+		return fmt.Errorf("%d results for one call", len(res))
+	}
+	return res[0].Err
 }
 
 // cleanup deletes the keys under prefix: SCAN MATCH and UNLINK inside a

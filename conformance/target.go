@@ -139,16 +139,24 @@ func AdapterTargets(addr string) []Target {
 	return ServerTargets(ServerOptions{Addr: addr}, "redis-server")
 }
 
-// AdapterTargetsURL is AdapterTargets for a redis:// or rediss:// URL, as
-// "presence conform --redis" takes it: user, password and database number
-// are honoured. backend names the server in target names.
-func AdapterTargetsURL(url, backend string) ([]Target, error) {
+// ParseServerURL reads a redis:// or rediss:// URL, as "presence conform
+// --redis" takes it: host and port, user, password, database number, TLS.
+func ParseServerURL(url string) (ServerOptions, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("conformance: %w", err)
+		return ServerOptions{}, fmt.Errorf("conformance: %w", err)
 	}
-	return ServerTargets(ServerOptions{Addr: opt.Addr, Username: opt.Username, Password: opt.Password,
-		DB: opt.DB, TLS: opt.TLSConfig}, backend), nil
+	return ServerOptions{Addr: opt.Addr, Username: opt.Username, Password: opt.Password, DB: opt.DB, TLS: opt.TLSConfig}, nil
+}
+
+// AdapterTargetsURL is AdapterTargets for a redis:// or rediss:// URL (see
+// ParseServerURL). backend names the server in target names.
+func AdapterTargetsURL(url, backend string) ([]Target, error) {
+	o, err := ParseServerURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return ServerTargets(o, backend), nil
 }
 
 // ServerTargets returns one target per adapter on the server described by

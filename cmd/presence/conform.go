@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/presencekit/presence/conformance"
+)
+
+// runConform is "presence conform": the conformance suite against a server.
+func runConform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := conformance.DefaultOptions()
+	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `usage: presence conform [--redis redis://host:port] [flags]
+
+Runs the conformance suite: generated sequences of presence operations on
+each adapter (go-redis, redigo, rueidis), compared step by step with the
+reference model, then a race run of concurrent operations whose history is
+checked for linearizability. Without --redis it runs the sequences on an
+embedded miniredis. Keys are written under a fresh prefix and deleted at
+the end (SCAN MATCH prefix*); nothing else on the server is touched.
+
+flags:`)
+		fs.PrintDefaults()
+	}
+	redisURL := fs.String("redis", "", "redis:// or rediss:// URL of the server to check (default: an embedded miniredis)")
+	sequences := fs.Int("sequences", def.Sequences, "generated sequences per adapter")
+	steps := fs.Int("steps", conformance.DefaultMaxSteps, "longest sequence, in steps")
+	race := fs.Duration("race", def.RaceDuration, "duration of the race run (0: none; needs --redis)")
+	seed := fs.Int64("seed", def.Seed, "generator seed, to replay a reported failure (0: random)")
+	adapters := fs.String("adapters", strings.Join(conformance.Adapters, ","), "adapters to check, comma-separated")
+	noCache := fs.Bool("no-client-cache", false, "turn rueidis client-side caching off (servers without CLIENT TRACKING)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *sequences < 1 || *steps < 1 || *race < 0 {
+		return usageError{"--sequences and --steps must be positive, --race not negative"}
+	}
+	want := map[string]bool{}
+	for _, a := range strings.Split(*adapters, ",") {
+		a = strings.TrimSpace(a)
+		if !contains(conformance.Adapters, a) {
+			return usageError{fmt.Sprintf("--adapters: unknown adapter %q (have %s)", a, strings.Join(conformance.Adapters, ", "))}
+		}
+		want[a] = true
+	}
+
+	var targets []conformance.Target
+	backend := "embedded miniredis"
+	if *redisURL == "" {
+		targets = conformance.MiniredisTargets()
+		*race = 0
+	} else {
+		u, err := url.Parse(*redisURL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return usageError{fmt.Sprintf("--redis %q: want redis://host:port or rediss://host:port", *redisURL)}
+		}
+		o, err := conformance.ParseServerURL(*redisURL)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		o.NoClientCache = *noCache
+		backend = o.Addr
+		targets = conformance.ServerTargets(o, o.Addr)
+	}
+	var picked []conformance.Target
+	for _, t := range targets {
+		if want[t.Adapter] {
+			picked = append(picked, t)
+		}
+	}
+
+	opts := conformance.Options{Sequences: *sequences, MaxSteps: *steps, Seed: *seed, RaceDuration: *race,
+		Cleanup: *redisURL != ""}
+	if opts.Seed == 0 {
+		opts.Seed = time.Now().UnixNano() & (1<<53 - 1)
+	}
+	fmt.Fprintf(stdout, "presence conform on %s: %d sequences of up to %d steps per adapter, race run %v, seed %d\n",
+		backend, opts.Sequences, opts.MaxSteps, opts.RaceDuration, opts.Seed)
+
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "adapter\tchecked\ttime\tresult\t")
+	var failures []string
+	for _, t := range picked {
+		r := conformance.Check(ctx, t, opts)
+		result := "PASS"
+		switch {
+		case r.Err != nil:
+			result = "ERROR: " + r.Err.Error()
+			failures = append(failures, r.Summary())
+		case r.Failure != "":
+			result = "FAIL: " + r.Property
+			failures = append(failures, r.Summary()+"\n"+r.Failure)
+		}
+		checked := fmt.Sprintf("%d sequences, %d steps", r.Sequences, r.Steps)
+		if r.CacheHits+r.CacheMisses > 0 {
+			checked += fmt.Sprintf(", client cache %d/%d hits", r.CacheHits, r.CacheHits+r.CacheMisses)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t\n", t.Adapter, checked, r.Duration.Round(time.Millisecond), result)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if opts.RaceDuration > 0 && ctx.Err() == nil {
+		r := conformance.CheckRace(ctx, picked, opts)
+		result := "PASS"
+		switch {
+		case r.Err != nil:
+			result = "ERROR: " + r.Err.Error()
+			failures = append(failures, r.Summary())
+		case r.Failure != "":
+			result = "FAIL: " + r.Property
+			failures = append(failures, r.Summary()+"\n"+r.Failure)
+		}
+		checked := fmt.Sprintf("%d histories, %d operations, %d linearizable partitions", r.Rounds, r.Ops, r.Partitions)
+		if r.Unknown > 0 {
+			checked += fmt.Sprintf(", %d undecided", r.Unknown)
+		}
+		fmt.Fprintf(tw, "race (all)\t%s\t%v\t%s\t\n", checked, r.Duration.Round(time.Millisecond), result)
+	}
+	tw.Flush()
+	for _, f := range failures {
+		fmt.Fprintf(stdout, "\n%s\n", f)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(failures) > 0 {
+		return errors.New("conformance failures (replay with --seed " + fmt.Sprint(opts.Seed) + ")")
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
