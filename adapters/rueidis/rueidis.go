@@ -226,6 +226,11 @@ func (s *Store) CachedGet(ctx context.Context, key string) (core.Value, error) {
 			s.noCache.Store(true)
 			return s.plainGet(ctx, key)
 		}
+		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "OOM") {
+			// A cache fill reads in a MULTI, which Redis refuses over
+			// maxmemory; a plain GET still reads.
+			return s.plainGet(ctx, key)
+		}
 		return core.Value{}, classify(err)
 	}
 	hit := resp.IsCacheHit()
