@@ -342,16 +342,8 @@ func (m *Model) Disconnect(ctx context.Context, user, device, token string) (End
 }
 
 func (m *Model) end(c cause, user, device, token string) (Ended, error) {
-	if err := checkID("user", user); err != nil {
+	if err := checkEnd(user, device, token); err != nil {
 		return Ended{}, err
-	}
-	if err := checkID("device", device); err != nil {
-		return Ended{}, err
-	}
-	if token != "" {
-		if err := checkID("token", token); err != nil {
-			return Ended{}, err
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -375,14 +367,8 @@ func (m *Model) end(c cause, user, device, token string) (Ended, error) {
 
 // SetManual mirrors Engine.SetManual.
 func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time.Duration) ([]Change, error) {
-	if err := checkID("user", user); err != nil {
+	if err := checkManual(user, man, ttl); err != nil {
 		return nil, err
-	}
-	if !man.valid() {
-		return nil, invalid("manual", "unknown manual status %d", man)
-	}
-	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
-		return nil, invalid("ttl", "must be 0 (no expiry) or at least 1ms, got %v", ttl)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -406,13 +392,8 @@ func (m *Model) Status(ctx context.Context, user string) (UserStatus, error) {
 
 // Statuses mirrors Engine.Statuses.
 func (m *Model) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
-	if err := checkBatch("users", len(users)); err != nil {
+	if err := checkUsers(users); err != nil {
 		return nil, err
-	}
-	for i, u := range users {
-		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
-			return nil, err
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

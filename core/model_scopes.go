@@ -166,10 +166,7 @@ func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int)
 	if err != nil {
 		return MemberPage{}, err
 	}
-	if limit < 1 || limit > MaxPage {
-		return MemberPage{}, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
-	}
-	shard, offset, err := parseCursor(cursor)
+	shard, offset, err := checkPage(cursor, limit)
 	if err != nil {
 		return MemberPage{}, err
 	}

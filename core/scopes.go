@@ -280,10 +280,7 @@ func (e *Engine) Members(ctx context.Context, sc Scope, cursor string, limit int
 	if err != nil {
 		return MemberPage{}, err
 	}
-	if limit < 1 || limit > MaxPage {
-		return MemberPage{}, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
-	}
-	shard, offset, err := parseCursor(cursor)
+	shard, offset, err := checkPage(cursor, limit)
 	if err != nil {
 		return MemberPage{}, err
 	}
@@ -342,6 +339,14 @@ func decodeMembers(v Value, page *MemberPage) (shard, offset int, err error) {
 		page.Members = append(page.Members, Member{ID: id, LastSeen: msTime(seen)})
 	}
 	return int(nextShard), int(nextOffset), nil
+}
+
+// checkPage checks a page request and reads its cursor.
+func checkPage(cursor string, limit int) (shard, offset int, err error) {
+	if limit < 1 || limit > MaxPage {
+		return 0, 0, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
+	}
+	return parseCursor(cursor)
 }
 
 func formatCursor(shard, offset int) string {

@@ -329,16 +329,8 @@ func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (En
 }
 
 func (e *Engine) end(ctx context.Context, mode, user, device, token string) (Ended, error) {
-	if err := checkID("user", user); err != nil {
+	if err := checkEnd(user, device, token); err != nil {
 		return Ended{}, err
-	}
-	if err := checkID("device", device); err != nil {
-		return Ended{}, err
-	}
-	if token != "" {
-		if err := checkID("token", token); err != nil {
-			return Ended{}, err
-		}
 	}
 	b := e.s.keys.userBucket(user)
 	args := append(e.userArgs(b, 4), user, device, mode, token)
@@ -370,14 +362,8 @@ func (e *Engine) end(ctx context.Context, mode, user, device, token string) (End
 // or until cleared when ttl is 0 (design section 6). A manual status never
 // makes anyone online.
 func (e *Engine) SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error) {
-	if err := checkID("user", user); err != nil {
+	if err := checkManual(user, m, ttl); err != nil {
 		return nil, err
-	}
-	if !m.valid() {
-		return nil, invalid("manual", "unknown manual status %d", m)
-	}
-	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
-		return nil, invalid("ttl", "must be 0 (no expiry) or at least 1ms, got %v", ttl)
 	}
 	b := e.s.keys.userBucket(user)
 	args := append(e.userArgs(b, 3), user, strconv.Itoa(int(m)), itoa(ms(ttl)))
@@ -409,15 +395,12 @@ func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
 // Statuses returns up to MaxBatch users' statuses in one round trip (one
 // read-only script call per user bucket), in the order asked.
 func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
-	if err := checkBatch("users", len(users)); err != nil {
+	if err := checkUsers(users); err != nil {
 		return nil, err
 	}
 	groups := map[uint32][]int{}
 	var order []uint32
 	for i, u := range users {
-		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
-			return nil, err
-		}
 		b := e.s.keys.userBucket(u)
 		if _, ok := groups[b]; !ok {
 			order = append(order, b)

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"strconv"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -83,3 +85,44 @@ func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
 // that take IDs from outside before they reach the engine. It returns an
 // *InputError naming field.
 func CheckID(field, id string) error { return checkID(field, id) }
+
+// checkUsers checks a batch of user IDs.
+func checkUsers(users []string) error {
+	if err := checkBatch("users", len(users)); err != nil {
+		return err
+	}
+	for i, u := range users {
+		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEnd checks the arguments of Logout and Disconnect.
+func checkEnd(user, device, token string) error {
+	if err := checkID("user", user); err != nil {
+		return err
+	}
+	if err := checkID("device", device); err != nil {
+		return err
+	}
+	if token != "" {
+		return checkID("token", token)
+	}
+	return nil
+}
+
+// checkManual checks the arguments of SetManual.
+func checkManual(user string, m Manual, ttl time.Duration) error {
+	if err := checkID("user", user); err != nil {
+		return err
+	}
+	if !m.valid() {
+		return invalid("manual", "unknown manual status %d", m)
+	}
+	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
+		return invalid("ttl", "must be 0 (no expiry) or at least 1ms, got %v", ttl)
+	}
+	return nil
+}
