@@ -78,7 +78,7 @@ func TestCountServesLastGoodWhenUnavailable(t *testing.T) {
 	_, clk, mr := newMiniEngine(t, core.Config{})
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
-	fs := &failingStore{Store: testStore{c}}
+	fs := &failingStore{Store: goredis.New(c)}
 	e, err := core.New(fs, core.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

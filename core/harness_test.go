@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
 )
@@ -61,7 +62,7 @@ func miniBackend() backend {
 		mr.ClockTTL(true)
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		tb.Cleanup(func() { c.Close() })
-		e, err := core.New(testStore{c}, cfg)
+		e, err := core.New(goredis.New(c), cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func realBackend() backend {
 		srv := redistest.Server(tb)
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 		tb.Cleanup(func() { c.Close() })
-		e, err := core.New(testStore{c}, cfg)
+		e, err := core.New(goredis.New(c), cfg)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
 )
 
@@ -22,7 +23,7 @@ func newRecordedEngine(tb testing.TB, cfg core.Config) (*core.Engine, *recorder,
 	mr.ClockTTL(true)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
-	rec := &recorder{inner: testStore{c}}
+	rec := &recorder{inner: goredis.New(c)}
 	cfg.Clock = clk
 	e, err := core.New(rec, cfg)
 	if err != nil {
