@@ -1,0 +1,94 @@
+package core
+
+import (
+	"testing"
+)
+
+// Benchmarks of the core's pure paths that are not exported: the debounce
+// decision, key building, the shard hash and reply decoding.
+
+func benchSettings(b *testing.B) *settings {
+	s, err := newSettings(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func BenchmarkDebounce(b *testing.B) {
+	s := benchSettings(b)
+	b.ReportAllocs()
+	now := int64(1_700_000_000_000)
+	for b.Loop() {
+		var d debounce
+		d.observe(StatusOnline, causeChange, now, s)
+		d.observe(StatusAway, causeChange, now+500, s)
+		if _, _, ok := d.observe(StatusAway, causeChange, now+2000, s); !ok {
+			b.Fatal("no change published")
+		}
+	}
+}
+
+func BenchmarkDeviceState(b *testing.B) {
+	s := benchSettings(b)
+	r := record{kind: KindIOS, seen: 1000, active: 1000, interval: 60000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.state(r, 2000) != StatusOnline {
+			b.Fatal("wrong state")
+		}
+	}
+}
+
+func BenchmarkUserArgs(b *testing.B) {
+	e := &Engine{s: benchSettings(b)}
+	b.ReportAllocs()
+	for b.Loop() {
+		b := e.s.keys.userBucket("user-1234")
+		_ = e.userArgs(b, 12)
+	}
+}
+
+func BenchmarkShardHash(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = fnv64("viewer-123456") % 256
+	}
+}
+
+func BenchmarkDecodeBeats(b *testing.B) {
+	e := &Engine{s: benchSettings(b)}
+	beats := make([]Heartbeat, 100)
+	run := make([]int, 100)
+	items := make([]Value, 0, 400)
+	for i := range beats {
+		beats[i] = Heartbeat{User: "u", Device: "d"}
+		run[i] = i
+		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1))
+	}
+	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...))
+	acks := make([]Ack, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.decodeBeats(reply, beats, run, acks); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeStatus(b *testing.B) {
+	e := &Engine{s: benchSettings(b)}
+	r := record{kind: KindWeb, gateway: "gw-1", token: "0123456789abcdef.0", loginAt: 1_700_000_000_000,
+		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
+	static := itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token + unitSep + itoa(r.loginAt) + unitSep + itoa(r.interval) + unitSep
+	dynamic := itoa(r.seen) + unitSep + itoa(r.active) + unitSep + "0" + unitSep + "0"
+	v := ArrayValue(StringValue("0"), StringValue("0"), ArrayValue(
+		StringValue("web"), StringValue(static), StringValue(dynamicPrefix+"web"), StringValue(dynamic)))
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := e.decodeStatus("u", v, 1_700_000_001_000)
+		if err != nil || st.Status != StatusOnline {
+			b.Fatal(st, err)
+		}
+	}
+}
