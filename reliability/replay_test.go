@@ -251,8 +251,9 @@ func TestRepeatedScriptsChangeNothingMore(t *testing.T) {
 // applied, through a proxy, for each kind of state change: a first
 // heartbeat (an implicit login), a login, a logout. go-redis resends the
 // pipeline by itself; redigo and rueidis return a retryable error and the
-// caller retries, as a gateway does. Either way the state ends as one
-// application leaves it, and no session is kicked by its own retry.
+// caller retries, as a gateway does (a login with the same Login.Token).
+// Either way the state ends as one application leaves it, and no session
+// is kicked by its own retry.
 func TestReplyLostAfterApply(t *testing.T) {
 	for _, a := range rig.Adapters() {
 		t.Run(a.Name, func(t *testing.T) {
@@ -312,13 +313,13 @@ func TestReplyLostAfterApply(t *testing.T) {
 			}
 			heartbeatEvents := len(published)
 
-			// A login: its retry must not leave two sessions, nor kick the
-			// device's own new session.
+			// A login: its retry, with the same Login.Token, must not leave
+			// two sessions, nor kick the device's own new session.
 			p.LoseReplyTo([]byte(script(t, "login").SHA()))
 			var loginTokens []string
 			var kicked []core.Kick
 			n2 := retry("login", func() error {
-				r, err := eng.Login(ctx, core.Login{User: "v", Device: "phone", Kind: core.KindIOS, Gateway: "gw"})
+				r, err := eng.Login(ctx, core.Login{User: "v", Device: "phone", Kind: core.KindIOS, Gateway: "gw", Token: "retry-token-1"})
 				if err == nil {
 					loginTokens = append(loginTokens, r.Token)
 					kicked = append(kicked, r.Kicked...)
@@ -343,6 +344,9 @@ func TestReplyLostAfterApply(t *testing.T) {
 			})
 			if st, err := eng.Status(ctx, "u"); err != nil || st.Status != core.StatusOffline || len(st.Devices) != 0 {
 				t.Fatalf("after a logout whose reply was lost: %+v, %v", st, err)
+			}
+			if len(kicked) != 0 {
+				t.Errorf("a login retried with its token after a lost reply kicked %+v", kicked)
 			}
 			if p.Lost() != 3 {
 				t.Fatalf("the proxy lost %d replies, want 3", p.Lost())
