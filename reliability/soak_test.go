@@ -214,7 +214,8 @@ func soakWorker(ctx context.Context, eng *core.Engine, users []string, w int, st
 	video := func() core.Scope { return core.Scope{Class: "video", ID: "v" + strconv.Itoa(rng.IntN(soakVideos))} }
 	tokens := map[string]string{}
 	timed := func(op string, f func(ctx context.Context) error) {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Bounded, with room for a starved machine: CI runs beside others.
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		start := time.Now()
 		err := f(cctx)
