@@ -47,7 +47,10 @@ func engineOps(eng *core.Engine, prefix string) []op {
 		}},
 		{"Count", func(ctx context.Context) error { _, err := eng.Count(ctx, room); return err }},
 		{"Members", func(ctx context.Context) error { _, err := eng.Members(ctx, video, "", 10); return err }},
-		{"SetManual", func(ctx context.Context) error { _, err := eng.SetManual(ctx, u, core.ManualDND, time.Minute); return err }},
+		{"SetManual", func(ctx context.Context) error {
+			_, err := eng.SetManual(ctx, u, core.ManualDND, time.Minute)
+			return err
+		}},
 		{"SweepUsers", func(ctx context.Context) error { _, err := eng.SweepUsers(ctx); return err }},
 		{"SweepScopes", func(ctx context.Context) error { _, err := eng.SweepScopes(ctx); return err }},
 		{"Disconnect", func(ctx context.Context) error { _, err := eng.Disconnect(ctx, u, "web", ""); return err }},

@@ -86,7 +86,10 @@ func oomSteps() []oomStep {
 		}},
 		{name: "Leave", call: func(ctx context.Context, e *core.Engine) error { _, err := e.Leave(ctx, room, "alice"); return err }},
 		{name: "Logout", call: func(ctx context.Context, e *core.Engine) error { _, err := e.Logout(ctx, "bob", "web", ""); return err }},
-		{name: "Disconnect", call: func(ctx context.Context, e *core.Engine) error { _, err := e.Disconnect(ctx, "carol", "web", ""); return err }},
+		{name: "Disconnect", call: func(ctx context.Context, e *core.Engine) error {
+			_, err := e.Disconnect(ctx, "carol", "web", "")
+			return err
+		}},
 		{name: "Statuses", read: true, call: func(ctx context.Context, e *core.Engine) error {
 			_, err := e.Statuses(ctx, []string{"alice", "bob", "carol", "dave", "erin"})
 			return err

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	goredislib "github.com/redis/go-redis/v9"
 	redigolib "github.com/gomodule/redigo/redis"
+	goredislib "github.com/redis/go-redis/v9"
 	rueidislib "github.com/redis/rueidis"
 
 	"github.com/presencekit/presence/adapters/goredis"
