@@ -218,10 +218,11 @@ type SlowlogEntry struct {
 	Command  string        `json:"command"` // name and first arguments, shortened
 }
 
-// StartSlowlog logs every command from now on (slowlog-log-slower-than 0,
-// room for maxLen entries) and empties the log. The returned function reads
+// StartSlowlog logs every command of at least slower (slowlog-log-slower-than,
+// 0 for every command) from now on, with room for maxLen entries, and
+// empties the log. The returned function reads
 // the log and restores the previous settings; call it exactly once.
-func (a *Admin) StartSlowlog(ctx context.Context, maxLen int) (func(context.Context) ([]SlowlogEntry, error), error) {
+func (a *Admin) StartSlowlog(ctx context.Context, slower time.Duration, maxLen int) (func(context.Context) ([]SlowlogEntry, error), error) {
 	prev, err := a.c.ConfigGet(ctx, "slowlog-*").Result()
 	if err != nil {
 		return nil, &ServerError{Op: "CONFIG GET slowlog-*", Err: err}
@@ -229,7 +230,7 @@ func (a *Admin) StartSlowlog(ctx context.Context, maxLen int) (func(context.Cont
 	if err := a.c.ConfigSet(ctx, "slowlog-max-len", strconv.Itoa(maxLen)).Err(); err != nil {
 		return nil, &ServerError{Op: "CONFIG SET slowlog-max-len", Err: err}
 	}
-	if err := a.c.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err(); err != nil {
+	if err := a.c.ConfigSet(ctx, "slowlog-log-slower-than", strconv.FormatInt(slower.Microseconds(), 10)).Err(); err != nil {
 		return nil, &ServerError{Op: "CONFIG SET slowlog-log-slower-than", Err: err}
 	}
 	if err := a.c.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {

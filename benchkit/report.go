@@ -37,10 +37,15 @@ const SchemaVersion = "presence-bench/1"
 //	             encodings {encoding: keys}, sample_key_bytes {key kind: bytes},
 //	             note}
 //	sweeps       rows {workload, backlog, shards, removed, steps, wall_ms,
-//	             eval_ms, publish_ms, rounds, published, calls, max_call_us, max_call, p99_call_us, slowlog_truncated,
-//	             max_ping_us, p99_ping_us, encoding, fill_ms} (calls and
-//	             their durations from SLOWLOG with every call logged;
-//	             pings from a probe on its own connection every 1 ms)
+//	             eval_ms, server_cpu_ms, publish_ms, rounds, published, calls, max_call_us,
+//	             max_call, p99_call_us, slowlog_truncated, max_ping_us,
+//	             p99_ping_us, encoding, fill_ms}
+//	             (wall_ms: the whole Sweep call; eval_ms: its pipelined
+//	             script rounds; server_cpu_ms: the server main thread's CPU
+//	             time meanwhile, robust on a busy host; publish_ms: its PUBLISH round trips, one per
+//	             change; calls and their durations: SLOWLOG, every call of
+//	             SlowlogFloor (10 µs) or more; pings: a PING every 1 ms on a
+//	             connection of its own, what any other client waited)
 //	cache        rows {workload, reads, ns_per_read, hits, misses}
 //	targets      rows {name, target, measured, unit, met, note}
 //
@@ -130,25 +135,26 @@ type MemoryRow struct {
 
 // SweepRow is one sweep of an expired backlog.
 type SweepRow struct {
-	Workload   string  `json:"workload"`
-	Backlog    int     `json:"backlog"`
-	Shards     int     `json:"shards,omitempty"`
-	Removed    int     `json:"removed"`
-	Steps      int     `json:"steps"`
-	WallMs     float64 `json:"wall_ms"`
-	EvalMs     float64 `json:"eval_ms"`
-	PublishMs  float64 `json:"publish_ms"`
-	Rounds     int     `json:"rounds"`
-	Published  int     `json:"published"`
-	Calls      int     `json:"calls"`
-	MaxCallus  float64 `json:"max_call_us"`
-	MaxCall    string  `json:"max_call"`
-	P99Callus  float64 `json:"p99_call_us"`
-	Truncated  bool    `json:"slowlog_truncated"`
-	MaxPingus  float64 `json:"max_ping_us"`
-	P99Pingus  float64 `json:"p99_ping_us"`
-	Encoding   string  `json:"encoding,omitempty"`
-	FillMillis float64 `json:"fill_ms"`
+	Workload    string  `json:"workload"`
+	Backlog     int     `json:"backlog"`
+	Shards      int     `json:"shards,omitempty"`
+	Removed     int     `json:"removed"`
+	Steps       int     `json:"steps"`
+	WallMs      float64 `json:"wall_ms"`
+	EvalMs      float64 `json:"eval_ms"`
+	ServerCPUms float64 `json:"server_cpu_ms"`
+	PublishMs   float64 `json:"publish_ms"`
+	Rounds      int     `json:"rounds"`
+	Published   int     `json:"published"`
+	Calls       int     `json:"calls"`
+	MaxCallus   float64 `json:"max_call_us"`
+	MaxCall     string  `json:"max_call"`
+	P99Callus   float64 `json:"p99_call_us"`
+	Truncated   bool    `json:"slowlog_truncated"`
+	MaxPingus   float64 `json:"max_ping_us"`
+	P99Pingus   float64 `json:"p99_ping_us"`
+	Encoding    string  `json:"encoding,omitempty"`
+	FillMillis  float64 `json:"fill_ms"`
 }
 
 // CacheRow is one way of reading a hot count.
@@ -217,14 +223,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.Sweeps) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(tw, "sweep\tbacklog\tshards\tremoved\tsteps\twall ms\tscripts ms\tpublish ms (msgs)\tcalls\tmax call µs\tp99 call µs\tmax ping µs\tlongest call\t")
+		fmt.Fprintln(tw, "sweep\tbacklog\tshards\tremoved\tsteps\twall ms\tscripts ms\tsrv CPU ms\tpublish ms (msgs)\tcalls ≥10µs\tmax call µs\tp99 call µs\tmax ping µs\tlongest call\t")
 		for _, s := range r.Sweeps {
 			trunc := ""
 			if s.Truncated {
 				trunc = " (slowlog full)"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f (%d)\t%d\t%.0f\t%.0f\t%.0f\t%s%s\t\n", s.Workload, s.Backlog, s.Shards, s.Removed, s.Steps,
-				s.WallMs, s.EvalMs, s.PublishMs, s.Published, s.Calls, s.MaxCallus, s.P99Callus, s.MaxPingus, s.MaxCall, trunc)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f (%d)\t%d\t%.0f\t%.0f\t%.0f\t%s%s\t\n", s.Workload, s.Backlog, s.Shards, s.Removed, s.Steps,
+				s.WallMs, s.EvalMs, s.ServerCPUms, s.PublishMs, s.Published, s.Calls, s.MaxCallus, s.P99Callus, s.MaxPingus, s.MaxCall, trunc)
 		}
 		tw.Flush()
 	}

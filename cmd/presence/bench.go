@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client side to this file (go tool pprof)")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the client side to this file at the end")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +76,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer mr.Close()
 		s.URL, s.Miniredis = "redis://"+mr.Addr(), true
 		fmt.Fprintln(stderr, "bench: WARNING: embedded miniredis: not a fair target, figures are for smoke testing only")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	rep, err := s.Run(ctx)
 	if err != nil {
