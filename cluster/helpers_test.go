@@ -199,3 +199,9 @@ func poll(timeout, interval time.Duration, cond func() bool) bool {
 		time.Sleep(interval)
 	}
 }
+
+// interceptEval returns s with its Eval traffic sent through fn, keeping
+// s's other capabilities.
+func interceptEval(s core.Store, fn func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result) core.Store {
+	return conformance.Intercept(s, conformance.Interceptor{Eval: fn})
+}
