@@ -86,12 +86,12 @@ go test -run '^$' -bench . -benchmem -benchtime "$benchtime" ./core/ ./benchkit/
 
 echo "== presence bench $brief"
 start_redis
-go run ./cmd/presence bench --redis "$url" $brief --quiet --json "$out/bench.json" | tee "$out/bench.txt"
+go run ./cmd/presence bench --redis "$url" $brief --quiet --json "$out/bench.json" --markdown "$out/bench.md" | tee "$out/bench.txt"
 stop_redis
 
 echo "== bench/compare $brief"
 start_redis
-(cd bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json") | tee "$out/compare.txt"
+(cd bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json" --markdown "$out/compare.md") | tee "$out/compare.txt"
 stop_redis
 
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"

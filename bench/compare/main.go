@@ -43,6 +43,7 @@ type options struct {
 	room         int
 	brief        bool
 	jsonPath     string
+	mdPath       string
 	quiet        bool
 	adapters     []string
 	skipMemory   bool
@@ -64,6 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.brief, "brief", false, "a few seconds in all, for CI")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&o.mdPath, "markdown", "", "also write the report as Markdown tables to this file")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -152,16 +154,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.jsonPath != "" {
-		f, err := os.Create(o.jsonPath)
-		if err != nil {
+		if err := writeFile(o.jsonPath, func(w io.Writer) error { return jsonEncoder(w).Encode(c.rep) }); err != nil {
 			return err
 		}
-		enc := jsonEncoder(f)
-		if err := enc.Encode(c.rep); err != nil {
-			f.Close()
-			return err
+	}
+	if o.mdPath != "" {
+		return writeFile(o.mdPath, c.writeMarkdown)
+	}
+	return nil
+}
+
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// writeMarkdown writes the comparison as Markdown tables.
+func (c *comparison) writeMarkdown(w io.Writer) error {
+	r := c.rep
+	fmt.Fprintf(w, "Run %s, Redis %s (default configuration, no persistence) at %s, %s, %d CPUs shared by client and server, load average %.2f at start, %.2f at end.\n",
+		r.Started.Format("2006-01-02 15:04 MST"), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0])
+	fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
+	for _, t := range r.Throughput {
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
+			t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus)
+	}
+	if len(r.Memory) > 0 {
+		fmt.Fprintln(w, "\n| memory of user presence | online devices | bytes/device | keys |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|")
+		for _, m := range r.Memory {
+			fmt.Fprintf(w, "| %s | %d | %.1f | %d |\n", m.Workload, m.Items, m.BytesPerItem, m.Keys)
 		}
-		return f.Close()
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w)
+		benchkit.WriteTargetsMarkdown(w, r.Targets)
 	}
 	return nil
 }

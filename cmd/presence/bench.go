@@ -43,6 +43,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	mdPath := fs.String("markdown", "", "also write the report as Markdown tables to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client side to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the client side to this file at the end")
 	if err := fs.Parse(args); err != nil {
@@ -110,17 +111,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *jsonPath != "" {
-		f, err := os.Create(*jsonPath)
-		if err != nil {
+		if err := writeFile(*jsonPath, rep.WriteJSON); err != nil {
 			return err
 		}
-		if err := rep.WriteJSON(f); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
+	}
+	if *mdPath != "" {
+		return writeFile(*mdPath, rep.WriteMarkdown)
 	}
 	return nil
 }
@@ -134,4 +130,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
