@@ -37,14 +37,14 @@ type Config struct {
 	// Duration is the virtual time simulated. Default 1 h.
 	Duration time.Duration
 	// Tick is the virtual time step: events are delivered, and each edge
-	// flushes its batch, once per tick. Default 1 s.
+	// flushes its batch, once per tick; instants are whole ticks. Default 5 s.
 	Tick time.Duration
 	// SweepEvery is how often (virtual) the user and scope sweeps run, on
 	// one edge in turn; each sweep writes a row of the time series.
 	// Default 5 s.
 	SweepEvery time.Duration
 	// CensusEvery is how often every user's status is read and compared
-	// with the truth exactly. Default 1 min; negative: never.
+	// with the truth exactly. Default 10 min; negative: never.
 	CensusEvery time.Duration
 	// Mix is the behaviour of users and devices. The zero Mix means
 	// DefaultMix().
@@ -128,12 +128,12 @@ type Mix struct {
 // DefaultMix returns the default behaviour.
 func DefaultMix() Mix {
 	return Mix{
-		Devices: 1.5, Web: 3, Desktop: 2, IOS: 2.5, Android: 2.5,
-		Session: 25 * time.Minute, Gap: 35 * time.Minute,
+		Devices: 1.3, Web: 3, Desktop: 2, IOS: 2.5, Android: 2.5,
+		Session: 20 * time.Minute, Gap: 40 * time.Minute,
 		Jitter: 0.1, Loss: 0.02, Switch: 0.003, SwitchDelay: 5 * time.Second,
-		Foreground: 4 * time.Minute, Background: 4 * time.Minute,
+		Foreground: 4 * time.Minute, Background: 6 * time.Minute,
 		Busy: 8 * time.Minute, Idle: 6 * time.Minute,
-		Logout: 0.3, Disconnect: 0.4, Implicit: 0.3, Exclusive: 0.1,
+		Logout: 0.3, Disconnect: 0.4, Implicit: 0.6, Exclusive: 0.1,
 		DND: 0.05, DNDFor: 20 * time.Minute,
 		Videos: 20, Watch: 0.05, WatchFor: 6 * time.Minute, Leave: 0.7,
 		Crash: 0.4, CrashReconnect: 10 * time.Second, CrashDown: 2 * time.Minute,
@@ -246,13 +246,13 @@ func (c Config) withDefaults() (Config, error) {
 		c.Duration = time.Hour
 	}
 	if c.Tick == 0 {
-		c.Tick = time.Second
+		c.Tick = 5 * time.Second
 	}
 	if c.SweepEvery == 0 {
 		c.SweepEvery = 5 * time.Second
 	}
 	if c.CensusEvery == 0 {
-		c.CensusEvery = time.Minute
+		c.CensusEvery = 10 * time.Minute
 	}
 	if c.Engine == "" {
 		c.Engine = EngineWASM

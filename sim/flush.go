@@ -4,59 +4,119 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/presencekit/presence/core"
 )
 
-// flush sends an edge's operations of this tick, in order: runs of
-// heartbeats as one HeartbeatBatch, runs of touches as one TouchBatch.
-// Each operation is applied to the truth as it is sent, and its outcome
-// checked against the truth's expectation.
-func (w *world) flush(e *edge) error {
-	q := e.queue
-	e.queue = e.queue[:0]
-	if !e.up {
-		return nil
+// flush sends the operations of this tick, as gateways would. First the
+// logins, logouts, disconnects, manual changes and leaves, one by one,
+// edge by edge, in order. Then every edge, at once (the edges run in
+// parallel, as separate nodes do), sends all its heartbeats in one
+// HeartbeatBatch and all its touches in one TouchBatch. Each operation is
+// applied to the truth, and its outcome checked against the truth's
+// expectation: the singles in the order they were sent; the batches after
+// they all returned, which is sound because a device sends through one
+// edge only and the beats of one instant commute (they may publish a
+// user's change from either edge: changes are chained in whichever order
+// fits).
+func (w *world) flush() error {
+	type batch struct {
+		e       *edge
+		beats   []op
+		touches []op
+		acks    [][]core.Ack
+		err     error
 	}
-	for i := 0; i < len(q); {
-		j := i + 1
-		for j < len(q) && q[j].kind == q[i].kind && (q[i].kind == opBeat || q[i].kind == opTouch) && j-i < core.MaxBatch {
-			j++
+	var batches []*batch
+	for _, e := range w.edges {
+		q := e.queue
+		e.queue = e.queue[:0]
+		if !e.up || len(q) == 0 {
+			continue
 		}
-		var err error
-		switch q[i].kind {
-		case opBeat:
-			err = w.beats(e, q[i:j])
-		case opTouch:
-			err = w.touches(e, q[i:j])
-		default:
-			err = w.single(e, q[i])
+		b := &batch{e: e}
+		for _, o := range q {
+			switch o.kind {
+			case opBeat:
+				b.beats = append(b.beats, o)
+			case opTouch:
+				b.touches = append(b.touches, o)
+			default:
+				if err := w.single(e, o); err != nil {
+					return w.opErr(e, err)
+				}
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("sim: %s at t=%s: %w", e.name, time.Duration(w.now-w.start)*time.Millisecond, err)
+		if len(b.beats)+len(b.touches) > 0 {
+			batches = append(batches, b)
 		}
-		i = j
 	}
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		wg.Go(func() {
+			for lo := 0; lo < len(b.beats) && b.err == nil; lo += core.MaxBatch {
+				beats := make([]core.Heartbeat, 0, core.MaxBatch)
+				for _, o := range b.beats[lo:min(lo+core.MaxBatch, len(b.beats))] {
+					beats = append(beats, o.hb)
+				}
+				var acks []core.Ack
+				acks, b.err = b.e.p.HeartbeatBatch(w.ctx, beats)
+				b.acks = append(b.acks, acks)
+			}
+			for lo := 0; lo < len(b.touches) && b.err == nil; lo += core.MaxBatch {
+				ts := make([]core.ScopeTouch, 0, core.MaxBatch)
+				for _, o := range b.touches[lo:min(lo+core.MaxBatch, len(b.touches))] {
+					ts = append(ts, core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id})
+				}
+				b.err = b.e.p.TouchBatch(w.ctx, ts)
+			}
+		})
+	}
+	wg.Wait()
+	var touched []int32
+	var changes []core.Change
+	for _, b := range batches {
+		if b.err != nil {
+			return w.opErr(b.e, b.err)
+		}
+		for i, acks := range b.acks {
+			touched, changes = w.beats(b.beats[i*core.MaxBatch:], acks, touched, changes)
+		}
+		w.stats.Batches += len(b.acks)
+		for _, o := range b.touches {
+			w.videos[o.video].members[o.user] = w.now
+		}
+		w.stats.Touches += len(b.touches)
+	}
+	for _, ui := range touched {
+		u := &w.users[ui]
+		w.settle(u, w.now)
+		u.mark = false
+	}
+	w.chain(changes)
 	return nil
 }
 
-func (w *world) beats(e *edge, ops []op) error {
-	beats := make([]core.Heartbeat, len(ops))
-	for i, o := range ops {
-		beats[i] = o.hb
-	}
-	acks, err := e.p.HeartbeatBatch(w.ctx, beats)
-	if err != nil {
-		return err
-	}
-	w.stats.Batches++
-	for i, o := range ops {
+func (w *world) opErr(e *edge, err error) error {
+	return fmt.Errorf("sim: %s at t=%s: %w", e.name, time.Duration(w.now-w.start)*time.Millisecond, err)
+}
+
+// beats applies one batch of heartbeats to the truth and checks the acks;
+// it returns the users touched and the changes published, to be settled
+// and chained once every edge's batch is in.
+func (w *world) beats(ops []op, acks []core.Ack, touched []int32, changes []core.Change) ([]int32, []core.Change) {
+	for i, ack := range acks {
+		o := ops[i]
 		d := &w.devs[o.dev]
 		u := &w.users[d.user]
-		w.advance(u, w.now)
+		if !u.mark {
+			u.mark = true
+			w.advance(u, w.now-1) // the truth up to just before this instant's beats
+			touched = append(touched, d.user)
+		}
 		want := w.beat(d, o.hb, w.now)
-		ack := acks[i]
 		w.stats.Beats++
 		if o.stale {
 			w.stats.StaleSent++
@@ -82,25 +142,40 @@ func (w *world) beats(e *edge, ops []op) error {
 				d.token = ack.Token
 			}
 		}
-		w.settle(u, w.now)
-		w.changes(ack.Changes)
+		changes = append(changes, ack.Changes...)
 	}
-	return nil
+	return touched, changes
 }
 
-func (w *world) touches(e *edge, ops []op) error {
-	ts := make([]core.ScopeTouch, len(ops))
-	for i, o := range ops {
-		ts[i] = core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id}
+// chain takes changes published at one instant by operations that may have
+// run in any order: each user's are taken in an order in which each
+// follows the previous one.
+func (w *world) chain(cs []core.Change) {
+	if len(cs) <= 1 {
+		w.changes(cs)
+		return
 	}
-	if err := e.p.TouchBatch(w.ctx, ts); err != nil {
-		return err
+	byUser := map[string][]core.Change{}
+	var order []string
+	for _, c := range cs {
+		if _, ok := byUser[c.User]; !ok {
+			order = append(order, c.User)
+		}
+		byUser[c.User] = append(byUser[c.User], c)
 	}
-	for _, o := range ops {
-		w.videos[o.video].members[o.user] = w.now
+	for _, id := range order {
+		list := byUser[id]
+		ui, ok := w.byID[id]
+		for ok && len(list) > 1 {
+			j := slices.IndexFunc(list, func(c core.Change) bool { return c.From == w.users[ui].pub })
+			if j < 0 {
+				break
+			}
+			w.changes(list[j : j+1])
+			list = slices.Delete(list, j, j+1)
+		}
+		w.changes(list)
 	}
-	w.stats.Touches += len(ops)
-	return nil
 }
 
 // single sends one operation other than a heartbeat or a touch.

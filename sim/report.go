@@ -33,6 +33,7 @@ type Stats struct {
 	Census          int // users whose full status was compared
 	CensusMismatch  int
 	CountChecks     int
+	CountMismatch   int
 	Violations      int
 }
 
@@ -55,7 +56,7 @@ type Row struct {
 	MaxStaleness  time.Duration
 	// Cumulative counters.
 	Events, TruthChanges, Beats, Refused, RefusedExpected, Kicks, KicksExpected int
-	RedisTrips, ScriptCalls                                                    int64
+	RedisTrips, ScriptCalls                                                     int64
 }
 
 // sweep runs the user and scope sweeps on one live edge, then compares
@@ -109,42 +110,29 @@ func (w *world) sweep(census bool) error {
 		}
 	}
 
-	// Video counts: each must have been the truth at its instant (AsOf),
-	// and stay the truth until at most one sweep interval of the class
-	// (plus the simulator's sweep period) ago.
+	// Video counts, once per sweep interval of their class: each must
+	// have been the truth at its instant (AsOf), and stay the truth until
+	// at most one sweep interval (plus the simulator's sweep period) ago.
 	windowMS := videoWindow.Milliseconds()
-	allowed := videoSweep + w.cfg.SweepEvery + time.Duration(w.tick)*time.Millisecond
-	keep := w.now - (20*time.Minute + allowed).Milliseconds() // count keys live 10 min by default
+	keep := w.now - (20*time.Minute + videoSweep + w.cfg.SweepEvery).Milliseconds() // count keys live 10 min by default
 	for i := range w.videos {
 		v := &w.videos[i]
-		now := v.count(w.now, windowMS)
-		v.samples = append(v.samples, sample{t: w.now, n: now})
-		for len(v.samples) > 1 && v.samples[0].t < keep {
-			v.samples = v.samples[1:]
-		}
 		for m, last := range v.members {
 			if w.now-last > windowMS {
 				delete(v.members, m)
 			}
 		}
-		c, err := e.p.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
-		if err != nil {
-			return fmt.Errorf("sim: count: %w", err)
-		}
-		w.stats.CountChecks++
-		row.ViewersTruth += now
-		row.ViewersEngine += c.N
-		stale, right := v.staleness(c.N, c.AsOf.UnixMilli(), w.now)
-		row.MaxStaleness = max(row.MaxStaleness, stale)
-		switch {
-		case !right:
-			row.CountMismatch++
-			w.violation("video %s: count %d as of %s, but the truth then was otherwise", v.id, c.N, c.AsOf.UTC().Format(time.TimeOnly))
-		case stale > allowed:
-			row.CountMismatch++
-			w.violation("video %s: count %d was last right %v ago, more than one sweep interval", v.id, c.N, stale)
+		v.samples = append(v.samples, sample{t: w.now, n: int64(len(v.members))})
+		for len(v.samples) > 1 && v.samples[0].t < keep {
+			v.samples = v.samples[1:]
 		}
 	}
+	if w.now-w.lastCounts >= videoSweep.Milliseconds() {
+		if err := w.checkCounts(e); err != nil {
+			return err
+		}
+	}
+	row.ViewersTruth, row.ViewersEngine, row.CountMismatch, row.MaxStaleness = w.viewers[0], w.viewers[1], w.countBad, w.countAge
 	if census {
 		if err := w.census(e); err != nil {
 			return err
@@ -156,6 +144,38 @@ func (w *world) sweep(census bool) error {
 	row.Kicks, row.KicksExpected = s.Kicks, s.KicksExpected
 	row.RedisTrips, row.ScriptCalls = w.store.trips.Load(), w.store.calls.Load()
 	w.rows = append(w.rows, row)
+	return nil
+}
+
+// checkCounts reads every video's count and compares it with the truth.
+func (w *world) checkCounts(e *edge) error {
+	w.lastCounts = w.now
+	w.viewers = [2]int64{}
+	w.countBad, w.countAge = 0, 0
+	allowed := videoSweep + w.cfg.SweepEvery + time.Duration(w.tick)*time.Millisecond
+	for i := range w.videos {
+		v := &w.videos[i]
+		now := v.samples[len(v.samples)-1].n
+		c, err := e.p.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
+		if err != nil {
+			return fmt.Errorf("sim: count: %w", err)
+		}
+		w.stats.CountChecks++
+		w.viewers[0] += now
+		w.viewers[1] += c.N
+		stale, right := v.staleness(c.N, c.AsOf.UnixMilli(), w.now)
+		w.countAge = max(w.countAge, stale)
+		switch {
+		case !right:
+			w.countBad++
+			w.stats.CountMismatch++
+			w.violation("video %s: count %d as of %s, but the truth then was otherwise", v.id, c.N, c.AsOf.UTC().Format(time.TimeOnly))
+		case stale > allowed:
+			w.countBad++
+			w.stats.CountMismatch++
+			w.violation("video %s: count %d was last right %v ago, more than one sweep interval", v.id, c.N, stale)
+		}
+	}
 	return nil
 }
 

@@ -121,9 +121,9 @@ type Agreement struct {
 	StatusMismatch  int     // of which disagreed
 	MeanPending     float64 // users per sweep whose published status lagged a recent change (allowed)
 	MaxPending      int
-	Unsettled       int     // published statuses still wrong past the debounce (violations)
-	CountChecks     int     // video counts compared
-	CountMismatch   int     // of which disagreed or were too old
+	Unsettled       int // published statuses still wrong past the debounce (violations)
+	CountChecks     int // video counts compared
+	CountMismatch   int // of which disagreed or were too old
 	MaxCountAge     time.Duration
 	MeanViewerError float64 // mean |engine − truth now| of the summed viewer counts (staleness allowed by design)
 }
@@ -131,13 +131,12 @@ type Agreement struct {
 // Agreement computes the agreement figures of the run.
 func (r *Result) Agreement() Agreement {
 	a := Agreement{Rows: len(r.Rows), StatusSamples: r.Stats.Census, StatusMismatch: r.Stats.CensusMismatch,
-		CountChecks: r.Stats.CountChecks}
+		CountChecks: r.Stats.CountChecks, CountMismatch: r.Stats.CountMismatch}
 	var pend, verr float64
 	for _, row := range r.Rows {
 		pend += float64(row.Pending)
 		a.MaxPending = max(a.MaxPending, row.Pending)
 		a.Unsettled += row.Unsettled
-		a.CountMismatch += row.CountMismatch
 		a.MaxCountAge = max(a.MaxCountAge, row.MaxStaleness)
 		d := row.ViewersEngine - row.ViewersTruth
 		if d < 0 {

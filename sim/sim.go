@@ -46,6 +46,7 @@ type user struct {
 	watching int32 // video index, or -1
 	viaDev   int32 // the device watching
 	wgen     uint32
+	mark     bool // in the batch being applied
 }
 
 // device is one simulated device: the client's state and the truth record.
@@ -159,8 +160,15 @@ type world struct {
 	store   *countingStore
 	settleS int64 // how long after a change its publication may lag
 
-	stats  Stats
-	rows   []Row
+	stats Stats
+	rows  []Row
+
+	// the last check of the video counts
+	lastCounts int64
+	viewers    [2]int64 // truth, engine
+	countBad   int
+	countAge   time.Duration
+
 	viol   []string
 	wall0  time.Time
 	crashK int
@@ -263,10 +271,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			w.handle(ev)
 		}
 		w.wheel[w.k] = nil
-		for _, e := range w.edges {
-			if err := w.flush(e); err != nil {
-				return nil, err
-			}
+		if err := w.flush(); err != nil {
+			return nil, err
 		}
 		if w.k%sweepK == 0 {
 			if err := w.sweep(censusK > 0 && w.k%censusK == 0); err != nil {

@@ -38,7 +38,7 @@ func small(engine sim.Engine, seed uint64) sim.Config {
 	mix.Session = 4 * time.Minute
 	mix.Gap = 3 * time.Minute
 	mix.Background = 6 * time.Minute
-	return sim.Config{Seed: seed, Users: 200, Edges: 3, Duration: 10 * time.Minute, Mix: mix, Engine: engine}
+	return sim.Config{Seed: seed, Users: 200, Edges: 3, Duration: 10 * time.Minute, Mix: mix, Engine: engine, CensusEvery: time.Minute}
 }
 
 func TestSmallRunAgrees(t *testing.T) {

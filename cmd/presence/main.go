@@ -27,6 +27,7 @@ func commands() []command {
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
 		{"conform", "run the conformance suite against a server (--redis) and print a table per adapter", runConform},
 		{"serve", "run the HTTP service: JSON API, live events, dashboard (presence serve -h)", runServe},
+		{"sim", "simulate users on WASM edge nodes in virtual time, checked against the truth (presence sim -h)", runSim},
 	}
 }
 
