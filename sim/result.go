@@ -40,10 +40,18 @@ type Result struct {
 	Rows       []Row
 	Violations []string // the first disagreements, described
 	Wall       time.Duration
+	// CrashAt and RestartAt are when an edge crashed and came back
+	// (virtual time since the start; zero: no crash).
+	CrashAt, RestartAt time.Duration
 }
 
 func (w *world) result() *Result {
-	return &Result{Config: w.cfg, Stats: w.stats, Rows: w.rows, Violations: w.viol, Wall: time.Since(w.wall0)}
+	r := &Result{Config: w.cfg, Stats: w.stats, Rows: w.rows, Violations: w.viol, Wall: time.Since(w.wall0)}
+	if w.crashK > 0 {
+		r.CrashAt = time.Duration(int64(w.crashK)*w.tick) * time.Millisecond
+		r.RestartAt = time.Duration(int64(w.backK)*w.tick) * time.Millisecond
+	}
+	return r
 }
 
 // Err returns a *DisagreementError if the engine ever disagreed with the

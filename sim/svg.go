@@ -112,6 +112,17 @@ func (r *Result) drawPanel(b *strings.Builder, p panel, top, tmax float64) {
 	}
 	y := func(v float64) float64 { return top + panelH - v/ymax*panelH }
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", marginL, top-8, html.EscapeString(p.title))
+	if r.CrashAt > 0 && tmax > 0 {
+		for _, m := range []struct {
+			at    float64
+			label string
+		}{{r.CrashAt.Minutes(), "edge crash"}, {r.RestartAt.Minutes(), "back"}} {
+			if m.at <= tmax {
+				fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#c0392b" stroke-dasharray="2,3"/><text x="%.1f" y="%.0f" fill="#c0392b" font-size="10">%s</text>`+"\n",
+					x(m.at), x(m.at), top, top+panelH, x(m.at)+3, top+panelH-4, m.label)
+			}
+		}
+	}
 	fmt.Fprintf(b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`+"\n", marginL, top, plotW, panelH)
 	for v := 0.0; v <= ymax+step/2; v += step {
 		fmt.Fprintf(b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end" fill="#555">%s</text>`+"\n",

@@ -217,13 +217,3 @@ func (v *video) staleness(n, asOf, now int64) (time.Duration, bool) {
 	}
 	return time.Duration(now-last) * time.Millisecond, true
 }
-
-func (v *video) count(t, window int64) int64 {
-	var n int64
-	for _, last := range v.members {
-		if t-last <= window {
-			n++
-		}
-	}
-	return n
-}
