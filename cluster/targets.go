@@ -31,7 +31,9 @@ const (
 // do, every driver learns the rest from CLUSTER SLOTS):
 //
 //   - "goredis/cluster": a *redis.ClusterClient (go-redis v9) under
-//     goredis.New, which splits each pipeline per node;
+//     goredis.New, which splits each pipeline per node; its slot map is
+//     reloaded every 2 s (ClusterStateReloadInterval, 60 s by default), so
+//     that it finds a promoted replica soon after a failover;
 //   - "redigo/cluster": a *redisc.Cluster (github.com/mna/redisc) with a
 //     redigo pool per node, refreshed once, under redigo.NewCluster;
 //   - "rueidis/cluster": a rueidis client with InitAddress set to addrs,
@@ -58,12 +60,19 @@ func ClusterTargets(addrs []string) []conformance.Target {
 	}
 }
 
+// goredisReload is how often the go-redis cluster client reloads the slot
+// map. go-redis reloads it at once after a MOVED reply, but not when a
+// master's connections are refused: after a failover it keeps dialing the
+// dead master until this interval has passed (60 s by default).
+const goredisReload = 2 * time.Second
+
 // dialGoredis returns a go-redis cluster client's Store and its Close.
 func dialGoredis(addrs []string) (core.Store, func() error, error) {
 	c := goredis.NewClusterClient(&goredis.ClusterOptions{
-		Addrs:       addrs,
-		DialTimeout: dialTimeout,
-		ReadTimeout: readTimeout,
+		Addrs:                      addrs,
+		DialTimeout:                dialTimeout,
+		ReadTimeout:                readTimeout,
+		ClusterStateReloadInterval: goredisReload,
 	})
 	return goredisadapter.New(c), c.Close, nil
 }
