@@ -20,13 +20,14 @@ type seqConfig struct {
 	SweepBatch, SweepBudget   int
 	ReleaseAfter              int
 	LeaveDelay, Coalesce      time.Duration
+	KickFence                 time.Duration
 	MaxDevices                int
 }
 
 func (c seqConfig) String() string {
-	return fmt.Sprintf("seed=%d policy=%s userBuckets=%d scopeBuckets=%d shards=%d spread=%t sweepBatch=%d sweepBudget=%d releaseAfter=%d leaveDelay=%v coalesce=%v maxDevices=%d",
+	return fmt.Sprintf("seed=%d policy=%s userBuckets=%d scopeBuckets=%d shards=%d spread=%t sweepBatch=%d sweepBudget=%d releaseAfter=%d leaveDelay=%v coalesce=%v kickFence=%v maxDevices=%d",
 		c.Seed, c.Policy, c.UserBuckets, c.ScopeBuckets, c.Shards, c.Spread, c.SweepBatch, c.SweepBudget,
-		c.ReleaseAfter, c.LeaveDelay, c.Coalesce, c.MaxDevices)
+		c.ReleaseAfter, c.LeaveDelay, c.Coalesce, c.KickFence, c.MaxDevices)
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
@@ -44,6 +45,7 @@ func randomConfig(r *rand.Rand) seqConfig {
 		ReleaseAfter: pick(r, 1, 2, 3),
 		LeaveDelay:   pick(r, -1, 3*time.Second, 15*time.Second),
 		Coalesce:     pick(r, -1, time.Second, 4*time.Second),
+		KickFence:    pick(r, 40*time.Second, 90*time.Second, time.Hour),
 		MaxDevices:   pick(r, 2, 3, 16),
 	}
 }
@@ -80,6 +82,7 @@ func (c seqConfig) config(prefix string, virtual bool) core.Config {
 		LeaveDelay:     c.LeaveDelay,
 		CoalesceWindow: c.Coalesce,
 		KeyGrace:       grace,
+		KickFence:      c.KickFence,
 		MaxDevices:     c.MaxDevices,
 		MaxSkew:        maxSkew,
 		Policy:         c.Policy,
@@ -171,6 +174,12 @@ func randomOp(r *rand.Rand) op {
 		if r.Intn(3) == 0 {
 			p := pick(r, core.PolicyMulti, core.PolicyExclusive, core.PolicyExclusivePerKind)
 			o.policy = &p
+		}
+		switch r.Intn(8) {
+		case 0, 1:
+			o.tok = tokCur
+		case 2:
+			o.tok = tokBogus
 		}
 		return o
 	case n < 50:

@@ -180,6 +180,15 @@ func (r *round) checkDevicesKept() *failure {
 						break
 					}
 				}
+				// Every script that loads the user deletes records past
+				// their deadline at its own instant; one that took a later
+				// instant may have landed before the read.
+				for _, x := range r.hist {
+					if overlapsSpan(x, last, rd) && loadsUser(x, st.User) && time.Duration(x.now-h)*time.Millisecond > win {
+						ended = true
+						break
+					}
+				}
 				if !ended && !listed[dev.id] {
 					return r.fail(propNoEarlyRemove, []*raceOp{last, rd},
 						"status of %s at %s does not list device %s, which was seen at %s (window %v) and not ended since",
@@ -189,6 +198,26 @@ func (r *round) checkDevicesKept() *failure {
 		}
 	}
 	return nil
+}
+
+// loadsUser reports whether o runs a script that loads user's records
+// (and so deletes those past their deadline).
+func loadsUser(o *raceOp, user string) bool {
+	switch o.kind {
+	case rkSweepUsers:
+		return o.err == nil && !o.held()
+	case rkBeat:
+		for _, b := range o.beats {
+			if b.User == user {
+				return true
+			}
+		}
+	case rkLogin:
+		return o.login.User == user
+	case rkLogout, rkDisconnect, rkManual:
+		return o.user == user
+	}
+	return false
 }
 
 // touchesOf returns the operations that touched member in sc.
@@ -224,7 +253,7 @@ func (r *round) leavesOf(sc core.Scope, member string) []*raceOp {
 func (r *round) mustBeLive(rd *raceOp, sc core.Scope, d time.Duration) ([]string, []*raceOp) {
 	var out []string
 	var why []*raceOp
-	for _, m := range append([]string{steadyMember}, raceMembers...) {
+	for _, m := range append([]string{steadyMember, earlyMember}, raceMembers...) {
 		ts := r.touchesOf(sc, m)
 		var last *raceOp
 		for _, o := range ts {
@@ -247,6 +276,15 @@ func (r *round) mustBeLive(rd *raceOp, sc core.Scope, d time.Duration) ([]string
 		left := false
 		for _, l := range r.leavesOf(sc, m) {
 			if overlapsSpan(l, last, rd) {
+				left = true
+				break
+			}
+		}
+		// A scope sweep removes members past the window at its own
+		// instant; one that took a later instant may have landed first.
+		for _, x := range r.hist {
+			if x.kind == rkSweepScopes && x.err == nil && !x.held() && overlapsSpan(x, last, rd) &&
+				time.Duration(x.now-h)*time.Millisecond > raceWindow {
 				left = true
 				break
 			}
@@ -312,13 +350,25 @@ func (r *round) checkStaleCounts() *failure {
 			sweeps = append(sweeps, o)
 		}
 	}
+	last := map[string]*raceOp{} // the previous cached count of a client and scope
 	for _, c := range r.hist {
 		if c.kind != rkCount || c.err != nil || layoutOf(c.sc.Class) == core.LayoutApprox {
 			continue
 		}
+		if c.cached {
+			// A cached count may lag (checkLinearizable lets it be older
+			// than the model's), but never goes back in time for a reader.
+			k := fmt.Sprint(c.client, c.sc)
+			if p := last[k]; p != nil && c.count.AsOf.Before(p.count.AsOf) {
+				return r.fail(propNoStaleCount, []*raceOp{p, c}, "a cached count of %s went back from as-of %s to %s",
+					c.sc, r.x.rel(p.count.AsOf), r.x.rel(c.count.AsOf))
+			}
+			last[k] = c
+			continue
+		}
 		var maybe []string
 		var why []*raceOp
-		for _, m := range append([]string{steadyMember}, raceMembers...) {
+		for _, m := range append([]string{steadyMember, earlyMember}, raceMembers...) {
 			var touches []*raceOp
 			var tmax int64
 			var lastRet int64
@@ -435,13 +485,72 @@ func diff(want, got []string) string {
 	return fmt.Sprintf("missing %v, extra %v", missing, extra)
 }
 
+// touchesDevice reports whether o concerns user/dev's session.
+func touchesDevice(o *raceOp, user, dev string) bool {
+	switch o.kind {
+	case rkLogin:
+		return o.login.User == user
+	case rkLogout, rkDisconnect:
+		return o.user == user && o.dev == dev
+	case rkBeat:
+		_, ok := beatOf(o, user, dev)
+		return ok
+	}
+	return false
+}
+
+// otherSession reports whether user/dev may have been handed (or have
+// adopted) a session token other than token between token's first issue
+// and the heartbeat b: the one-token fence then may have forgotten token
+// (see bugKickFenceOneToken).
+func (r *round) otherSession(user, dev, token string, issues []issue, b *raceOp) bool {
+	from := b.call
+	for _, is := range issues {
+		if is.token == token && is.by.call < from {
+			from = is.by.call
+		}
+	}
+	for _, o := range r.hist {
+		if o.ret < from || o.call > b.ret {
+			continue
+		}
+		switch o.kind {
+		case rkLogin:
+			if o.err == nil && o.login.User == user && o.login.Device == dev && o.res.Token != token {
+				return true
+			}
+		case rkBeat:
+			for i, bt := range o.beats {
+				if o.err == nil && o.acks[i].Err == nil && bt.User == user && bt.Device == dev && o.acks[i].Token != token {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// reissued reports whether a login (a retry with Login.Token) may have
+// issued token again to user/dev between the end k and the heartbeat b.
+func (r *round) reissued(user, dev, token string, k, b *raceOp) bool {
+	for _, o := range r.hist {
+		if o.kind == rkLogin && o.err == nil && o.login.User == user && o.login.Device == dev &&
+			o.res.Token == token && o.ret >= k.call && o.call <= b.ret {
+			return true
+		}
+	}
+	return false
+}
+
+// issue is a session token and the operation that handed it out.
+type issue struct {
+	token string
+	by    *raceOp
+}
+
 // checkKickedTokens: once a login has kicked or replaced a session, or a
 // logout has ended it, no heartbeat carrying its token is accepted.
 func (r *round) checkKickedTokens() *failure {
-	type issue struct {
-		token string
-		by    *raceOp
-	}
 	issued := map[string][]issue{} // by user/device
 	for _, o := range r.hist {
 		switch o.kind {
@@ -483,7 +592,10 @@ func (r *round) checkKickedTokens() *failure {
 				killAll(k.User+"/"+k.Device, o, o.res.Token)
 			}
 		case rkLogout:
-			if o.err != nil || !o.ended.Removed {
+			// Under PolicyMulti a logged-out token stays refused only until
+			// its device's window ends (Config.KickFence): after that a
+			// heartbeat carrying it is an implicit login.
+			if o.err != nil || !o.ended.Removed || r.cfg.Policy == core.PolicyMulti {
 				continue
 			}
 			key := o.user + "/" + o.dev
@@ -507,8 +619,21 @@ func (r *round) checkKickedTokens() *failure {
 			if b.Token == "" || o.acks[i].Err != nil {
 				continue
 			}
-			if k := killed[b.User+"/"+b.Device][b.Token]; k != nil && before(k, o) {
-				return r.fail(propKickedToken, []*raceOp{k, o}, "heartbeat of %s/%s with token %s was accepted after the session was ended",
+			k := killed[b.User+"/"+b.Device][b.Token]
+			if k == nil || !before(k, o) || r.reissued(b.User, b.Device, b.Token, k, o) {
+				continue
+			}
+			if r.cfg.Policy == core.PolicyMulti && avoid(bugKickFenceOneToken) && r.otherSession(b.User, b.Device, b.Token, issued[b.User+"/"+b.Device], o) {
+				continue
+			}
+			{
+				involved := []*raceOp{k, o}
+				for _, x := range r.hist {
+					if x.call <= o.ret && touchesDevice(x, b.User, b.Device) {
+						involved = append(involved, x)
+					}
+				}
+				return r.fail(propKickedToken, involved, "heartbeat of %s/%s with token %s was accepted after the session was ended",
 					b.User, b.Device, b.Token)
 			}
 		}

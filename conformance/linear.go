@@ -108,10 +108,17 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 	}
 	b := c.take(s)
 	q := c.apply(b, p)
-	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x)); !ok {
+	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x)); !ok && !staleRead(p, q) {
 		return false, nil
 	}
 	return true, &linState{parent: s, op: p, box: b, fp: fingerprint(b.m)}
+}
+
+// staleRead reports whether p, a count read through a client-side cache,
+// returned an older count than the model's q: the cache lags behind the
+// server until the invalidation arrives, which design section 9 allows.
+func staleRead(p, q *raceOp) bool {
+	return p.cached && p.err == nil && q.err == nil && p.count.AsOf.Before(q.count.AsOf)
 }
 
 func changesOf(cs []core.Change, user string) []core.Change {
@@ -239,7 +246,7 @@ func (r *round) checkLinearizable() *failure {
 		case porcupine.Unknown:
 			r.unknown++
 		default:
-			return r.illegal(k, parts[k], info)
+			return r.illegal(c, k, parts[k], info)
 		}
 	}
 	return nil
@@ -247,7 +254,7 @@ func (r *round) checkLinearizable() *failure {
 
 // illegal reports a partition that is not linearizable: its operations,
 // and the longest prefix of an order that the model accepts.
-func (r *round) illegal(key string, ops []*raceOp, info porcupine.LinearizationInfo) *failure {
+func (r *round) illegal(c *linChecker, key string, ops []*raceOp, info porcupine.LinearizationInfo) *failure {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the history of %s (%d operations) is not linearizable against the model\n", key, len(ops))
 	var longest []porcupine.Operation
@@ -274,6 +281,18 @@ func (r *round) illegal(key string, ops []*raceOp, info porcupine.LinearizationI
 	for _, o := range sorted {
 		if !in[o.id] && n < 12 {
 			b.WriteString("  " + o.describe(r.x) + "\n")
+			// What the model, after the longest order, makes of it.
+			box := c.newBox()
+			for _, op := range longest {
+				if p := op.Input.(*raceOp); !((p.kind == rkSweepUsers || p.kind == rkSweepScopes) && p.held()) {
+					c.apply(box, p)
+				}
+			}
+			if (o.kind == rkSweepUsers || o.kind == rkSweepScopes) && o.held() {
+				b.WriteString("      (a held sweep: the model expects no changes)\n")
+			} else {
+				b.WriteString("      model then: " + render(c.apply(box, o).outcome(r.x)) + "\n")
+			}
 			n++
 		}
 	}

@@ -290,6 +290,10 @@ type loginOp struct {
 	bg        bool
 	meta      map[string]string
 	policy    *core.Policy
+	// tok is the token the login asks for (Login.Token): none (a new
+	// one), the device's current one (a retry whose reply was lost), or a
+	// token of the client's choosing.
+	tok tokenMode
 }
 
 func (o loginOp) String() string {
@@ -306,13 +310,19 @@ func (o loginOp) String() string {
 	if o.policy != nil {
 		s += " policy=" + o.policy.String()
 	}
+	switch o.tok {
+	case tokCur:
+		s += " (retry with its token)"
+	case tokBogus:
+		s += " with token " + bogusToken
+	}
 	return s
 }
 
 func (o loginOp) run(x *runner, p core.Presence) obs {
 	var out obs
 	res, err := p.Login(x.ctx, core.Login{User: o.user, Device: o.dev, Kind: o.kind, Gateway: o.gw,
-		Background: o.bg, Meta: o.meta, Policy: o.policy})
+		Background: o.bg, Meta: o.meta, Policy: o.policy, Token: x.book.token(o.user, o.dev, o.tok)})
 	if err != nil {
 		out.text = errName(err)
 		return out

@@ -60,8 +60,11 @@ var (
 		kind core.Kind
 	}{{"w", core.KindWeb}, {"m", core.KindIOS}, {"p", core.KindDesktop}}
 	raceScopes = []core.Scope{{Class: "ex", ID: "r1"}, {Class: "cp", ID: "v1"}, {Class: "ap", ID: "a1"}}
-	// steadyMember is touched in every scope by its own worker.
+	// steadyMember is touched in every scope by its own worker;
+	// earlyMember only at the start of a round, so that it expires and is
+	// swept while the others still come and go.
 	steadyMember = "sm"
+	earlyMember  = "em"
 	raceMembers  = []string{"m1", "m2", "m3", "m4", "m5", "m6"}
 	raceWindow   = 2 * time.Second
 )
@@ -221,6 +224,7 @@ type worker struct {
 	eng     *core.Engine
 	clk     *frozenClock
 	rng     *rand.Rand
+	caching bool // the store reads counts through a client-side cache
 }
 
 func (r *round) newWorker(id int) (*worker, error) {
@@ -230,6 +234,9 @@ func (r *round) newWorker(id int) (*worker, error) {
 	cfg := r.cfg
 	cfg.Clock = w.clk
 	store := r.bes[i].Store
+	if st, ok := store.(interface{ Caching() bool }); ok && st.Caching() {
+		w.caching = true
+	}
 	if r.opts.Wrap != nil {
 		store = r.opts.Wrap(store)
 	}
@@ -257,6 +264,7 @@ func (r *round) tick(rng *rand.Rand) int64 {
 // do runs o on the worker's engine at the next instant and records it.
 func (w *worker) do(ctx context.Context, o *raceOp) *raceOp {
 	o.client, o.adapter = w.id, w.adapter
+	o.cached = w.caching && o.kind == rkCount && layoutOf(o.sc.Class) == core.LayoutCompact
 	o.now = w.r.tick(w.rng)
 	w.clk.ms.Store(o.now)
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
@@ -324,10 +332,7 @@ func (r *round) token(user, dev string, old bool) string {
 // jumps past every window and sweeps settle everyone, then the events read
 // back through a subscription.
 func (r *round) run(ctx context.Context) error {
-	policy := core.PolicyExclusive
-	if r.n%2 == 1 {
-		policy = core.PolicyExclusivePerKind
-	}
+	policy := []core.Policy{core.PolicyExclusive, core.PolicyExclusivePerKind, core.PolicyMulti}[r.n%3]
 	prefix := r.opts.Prefix + "-race-" + strconv.Itoa(r.n)
 	r.cfg = raceConfig(prefix, policy)
 	r.clock.ms = seqT0.UnixMilli()
@@ -364,14 +369,29 @@ func (r *round) run(ctx context.Context) error {
 	}
 	wg.Wait()
 
-	// The quiet end: past every window, LeaveDelay and CoalesceWindow.
-	r.clock.Lock()
-	r.clock.ms += int64(5 * time.Minute / time.Millisecond)
-	r.clock.Unlock()
+	// The quiet end: the clock jumps past every window; a sweep sees
+	// everyone offline, and one after LeaveDelay and CoalesceWindow
+	// publishes what is still waiting; scope sweeps empty and release the
+	// scopes.
 	sw := workers[len(workers)-1]
-	for _, k := range []raceKind{rkSweepUsers, rkSweepUsers, rkSweepScopes, rkSweepScopes, rkSweepScopes} {
-		sw.do(ctx, &raceOp{kind: k})
+	for _, jump := range []time.Duration{5 * time.Minute, 10 * time.Second} {
+		r.clock.Lock()
+		r.clock.ms += jump.Milliseconds()
+		r.clock.Unlock()
+		sw.do(ctx, &raceOp{kind: rkSweepUsers})
 	}
+	rd := workers[len(workers)-3]
+	for range 3 {
+		sw.do(ctx, &raceOp{kind: rkSweepScopes})
+		// Everything has expired and been swept: reads must see nothing.
+		for _, sc := range raceScopes {
+			rd.do(ctx, &raceOp{kind: rkCount, sc: sc})
+			if sc.Class != "ap" {
+				rd.do(ctx, &raceOp{kind: rkMembers, sc: sc})
+			}
+		}
+	}
+	rd.do(ctx, &raceOp{kind: rkStatuses, users: append(append([]string{}, raceSteady...), raceChurn...)})
 	if feed != nil {
 		return r.drain(ctx, feed, feedEng)
 	}
@@ -460,6 +480,10 @@ func churnWorker(ctx context.Context, w *worker) {
 			w.do(ctx, &raceOp{kind: rkBeat, beats: beats})
 		case n < 70:
 			l := core.Login{User: u, Device: d.id, Kind: d.kind, Gateway: []string{"g1", "g2", ""}[w.rng.IntN(3)]}
+			if w.rng.IntN(5) == 0 {
+				// a retry of a login whose reply was lost: the same token
+				l.Token = w.r.token(u, d.id, false)
+			}
 			if w.rng.IntN(4) == 0 {
 				p := []core.Policy{core.PolicyExclusive, core.PolicyExclusivePerKind}[w.rng.IntN(2)]
 				l.Policy = &p
@@ -484,6 +508,10 @@ func churnWorker(ctx context.Context, w *worker) {
 func scopeWorker(ctx context.Context, w *worker) {
 	for i := 0; i < raceOpsPerWorker; i++ {
 		sc := raceScopes[w.rng.IntN(len(raceScopes))]
+		if i < 6 {
+			w.do(ctx, &raceOp{kind: rkTouch, touches: []core.ScopeTouch{{Scope: raceScopes[i%len(raceScopes)], Member: earlyMember}}})
+			continue
+		}
 		n := w.rng.IntN(100)
 		switch {
 		case n < 45:

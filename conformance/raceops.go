@@ -40,9 +40,12 @@ func (k raceKind) String() string { return raceKindNames[k] }
 // instant it ran at, when it was called and returned (wall time since the
 // round began), and its outcome.
 type raceOp struct {
-	id        int
-	client    int
-	adapter   string
+	id      int
+	client  int
+	adapter string
+	// cached marks a compact count read through a client-side cache: it
+	// may lag behind the server (see checkCachedCounts).
+	cached    bool
 	kind      raceKind
 	now       int64 // virtual ms
 	call, ret int64 // wall ns since the round began
@@ -77,7 +80,7 @@ type raceOp struct {
 
 // inputs returns a copy of o without its outcome, to run again.
 func (o *raceOp) inputs() *raceOp {
-	return &raceOp{id: o.id, client: o.client, adapter: o.adapter, kind: o.kind, now: o.now, call: o.call, ret: o.ret,
+	return &raceOp{id: o.id, client: o.client, adapter: o.adapter, cached: o.cached, kind: o.kind, now: o.now, call: o.call, ret: o.ret,
 		beats: o.beats, login: o.login, user: o.user, dev: o.dev, token: o.token, manual: o.manual, ttl: o.ttl,
 		users: o.users, touches: o.touches, sc: o.sc, member: o.member, d: o.d}
 }
@@ -149,6 +152,9 @@ func (o *raceOp) allChanges() []core.Change {
 func (o *raceOp) tokenBytes() []byte {
 	switch o.kind {
 	case rkLogin:
+		if o.login.Token != "" {
+			return nil // the caller chose the token
+		}
 		return hexBytes(o.res.Token)
 	case rkSweepUsers, rkSweepScopes:
 		return make([]byte, 8)
@@ -255,6 +261,9 @@ func (o *raceOp) describe(x *runner) string {
 		in = strings.Join(parts, "; ")
 	case rkLogin:
 		in = fmt.Sprintf("%s/%s %s gw=%s", o.login.User, o.login.Device, o.login.Kind, o.login.Gateway)
+		if o.login.Token != "" {
+			in += " retry token=" + o.login.Token
+		}
 		if o.login.Policy != nil {
 			in += " policy=" + o.login.Policy.String()
 		}
@@ -278,6 +287,10 @@ func (o *raceOp) describe(x *runner) string {
 		in = o.sc.String()
 	case rkActive:
 		in = o.sc.String() + " " + o.d.String()
+	}
+	via := o.adapter
+	if o.cached {
+		via += ", cached"
 	}
 	return fmt.Sprintf("#%d client %d (%s) at %s [wall %.3f–%.3f ms]: %s %s → %s", o.id, o.client, o.adapter,
 		x.rel(time.UnixMilli(o.now)), float64(o.call)/1e6, float64(o.ret)/1e6, o.kind, in, render(o.outcome(x)))

@@ -37,6 +37,12 @@ var plantedBugs = []plantBug{
 		edits: []edit{{"if P.now > deadline(r, P) then", "if true then"}},
 	},
 	{
+		name:    "a scope sweep that keeps expired members",
+		scripts: []string{"sweep_scopes"},
+		// Compact shards are rewritten with their expired members kept.
+		edits: []edit{{"if now - tonumber(flat[i + 1]) > cfg.win then", "if false then"}},
+	},
+	{
 		name:    "a heartbeat that ignores the session token",
 		scripts: []string{"heartbeat"},
 		edits: []edit{
