@@ -222,6 +222,16 @@ func (ck *checker) inRange(v core.Value, lo, hi int64) bool {
 	return false
 }
 
+// flag reads a 0/1 flag: an integer; another value than 0 or 1 is a flaw
+// the engine may refuse or read as 0.
+func (ck *checker) flag(v core.Value) bool {
+	n, ok := vInt(v)
+	if ok && n != 0 && n != 1 {
+		ck.soft = true
+	}
+	return ok
+}
+
 func isInt(v core.Value) bool { _, ok := vInt(v); return ok }
 func isStr(v core.Value) bool { _, ok := vStr(v); return ok }
 
@@ -263,15 +273,19 @@ func code(v core.Value) (refusal error, ok bool) {
 	return r, known
 }
 
-// recordOK: a device record of lua/lib.lua, ten fields joined by \x1f;
-// kind a kind; loginAt, lastSeen, lastActive, interval integers.
-func (ck *checker) recordOK(v core.Value) bool {
-	s, ok := vStr(v)
-	if !ok {
+// recordOK: a device record of lua/lib.lua in its two hash fields, joined
+// by \x1f: static (field DEVICE) kind, gateway, token, loginAt, interval,
+// metadata, with kind a kind and loginAt and interval integers; dynamic
+// (field "\x01" DEVICE) lastSeen, lastActive, background, gone, with the
+// instants integers.
+func (ck *checker) recordOK(static, dynamic core.Value) bool {
+	s, ok1 := vStr(static)
+	d, ok2 := vStr(dynamic)
+	if !ok1 || !ok2 {
 		return false
 	}
-	f := strings.SplitN(s, "\x1f", 10)
-	if len(f) != 10 {
+	f, g := strings.SplitN(s, "\x1f", 6), strings.Split(d, "\x1f")
+	if len(f) != 6 || len(g) != 4 {
 		return false
 	}
 	if k, err := strconv.Atoi(f[0]); err != nil || k < 0 || k > maxKind {
@@ -280,8 +294,8 @@ func (ck *checker) recordOK(v core.Value) bool {
 		}
 		return false
 	}
-	for _, i := range []int{3, 4, 5, 7} {
-		if _, err := strconv.ParseInt(f[i], 10, 64); err != nil {
+	for _, n := range []string{f[3], f[4], g[0], g[1]} {
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
 			return false
 		}
 	}
@@ -409,24 +423,46 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 			return false, nil
 		}
 		for _, u := range users {
+			// {manual, manual expiry (0: none), the device hash}
 			f, ok := vArr(u, 3)
-			if !ok || !ck.inRange(f[0], 0, maxManual) || !isInt(f[1]) {
+			if !ok || !ck.inRange(f[0], 0, maxManual) || !ck.inRange(f[1], 0, math.MaxInt64) {
 				return false, nil
 			}
 			flat, ok := vArr(f[2], -1)
 			if !ok || len(flat)%2 != 0 {
 				return false, nil
 			}
+			static, dynamic := map[string]core.Value{}, map[string]core.Value{}
 			for i := 0; i < len(flat); i += 2 {
-				if !isStr(flat[i]) || !ck.recordOK(flat[i+1]) {
+				id, ok := vStr(flat[i])
+				if !ok || !isStr(flat[i+1]) {
 					return false, nil
 				}
+				if d, found := strings.CutPrefix(id, "\x01"); found {
+					dynamic[d] = flat[i+1]
+				} else {
+					static[id] = flat[i+1]
+				}
+			}
+			for id, sv := range static {
+				dv, found := dynamic[id]
+				if !found {
+					ck.soft = true // half a record: the scripts never write one
+					continue
+				}
+				if !ck.recordOK(sv, dv) {
+					return false, nil
+				}
+			}
+			if len(dynamic) > len(static) {
+				ck.soft = true
 			}
 		}
 		return true, nil
 	case "count":
 		r := head(2)
-		return r != nil && ck.inRange(r[0], 0, maxCount) && isInt(r[1]), nil
+		// {now, count, asOf}: asOf an instant, not before the epoch.
+		return r != nil && ck.inRange(r[0], 0, maxCount) && ck.inRange(r[1], 0, math.MaxInt64), nil
 	case "active":
 		r := head(1)
 		return r != nil && ck.inRange(r[0], 0, maxCount), nil
@@ -455,7 +491,7 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		return true, nil
 	case "sweep_users":
 		r := head(4)
-		return r != nil && ck.inRange(r[0], 0, maxCount) && isInt(r[1]) && isStr(r[2]) && ck.eventsOK(r[3]), nil
+		return r != nil && ck.inRange(r[0], 0, maxCount) && ck.flag(r[1]) && isStr(r[2]) && ck.eventsOK(r[3]), nil
 	case "sweep_scopes":
 		// {now, visited, removed, released, more, lock, spread}: spread
 		// lists compact scopes whose shards live in other slots; the
@@ -466,7 +502,7 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		}
 		_, ok := vArr(r[5], 0)
 		return ok && ck.inRange(r[0], 0, maxCount) && ck.inRange(r[1], 0, maxCount) &&
-			ck.inRange(r[2], 0, maxCount) && isInt(r[3]) && isStr(r[4]), nil
+			ck.inRange(r[2], 0, maxCount) && ck.flag(r[3]) && isStr(r[4]), nil
 	}
 	return false, errUnknownScript
 }
@@ -524,12 +560,14 @@ func genEvents(s *source) core.Value {
 	return core.ArrayValue(items...)
 }
 
-func genRecord(s *source, now int64) core.Value {
+// genRecord returns the two hash fields of a device record (lua/lib.lua).
+func genRecord(s *source, now int64) (static, dynamic core.Value) {
 	seen := now - int64(s.intn(700))*1000
-	f := []string{strconv.Itoa(s.intn(5)), pick(s, "", "gw"), "tok", strconv.FormatInt(seen-5000, 10),
-		strconv.FormatInt(seen, 10), strconv.FormatInt(seen-int64(s.intn(400))*1000, 10), pick(s, "0", "1"),
-		pick(s, "30000", "60000"), pick(s, "0", "0", "1"), pick(s, "", "k\x1ev", "a\x1e\x1eb\x1ec")}
-	return core.StringValue(strings.Join(f, "\x1f"))
+	st := []string{strconv.Itoa(s.intn(5)), pick(s, "", "gw"), "tok", strconv.FormatInt(seen-5000, 10),
+		pick(s, "30000", "60000"), pick(s, "", "k\x1ev", "a\x1e\x1eb\x1ec")}
+	dy := []string{strconv.FormatInt(seen, 10), strconv.FormatInt(seen-int64(s.intn(400))*1000, 10),
+		pick(s, "0", "1"), pick(s, "0", "0", "1")}
+	return core.StringValue(strings.Join(st, "\x1f")), core.StringValue(strings.Join(dy, "\x1f"))
 }
 
 // genReply decodes a reply that keeps the contract of the named script.
@@ -565,8 +603,9 @@ func genReply(s *source, name string, args []string) core.Value {
 		var users []core.Value
 		for range items(name, args) {
 			var flat []core.Value
-			for range s.intn(3) {
-				flat = append(flat, core.StringValue(pick(s, "web", "ios", "x y")), genRecord(s, t0.UnixMilli()))
+			for _, id := range []string{"web", "ios", "x y"}[:s.intn(4)] {
+				static, dynamic := genRecord(s, t0.UnixMilli())
+				flat = append(flat, core.StringValue(id), static, core.StringValue("\x01"+id), dynamic)
 			}
 			mexp := pick(s, int64(0), t0.UnixMilli()+60000, t0.UnixMilli()-1)
 			users = append(users, core.ArrayValue(genInt(s, int64(s.intn(3))), genInt(s, mexp), core.ArrayValue(flat...)))
