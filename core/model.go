@@ -249,7 +249,8 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 			return "", nil, ErrNoSession
 		}
 		token = r.token
-	case ok && hb.Token != "" && hb.Token == r.token:
+	case ok && hb.Token != "":
+		// the device's fence record: its token, or any older one, is superseded
 		return "", nil, ErrSessionReplaced
 	case m.s.cfg.Policy != PolicyMulti:
 		return "", nil, ErrNoSession

@@ -34,7 +34,8 @@ for i = 0, n - 1 do
         code = 'NOSESSION'
       end
       issued = r.token
-    elseif r and token ~= '' and token == r.token then
+    elseif r and token ~= '' then
+      -- the device's fence record: its token, or any older one, is superseded
       code = 'REPLACED'
     elseif P.policy ~= 0 then
       code = 'NOSESSION'
