@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,6 +27,9 @@ var (
 // as long as the client is.
 type Store struct {
 	c redis.UniversalClient
+	// lastReload is when a cluster client was last told to reload its slot
+	// map (unix ns), so that a failover is followed within a second.
+	lastReload atomic.Int64
 }
 
 // New returns a Store that sends commands through c. The Store does not own
@@ -74,8 +79,27 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 			err = execErr
 		}
 		results[i] = result(val, err)
+		if errors.Is(results[i].Err, core.ErrUnavailable) {
+			s.reloadSlots(ctx)
+		}
 	}
 	return results
+}
+
+// reloadSlots makes a cluster client reload its slot map after a node could
+// not be reached, at most once a second: go-redis reloads at once only on
+// MOVED or ASK, which a dead master never sends, so without this it would
+// keep sending a failed-over master's slots to the dead node until its
+// periodic reload (ClusterOptions.ClusterStateReloadInterval, 60 s).
+func (s *Store) reloadSlots(ctx context.Context) {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	now, last := time.Now().UnixNano(), s.lastReload.Load()
+	if now-last > int64(time.Second) && s.lastReload.CompareAndSwap(last, now) {
+		cc.ReloadState(ctx)
+	}
 }
 
 // result maps one go-redis reply to a core.Result.
