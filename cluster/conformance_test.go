@@ -21,7 +21,7 @@ const (
 // be a cross-slot refusal. Nothing may scan the keyspace.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 0)
+	c := startCluster(t, 0, 0)
 	resetStats(t, c)
 	var guard slotGuard
 	opts := conformance.DefaultOptions()
@@ -46,7 +46,7 @@ func TestRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the race run takes its full duration; skipped in -short mode")
 	}
-	c := startCluster(t, 0)
+	c := startCluster(t, 0, 0)
 	var guard slotGuard
 	opts := conformance.DefaultOptions()
 	opts.RaceDuration = scaledDur(ciRace)

@@ -115,7 +115,7 @@ func TestFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("failovers take several seconds each; skipped in -short mode")
 	}
-	c := startCluster(t, 1)
+	c := startCluster(t, 1, failoverNodeTimeout)
 	var results []failoverResult
 	for _, tg := range ClusterTargets(c.Addrs()) {
 		ok := t.Run(tg.Adapter, func(t *testing.T) {

@@ -100,16 +100,23 @@ func (g *slotGuard) check(tb testing.TB) int64 {
 	return g.calls
 }
 
-// nodeTimeout is the cluster-node-timeout the failover tests set on every
-// node at run time (redistest starts clusters with 5000 ms).
-const nodeTimeout = 1000 * time.Millisecond
+// failoverNodeTimeout is the cluster-node-timeout the failover tests set on
+// every node at run time (redistest starts clusters with 5000 ms), so that
+// a failover takes a couple of seconds after a master dies. The other tests
+// keep 5000 ms: on a loaded machine a node that stalls for a second would
+// otherwise be marked failed, and a cluster without replicas then answers
+// CLUSTERDOWN until it is back.
+const failoverNodeTimeout = 1000 * time.Millisecond
 
 // startCluster starts a cluster of 3 masters with replicasPerMaster replicas
-// each and sets cluster-node-timeout on every node, so that a failover
-// takes about a second after a master dies.
-func startCluster(tb testing.TB, replicasPerMaster int) *redistest.ClusterInstance {
+// each and, if nodeTimeout is not zero, sets cluster-node-timeout on every
+// node.
+func startCluster(tb testing.TB, replicasPerMaster int, nodeTimeout time.Duration) *redistest.ClusterInstance {
 	tb.Helper()
 	c := redistest.ClusterWithReplicas(tb, 3, replicasPerMaster)
+	if nodeTimeout == 0 {
+		return c
+	}
 	for _, n := range c.Nodes() {
 		if _, err := n.Do("CONFIG", "SET", "cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)); err != nil {
 			tb.Fatalf("CONFIG SET cluster-node-timeout on %s: %v", n.Addr, err)

@@ -152,7 +152,7 @@ func errText(err error) string {
 // modes match each other.
 func TestSpreadMatchesModel(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 0)
+	c := startCluster(t, 0, 0)
 	resetStats(t, c)
 	var guard slotGuard
 	seqs, steps := scaled(6), 60
@@ -305,7 +305,7 @@ func mastersOf(t *testing.T, c *redistest.ClusterInstance, batch [][]string) map
 // node for the shard batch.
 func TestSpreadRoundPerNode(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 0)
+	c := startCluster(t, 0, 0)
 	for _, tg := range ClusterTargets(c.Addrs()) {
 		t.Run(tg.Adapter, func(t *testing.T) {
 			be, err := tg.Open(context.Background())

@@ -27,7 +27,7 @@ const (
 // runs KEYS, SCAN or RANDOMKEY.
 func TestSweepVisitsEveryMaster(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 0)
+	c := startCluster(t, 0, 0)
 	for _, tg := range ClusterTargets(c.Addrs()) {
 		t.Run(tg.Adapter, func(t *testing.T) {
 			ctx := context.Background()
