@@ -353,7 +353,8 @@ func (c *comparison) memory(ctx context.Context) error {
 		}
 		return nil
 	}
-	measure := func(name string, do func() error) error {
+	measure := func(name, prefix string, do func() error) error {
+		defer c.unlinkPrefix(ctx, prefix)
 		b0, k0, err := c.admin.SteadyMemory(ctx)
 		if err != nil {
 			return err
@@ -386,11 +387,12 @@ func (c *comparison) memory(ctx context.Context) error {
 	if err := c.cpm.AddPresence("warm", "w", &centrifuge.ClientInfo{ClientID: "w", UserID: "w"}); err != nil {
 		return err
 	}
-	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: c.prefix("mem-engine"), Clock: clk})
+	ep := c.prefix("mem-engine")
+	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: ep, Clock: clk})
 	if err != nil {
 		return err
 	}
-	err = measure("engine", func() error {
+	err = measure("engine", ep, func() error {
 		if _, err := c.engineDesign(ctx, "goredis", e, n); err != nil {
 			return err
 		}
@@ -401,18 +403,40 @@ func (c *comparison) memory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, pm, shard, err := centrifugeNode(c.addr, c.prefix("mem-centrifuge"))
+	cp := c.prefix("mem-centrifuge")
+	_, pm, shard, err := centrifugeNode(c.addr, cp)
 	if err != nil {
 		return err
 	}
 	defer shard.Close()
-	if err := measure("centrifuge", func() error { return fill(nil, c.centrifugeDesign(pm).beat) }); err != nil {
+	if err := measure("centrifuge", cp, func() error { return fill(nil, c.centrifugeDesign(pm).beat) }); err != nil {
 		return err
 	}
-	if err := measure("plain zadd+setex+hset", func() error { return fill(c.plainSetDesign(c.prefix("mem-plain-set")).batch, nil) }); err != nil {
+	sp := c.prefix("mem-plain-set")
+	if err := measure("plain zadd+setex+hset", sp, func() error { return fill(c.plainSetDesign(sp).batch, nil) }); err != nil {
 		return err
 	}
-	return measure("plain hset×16", func() error { return fill(c.plainHashDesign(c.prefix("mem-plain-hash")).batch, nil) })
+	hp := c.prefix("mem-plain-hash")
+	return measure("plain hset×16", hp, func() error { return fill(c.plainHashDesign(hp).batch, nil) })
+}
+
+// unlinkPrefix removes the keys under prefix (SCAN and UNLINK, bounded):
+// this tool's own keys on its own throwaway server, never the library's
+// way of working.
+func (c *comparison) unlinkPrefix(ctx context.Context, prefix string) {
+	var cursor uint64
+	for range 100_000 {
+		keys, next, err := c.plain.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return
+		}
+		if len(keys) > 0 {
+			c.plain.Unlink(ctx, keys...)
+		}
+		if cursor = next; cursor == 0 {
+			return
+		}
+	}
 }
 
 func (c *comparison) targets() []benchkit.TargetRow {
