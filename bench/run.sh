@@ -89,6 +89,9 @@ start_redis
 go run ./cmd/presence bench --redis "$url" $brief --quiet --json "$out/bench.json" --markdown "$out/bench.md" | tee "$out/bench.txt"
 stop_redis
 
+echo "== bench/compare: go vet (a module of its own: ./... of the root does not reach it)"
+(cd bench/compare && go vet ./...)
+
 echo "== bench/compare $brief"
 start_redis
 (cd bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json" --markdown "$out/compare.md") | tee "$out/compare.txt"

@@ -440,10 +440,10 @@ func (c *comparison) unlinkPrefix(ctx context.Context, prefix string) {
 }
 
 func (c *comparison) targets() []benchkit.TargetRow {
-	rate := map[string]float64{}
+	rate, cpu := map[string]float64{}, map[string]float64{}
 	for _, t := range c.rep.Throughput {
 		if t.Workload == "beat" {
-			rate[t.Adapter] = t.ItemsPerSec
+			rate[t.Adapter], cpu[t.Adapter] = t.ItemsPerSec, t.ServerCPUus
 		}
 	}
 	cf := rate["centrifuge"]
@@ -454,6 +454,9 @@ func (c *comparison) targets() []benchkit.TargetRow {
 	for _, a := range c.o.adapters {
 		r := rate["engine/"+a] / cf
 		note := fmt.Sprintf("%.0f vs %.0f beats/s at concurrency %d", rate["engine/"+a], cf, c.o.concurrency)
+		if e := cpu["engine/"+a]; e > 0 && cpu["centrifuge"] > 0 {
+			note += fmt.Sprintf("; server CPU %.1f vs %.1f µs/beat (%.2f× by CPU)", e, cpu["centrifuge"], cpu["centrifuge"]/e)
+		}
 		if a == benchkit.AdapterRueidis {
 			note += "; same driver as Centrifuge"
 		}
