@@ -9,8 +9,8 @@ import (
 
 // CI sizes of the conformance runs on the cluster, before envScale.
 const (
-	ciSequences = 500
-	ciRace      = 8 * time.Second
+	ciSequences = 1000
+	ciRace      = 10 * time.Second
 )
 
 // TestConformance runs the model-based sequences on a 3-master cluster
