@@ -36,11 +36,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Sweeps) > 0 {
-		fmt.Fprintln(w, "\n| sweep | backlog | shards | steps | wall ms | scripts ms | server CPU ms | publish ms (messages) | longest call µs | p99 call µs | longest PING µs | shard encodings |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+		fmt.Fprintln(w, "\n| sweep | backlog | shards | steps | wall ms | scripts ms | server CPU ms | CPU ms/step | publish ms (messages) | longest call µs | p99 call µs | longest PING µs | shard encodings |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 		for _, s := range r.Sweeps {
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.1f (%d) | %.0f | %.0f | %.0f | %s |\n", s.Workload, s.Backlog, s.Shards, s.Steps,
-				s.WallMs, s.EvalMs, s.ServerCPUms, s.PublishMs, s.Published, s.MaxCallus, s.P99Callus, s.MaxPingus, s.Encoding)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.1f | %.1f | %.1f | %.2f | %.1f (%d) | %.0f | %.0f | %.0f | %s |\n", s.Workload, s.Backlog, s.Shards, s.Steps,
+				s.WallMs, s.EvalMs, s.ServerCPUms, s.ServerCPUms/float64(max(s.Steps, 1)), s.PublishMs, s.Published, s.MaxCallus, s.P99Callus, s.MaxPingus, s.Encoding)
 		}
 	}
 	if len(r.Cache) > 0 {
