@@ -11,8 +11,12 @@ import (
 // traffic through unchanged. Each function gets next, which forwards to the
 // wrapped Store.
 type Interceptor struct {
-	Eval      func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result
-	Publish   func(ctx context.Context, channel string, message []byte, next func(context.Context, string, []byte) error) error
+	// Eval sees every batch of script calls; it may rewrite the calls
+	// (another script source, other arguments), the results, or both.
+	Eval func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result
+	// Publish sees every publication (status changes and kicks).
+	Publish func(ctx context.Context, channel string, message []byte, next func(context.Context, string, []byte) error) error
+	// CachedGet sees every read through the client-side cache.
 	CachedGet func(ctx context.Context, key string, next func(context.Context, string) (core.Value, error)) (core.Value, error)
 }
 

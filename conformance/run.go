@@ -8,7 +8,8 @@ import (
 // Run checks every target with the model-based sequences, as parallel
 // subtests of t named after the targets, and fails a subtest with the
 // shrunk, readable failing sequence when its target disagrees with the
-// model. It returns the reports, for tests that log or assert more.
+// model. It returns the reports, for tests that log or assert more. It
+// takes a *testing.T rather than a testing.TB because it runs subtests.
 func Run(t *testing.T, targets []Target, opts Options) []Report {
 	t.Helper()
 	opts = opts.withDefaults()
@@ -35,7 +36,7 @@ func Run(t *testing.T, targets []Target, opts Options) []Report {
 // RunRace runs the race suite on targets (which share one server with
 // wall-clock time) for opts.RaceDuration, and fails t with the operations
 // involved when a property does not hold.
-func RunRace(t *testing.T, targets []Target, opts Options) RaceReport {
+func RunRace(t testing.TB, targets []Target, opts Options) RaceReport {
 	t.Helper()
 	r := CheckRace(context.Background(), targets, opts)
 	if r.Err != nil {
