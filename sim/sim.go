@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	w := &world{ctx: ctx, cfg: cfg, mix: cfg.Mix, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		clock: &clock{}, tick: cfg.Tick.Milliseconds(), wall0: time.Now()}
 	w.ru = rules{idle: (5 * time.Minute).Milliseconds(), push: (10 * time.Minute).Milliseconds(),
-		leave: (15 * time.Second).Milliseconds(), coalesce: time.Second.Milliseconds()}
+		leave: (15 * time.Second).Milliseconds(), coalesce: time.Second.Milliseconds(), fence: time.Hour.Milliseconds()}
 	w.settleS = w.ru.leave + w.ru.coalesce + 2*cfg.SweepEvery.Milliseconds() + w.tick
 	w.start = cfg.Start.UnixMilli()
 	w.now = w.start

@@ -14,13 +14,14 @@ import (
 
 // rules are the configured windows, in milliseconds.
 type rules struct {
-	idle, push, leave, coalesce int64
+	idle, push, leave, coalesce, fence int64
 }
 
 // record is a device session as Redis should hold it.
 type record struct {
-	has   bool // a session exists (it may be gone or past its window)
-	gone  bool // logged out or kicked: kept only to refuse its token
+	has   bool  // a session exists (it may be gone or past its window)
+	gone  bool  // logged out or kicked: kept only to refuse tokens
+	fence int64 // a gone record: the last instant it refuses tokens
 	bg    bool
 	token string
 	login int64
@@ -37,8 +38,11 @@ func (ru rules) window(r *record) int64 {
 }
 
 // present reports whether Redis still has the record at t: its window has
-// not passed (a gone record counts: it still fences its token).
+// not passed, or, for a gone record, its fence has not.
 func (ru rules) present(r *record, t int64) bool {
+	if r.gone {
+		return r.has && t <= r.fence
+	}
 	return r.has && t <= r.seen+ru.window(r)
 }
 
@@ -137,7 +141,9 @@ func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
 	switch {
 	case present && !r.gone && hb.Token != "" && hb.Token != r.token:
 		return beatOutcome{refused: true}
-	case present && r.gone && hb.Token != "" && hb.Token == r.token:
+	case present && r.gone && hb.Token != "":
+		// a kicked or logged-out device: its token, or any older one,
+		// is superseded until the fence ends
 		return beatOutcome{refused: true}
 	case present && !r.gone:
 		// the session goes on
@@ -164,7 +170,7 @@ func (w *world) login(d *device, policy core.Policy, bg bool, token string, t in
 		}
 		if di == d.idx || policy == core.PolicyExclusive ||
 			(policy == core.PolicyExclusivePerKind && e.kind.Class() == d.kind.Class()) {
-			e.rec.gone = true
+			e.rec.gone, e.rec.fence = true, t+w.ru.fence
 			kicked = append(kicked, di)
 		}
 	}
@@ -183,7 +189,7 @@ func (w *world) end(d *device, token string, logout bool, t int64) (removed, ref
 		return false, true
 	}
 	if logout {
-		r.gone = true
+		r.gone, r.fence = true, r.seen+w.ru.window(r)
 	} else {
 		r.has = false
 	}

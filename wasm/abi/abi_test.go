@@ -131,7 +131,7 @@ func TestConfigCarriesEveryField(t *testing.T) {
 			f.Set(reflect.ValueOf(map[core.Kind]time.Duration{core.KindIOS: time.Minute, core.Kind(9): time.Second}))
 		case f.Type() == reflect.TypeOf(map[string]core.ScopeClass{}):
 			f.Set(reflect.ValueOf(map[string]core.ScopeClass{"v": {Layout: core.LayoutApprox, Window: time.Hour, Shards: 3,
-				SweepInterval: 2 * time.Second, Bucket: 1500 * time.Microsecond}}))
+				Spread: true, SweepInterval: 2 * time.Second, Bucket: 1500 * time.Microsecond}}))
 		default:
 			t.Fatalf("core.Config.%s (%s): teach abi.Config and this test about it", name, f.Type())
 		}

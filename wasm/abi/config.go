@@ -32,6 +32,7 @@ type Config struct {
 	CoalesceWindow Duration              `json:"coalesce_window_ms,omitempty"`
 	KeyGrace       Duration              `json:"key_grace_ms,omitempty"`
 	MaxDevices     int                   `json:"max_devices,omitempty"`
+	KickFence      Duration              `json:"kick_fence_ms,omitempty"`
 	MaxSkew        Duration              `json:"max_skew_ms,omitempty"`
 	Policy         Policy                `json:"policy,omitempty"`
 	UserBuckets    int                   `json:"user_buckets,omitempty"`
@@ -61,6 +62,7 @@ type ScopeClass struct {
 	Layout        Layout   `json:"layout"`
 	Window        Duration `json:"window_ms,omitempty"`
 	Shards        int      `json:"shards,omitempty"`
+	Spread        bool     `json:"spread,omitempty"`
 	SweepInterval Duration `json:"sweep_interval_ms,omitempty"`
 	Bucket        Duration `json:"bucket_ms,omitempty"`
 }
@@ -73,7 +75,7 @@ func FromConfig(c core.Config) Config {
 	w := Config{
 		Prefix: c.Prefix, IdleAfter: Duration(c.IdleAfter), PushWindow: Duration(c.PushWindow),
 		LeaveDelay: Duration(c.LeaveDelay), CoalesceWindow: Duration(c.CoalesceWindow), KeyGrace: Duration(c.KeyGrace),
-		MaxDevices: c.MaxDevices, MaxSkew: Duration(c.MaxSkew), Policy: Policy(c.Policy),
+		MaxDevices: c.MaxDevices, KickFence: Duration(c.KickFence), MaxSkew: Duration(c.MaxSkew), Policy: Policy(c.Policy),
 		UserBuckets: c.UserBuckets, ScopeBuckets: c.ScopeBuckets, SweepInterval: Duration(c.SweepInterval),
 		SweepBatch: c.SweepBatch, SweepBudget: c.SweepBudget, ReleaseAfter: c.ReleaseAfter,
 		CountTTL: Duration(c.CountTTL), LockLease: Duration(c.LockLease), LastGoodCounts: c.LastGoodCounts,
@@ -92,7 +94,7 @@ func FromConfig(c core.Config) Config {
 		w.Classes = make(map[string]ScopeClass, len(c.Classes))
 		for name, sc := range c.Classes {
 			w.Classes[name] = ScopeClass{Layout: Layout(sc.Layout), Window: Duration(sc.Window), Shards: sc.Shards,
-				SweepInterval: Duration(sc.SweepInterval), Bucket: Duration(sc.Bucket)}
+				Spread: sc.Spread, SweepInterval: Duration(sc.SweepInterval), Bucket: Duration(sc.Bucket)}
 		}
 	}
 	return w
@@ -114,8 +116,9 @@ func (w Config) Core() (core.Config, error) {
 	c := core.Config{
 		Prefix: w.Prefix, IdleAfter: time.Duration(w.IdleAfter), PushWindow: time.Duration(w.PushWindow),
 		LeaveDelay: time.Duration(w.LeaveDelay), CoalesceWindow: time.Duration(w.CoalesceWindow),
-		KeyGrace: time.Duration(w.KeyGrace), MaxDevices: w.MaxDevices, MaxSkew: time.Duration(w.MaxSkew),
-		Policy: core.Policy(w.Policy), UserBuckets: w.UserBuckets, ScopeBuckets: w.ScopeBuckets,
+		KeyGrace: time.Duration(w.KeyGrace), MaxDevices: w.MaxDevices, KickFence: time.Duration(w.KickFence),
+		MaxSkew: time.Duration(w.MaxSkew),
+		Policy:  core.Policy(w.Policy), UserBuckets: w.UserBuckets, ScopeBuckets: w.ScopeBuckets,
 		SweepInterval: time.Duration(w.SweepInterval), SweepBatch: w.SweepBatch, SweepBudget: w.SweepBudget,
 		ReleaseAfter: w.ReleaseAfter, CountTTL: time.Duration(w.CountTTL), LockLease: time.Duration(w.LockLease),
 		LastGoodCounts: w.LastGoodCounts, ChangeLog: w.ChangeLog,
@@ -139,7 +142,7 @@ func (w Config) Core() (core.Config, error) {
 		c.Classes = make(map[string]core.ScopeClass, len(w.Classes))
 		for name, sc := range w.Classes {
 			c.Classes[name] = core.ScopeClass{Layout: core.Layout(sc.Layout), Window: time.Duration(sc.Window), Shards: sc.Shards,
-				SweepInterval: time.Duration(sc.SweepInterval), Bucket: time.Duration(sc.Bucket)}
+				Spread: sc.Spread, SweepInterval: time.Duration(sc.SweepInterval), Bucket: time.Duration(sc.Bucket)}
 		}
 	}
 	return c, nil

@@ -110,7 +110,8 @@ func coreChanges(ws []Change) []core.Change {
 	return out
 }
 
-// Login is core.Login on the wire; Policy is absent to use the engine's.
+// Login is core.Login on the wire; Policy is absent to use the engine's,
+// Token absent to have the engine issue one.
 type Login struct {
 	User       string            `json:"user"`
 	Device     string            `json:"device"`
@@ -119,11 +120,12 @@ type Login struct {
 	Background bool              `json:"background,omitempty"`
 	Meta       map[string]string `json:"meta"`
 	Policy     *Policy           `json:"policy,omitempty"`
+	Token      string            `json:"token,omitempty"`
 }
 
 // FromLogin returns the wire form of l.
 func FromLogin(l core.Login) Login {
-	w := Login{User: l.User, Device: l.Device, Kind: Kind(l.Kind), Gateway: l.Gateway, Background: l.Background, Meta: l.Meta}
+	w := Login{User: l.User, Device: l.Device, Kind: Kind(l.Kind), Gateway: l.Gateway, Background: l.Background, Meta: l.Meta, Token: l.Token}
 	if l.Policy != nil {
 		p := Policy(*l.Policy)
 		w.Policy = &p
@@ -133,7 +135,7 @@ func FromLogin(l core.Login) Login {
 
 // Core returns the login w stands for.
 func (w Login) Core() core.Login {
-	l := core.Login{User: w.User, Device: w.Device, Kind: core.Kind(w.Kind), Gateway: w.Gateway, Background: w.Background, Meta: w.Meta}
+	l := core.Login{User: w.User, Device: w.Device, Kind: core.Kind(w.Kind), Gateway: w.Gateway, Background: w.Background, Meta: w.Meta, Token: w.Token}
 	if w.Policy != nil {
 		p := core.Policy(*w.Policy)
 		l.Policy = &p
@@ -436,10 +438,12 @@ type ChangeLog struct {
 	Gap     bool           `json:"gap,omitempty"`
 }
 
-// LoggedChange is core.LoggedChange on the wire.
+// LoggedChange is core.LoggedChange on the wire: a change, or a kick
+// (Kick set; Change then holds the zero change).
 type LoggedChange struct {
 	ID     string `json:"id"`
 	Change Change `json:"change"`
+	Kick   *Kick  `json:"kick,omitempty"`
 }
 
 // FromChangeLog returns the wire form of a change log page.
@@ -449,6 +453,10 @@ func FromChangeLog(entries []core.LoggedChange, gap bool) ChangeLog {
 		w.Entries = make([]LoggedChange, len(entries))
 		for i, e := range entries {
 			w.Entries[i] = LoggedChange{ID: e.ID, Change: fromChanges([]core.Change{e.Change})[0]}
+			if e.Kick != nil {
+				k := e.Kick
+				w.Entries[i].Kick = &Kick{User: k.User, Device: k.Device, Kind: Kind(k.Kind), Gateway: k.Gateway, At: Millis(k.At)}
+			}
 		}
 	}
 	return w
@@ -461,6 +469,9 @@ func (w ChangeLog) Core() ([]core.LoggedChange, bool) {
 		out = make([]core.LoggedChange, len(w.Entries))
 		for i, e := range w.Entries {
 			out[i] = core.LoggedChange{ID: e.ID, Change: coreChanges([]Change{e.Change})[0]}
+			if k := e.Kick; k != nil {
+				out[i].Kick = &core.Kick{User: k.User, Device: k.Device, Kind: core.Kind(k.Kind), Gateway: k.Gateway, At: Time(k.At)}
+			}
 		}
 	}
 	return out, w.Gap

@@ -413,6 +413,7 @@ func (l Login) appendJSON(b []byte) []byte {
 	if l.Policy != nil {
 		w.raw("policy", l.Policy.appendJSON(nil))
 	}
+	w.strOmit("token", l.Token)
 	w.close()
 	return w.b
 }
@@ -440,6 +441,8 @@ func (l *Login) decodeJSON(r *reader) error {
 			var p Policy
 			err = p.decodeJSON(r)
 			l.Policy = &p
+		case "token":
+			l.Token, err = r.str()
 		default:
 			err = r.unknown()
 		}
@@ -1083,6 +1086,9 @@ func (c ChangeLog) appendJSON(b []byte) []byte {
 		e.open()
 		e.str("id", c.Entries[i].ID)
 		e.raw("change", c.Entries[i].Change.appendJSON(nil))
+		if k := c.Entries[i].Kick; k != nil {
+			e.raw("kick", k.appendJSON(nil))
+		}
 		e.close()
 		return e.b
 	})
@@ -1108,6 +1114,13 @@ func (c *ChangeLog) decodeJSON(r *reader) error {
 						e.ID, err = r.str()
 					case "change":
 						err = e.Change.decodeJSON(r)
+					case "kick":
+						if r.null() {
+							e.Kick = nil
+							return nil
+						}
+						e.Kick = &Kick{}
+						err = e.Kick.decodeJSON(r)
 					default:
 						err = r.unknown()
 					}
@@ -1133,6 +1146,7 @@ func (c ScopeClass) appendJSON(b []byte) []byte {
 		w.raw("window_ms", c.Window.appendJSON(nil))
 	}
 	w.intOmit("shards", int64(c.Shards))
+	w.boolOmit("spread", c.Spread)
 	if c.SweepInterval != 0 {
 		w.raw("sweep_interval_ms", c.SweepInterval.appendJSON(nil))
 	}
@@ -1152,6 +1166,8 @@ func (c *ScopeClass) decodeJSON(r *reader) error {
 			err = c.Window.decodeJSON(r)
 		case "shards":
 			c.Shards, err = r.int()
+		case "spread":
+			c.Spread, err = r.bool()
 		case "sweep_interval_ms":
 			err = c.SweepInterval.decodeJSON(r)
 		case "bucket_ms":
@@ -1174,6 +1190,7 @@ func (c *Config) durations() []struct {
 	}{
 		{"idle_after_ms", &c.IdleAfter}, {"push_window_ms", &c.PushWindow}, {"leave_delay_ms", &c.LeaveDelay},
 		{"coalesce_window_ms", &c.CoalesceWindow}, {"key_grace_ms", &c.KeyGrace}, {"max_skew_ms", &c.MaxSkew},
+		{"kick_fence_ms", &c.KickFence},
 		{"sweep_interval_ms", &c.SweepInterval}, {"count_ttl_ms", &c.CountTTL}, {"lock_lease_ms", &c.LockLease},
 	}
 }

@@ -224,6 +224,12 @@ func (s *paritySeq) step(i int) {
 			pol := core.Policy(9)
 			l.Policy = &pol
 		}
+		if s.r.IntN(6) == 0 {
+			l.Token = s.tokens[key(u, d)] // a retried login, or a new token of the client's choosing
+			if l.Token == "" {
+				l.Token = "c0ffee" + strconv.Itoa(s.r.IntN(100))
+			}
+		}
 		var lr core.LoginResult
 		run(func(p core.Presence) (any, error) {
 			r, err := p.Login(ctx, l)
@@ -363,7 +369,7 @@ func (s *paritySeq) step(i int) {
 
 func TestParity(t *testing.T) {
 	seeds, steps := 24, 250
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds, steps = 6, 150
 	}
 	total := map[string]int{}

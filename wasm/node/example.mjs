@@ -50,9 +50,15 @@ try {
   const room = { class: "room", id: "lobby" };
   call("touch_batch", { touches: ["alice", "bob", "carol"].map((member) => ({ scope: room, member })) });
   console.log("count", JSON.stringify(call("count", { scope: room })));
-  // A refused heartbeat is an ack carrying the error, as in Go's Ack.Err.
-  const bad = call("heartbeat", { user: "", device: "web-1", kind: "web" });
-  console.log("refused heartbeat:", `[${bad.error.code}] ${bad.error.message}`);
+  // Bad input is refused with the core's error, before anything reaches
+  // Redis. (A heartbeat Redis refuses, such as one with a superseded
+  // token, is an ack carrying the error instead, as in Go's Ack.Err.)
+  try {
+    const ack = call("heartbeat", { user: "", device: "web-1", kind: "web" });
+    console.log("refused heartbeat:", `[${ack.error.code}] ${ack.error.message}`);
+  } catch (err) {
+    console.log("refused", err.message);
+  }
   console.log("redis commands", redis.calls);
 } catch (err) {
   console.error(err.message);

@@ -43,7 +43,7 @@ func TestNodeExample(t *testing.T) {
 	}
 	for _, want := range []string{
 		"abi 1", `"clock":"host"`, "status ONLINE web-1:ONLINE", `count {"n":3,`,
-		"refused heartbeat: [invalid] presence: invalid Heartbeat.User: must not be empty",
+		"[invalid] presence: invalid Heartbeat.User: must not be empty",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q", want)
