@@ -90,13 +90,18 @@ type failoverResult struct {
 	errorKinds        []string
 	beats             int
 	fenced, window    int // users first acknowledged before the WAIT fence, and between it and the kill
-	lostInWindow      int // of the window's users, those missing afterwards
+	lostInWindow      int           // of the window's users, those missing afterwards
+	lostAge           time.Duration // the longest a lost user's acknowledgement preceded the kill
 }
 
 func (r failoverResult) String() string {
-	return fmt.Sprintf("%s: killed master %s, replica %s promoted after %v, first heartbeat on its slots acknowledged %v after the kill; %d heartbeats, %d errors during the switch %v; %d users fenced by WAIT (none may be lost), %d acknowledged between WAIT and the kill (%d lost)",
+	lost := fmt.Sprintf("%d lost", r.lostInWindow)
+	if r.lostInWindow > 0 {
+		lost += fmt.Sprintf(", acknowledged at most %v before the kill", r.lostAge)
+	}
+	return fmt.Sprintf("%s: killed master %s, replica %s promoted after %v, first heartbeat on its slots acknowledged %v after the kill; %d heartbeats, %d errors during the switch %v; %d users fenced by WAIT (none may be lost), %d acknowledged between WAIT and the kill (%s)",
 		r.adapter, r.victim, r.successor, r.promotion.Round(time.Millisecond), r.recovery.Round(time.Millisecond),
-		r.beats, r.errors, r.errorKinds, r.fenced, r.window, r.lostInWindow)
+		r.beats, r.errors, r.errorKinds, r.fenced, r.window, lost)
 }
 
 // TestFailover kills a master of a 3-master, 3-replica cluster while
@@ -285,6 +290,7 @@ func runFailover(t *testing.T, c *redistest.ClusterInstance, adapter string, sto
 	// kill may be gone.
 	lastFenced := map[string]time.Time{} // user → send time of its last ack before the fence
 	inWindow := map[string]bool{}
+	windowAck := map[string]time.Time{} // user → its first ack between the fence and the kill
 	for _, b := range beats {
 		switch {
 		case b.err != nil:
@@ -294,6 +300,9 @@ func runFailover(t *testing.T, c *redistest.ClusterInstance, adapter string, sto
 			}
 		case b.done.Before(killedAt):
 			inWindow[b.user] = true
+			if at, ok := windowAck[b.user]; !ok || b.done.Before(at) {
+				windowAck[b.user] = b.done
+			}
 		}
 	}
 	for u := range lastFenced {
@@ -313,6 +322,7 @@ func runFailover(t *testing.T, c *redistest.ClusterInstance, adapter string, sto
 	for u := range inWindow {
 		if _, ok := present[u]; !ok {
 			res.lostInWindow++
+			res.lostAge = max(res.lostAge, killedAt.Sub(windowAck[u]))
 		}
 	}
 	guard.check(t)
