@@ -89,7 +89,7 @@ type failoverResult struct {
 	errors            int
 	errorKinds        []string
 	beats             int
-	fenced, window    int // users first acknowledged before the WAIT fence, and between it and the kill
+	fenced, window    int           // users first acknowledged before the WAIT fence, and between it and the kill
 	lostInWindow      int           // of the window's users, those missing afterwards
 	lostAge           time.Duration // the longest a lost user's acknowledgement preceded the kill
 }
