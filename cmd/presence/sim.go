@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +40,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	mix := sim.DefaultMix()
 	fs.Var(&mix, "mix", "behaviour overrides, key=value,... with keys: "+strings.Join(sim.MixKeys(), ", "))
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
