@@ -52,8 +52,8 @@ func Example_goredis() {
 	switch {
 	case err == nil:
 	case core.Retryable(err):
-		// A failover or a lost connection: the heartbeat changed nothing
-		// or all it meant to; send it again shortly.
+		// A failover or a lost connection: sending the heartbeat again
+		// shortly is safe.
 	default:
 		panic(err)
 	}
