@@ -29,8 +29,9 @@ func TestConformance(t *testing.T) {
 	opts.Wrap = guard.wrap
 	reports := conformance.Run(t, ClusterTargets(c.Addrs()), opts)
 	for _, r := range reports {
-		if r.Target == "rueidis/cluster" && r.Passed() && r.CacheHits+r.CacheMisses == 0 {
-			t.Errorf("rueidis/cluster read no count through its client-side cache")
+		// About one sequence in twenty reads a count twice between sweeps.
+		if r.Target == "rueidis/cluster" && r.Passed() && opts.Sequences >= 200 && r.CacheHits == 0 {
+			t.Errorf("rueidis/cluster served no count from its client-side cache (%d misses)", r.CacheMisses)
 		}
 	}
 	if n := guard.check(t); n == 0 {

@@ -90,6 +90,7 @@ type failoverResult struct {
 	errorKinds        []string
 	beats             int
 	fenced, window    int           // users first acknowledged before the WAIT fence, and between it and the kill
+	windowDur         time.Duration // from the fence to the kill
 	lostInWindow      int           // of the window's users, those missing afterwards
 	lostAge           time.Duration // the longest a lost user's acknowledgement preceded the kill
 }
@@ -99,9 +100,9 @@ func (r failoverResult) String() string {
 	if r.lostInWindow > 0 {
 		lost += fmt.Sprintf(", acknowledged at most %v before the kill", r.lostAge)
 	}
-	return fmt.Sprintf("%s: killed master %s, replica %s promoted after %v, first heartbeat on its slots acknowledged %v after the kill; %d heartbeats, %d errors during the switch %v; %d users fenced by WAIT (none may be lost), %d acknowledged between WAIT and the kill (%s)",
+	return fmt.Sprintf("%s: killed master %s, replica %s promoted after %v, first heartbeat on its slots acknowledged %v after the kill; %d heartbeats, %d errors during the switch %v; %d users fenced by WAIT (none may be lost), %d first acknowledged in the %v between WAIT and the kill (%s)",
 		r.adapter, r.victim, r.successor, r.promotion.Round(time.Millisecond), r.recovery.Round(time.Millisecond),
-		r.beats, r.errors, r.errorKinds, r.fenced, r.window, lost)
+		r.beats, r.errors, r.errorKinds, r.fenced, r.window, r.windowDur.Round(time.Millisecond), lost)
 }
 
 // TestFailover kills a master of a 3-master, 3-replica cluster while
@@ -143,7 +144,7 @@ func TestFailover(t *testing.T) {
 }
 
 // runFailover runs one adapter's failover and checks it.
-func runFailover(t *testing.T, c *redistest.ClusterInstance, adapter string, store core.Store) failoverResult {
+func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, store core.Store) failoverResult {
 	ctx := context.Background()
 	res := failoverResult{adapter: adapter}
 	var guard slotGuard
@@ -234,6 +235,7 @@ func runFailover(t *testing.T, c *redistest.ClusterInstance, adapter string, sto
 
 	victim.Kill()
 	killedAt := time.Now()
+	res.windowDur = killedAt.Sub(fenceAt)
 
 	if !poll(promotionDeadline, 20*time.Millisecond, func() bool { return promoted(replica, c) }) {
 		t.Fatalf("replica %s not promoted within %v of killing %s", replica.Addr, promotionDeadline, victim.Addr)
@@ -343,7 +345,7 @@ func errorKind(err error) string {
 
 // statuses reads the devices of the fenced and window users and returns
 // each present user's last heartbeat.
-func statuses(t *testing.T, eng *core.Engine, fenced map[string]time.Time, window map[string]bool) map[string]time.Time {
+func statuses(t testing.TB, eng *core.Engine, fenced map[string]time.Time, window map[string]bool) map[string]time.Time {
 	t.Helper()
 	var users []string
 	for u := range fenced {
@@ -431,7 +433,7 @@ func clusterSlots(c *redistest.ClusterInstance) (slotMap, error) {
 
 // pickVictim returns the live master that serves most of the users and has
 // a live replica, and that replica.
-func pickVictim(t *testing.T, c *redistest.ClusterInstance, slots slotMap, userKey map[string]string) (*redistest.Instance, *redistest.Instance) {
+func pickVictim(t testing.TB, c *redistest.ClusterInstance, slots slotMap, userKey map[string]string) (*redistest.Instance, *redistest.Instance) {
 	t.Helper()
 	served := map[string]int{}
 	for _, k := range userKey {
@@ -458,7 +460,7 @@ func pickVictim(t *testing.T, c *redistest.ClusterInstance, slots slotMap, userK
 }
 
 // replicaOf returns m's first connected replica, from INFO replication.
-func replicaOf(t *testing.T, m *redistest.Instance, byAddr map[string]*redistest.Instance) *redistest.Instance {
+func replicaOf(t testing.TB, m *redistest.Instance, byAddr map[string]*redistest.Instance) *redistest.Instance {
 	t.Helper()
 	repl := info(t, m, "replication")
 	if repl["role"] != "master" {

@@ -64,7 +64,7 @@ func (h nodeHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.
 // goredisRounds checks that a spread count reads its shards in one
 // pipeline per master: the count key peek and the count write are one
 // pipeline each, the shard reads one per node.
-func goredisRounds(t *testing.T, c *redistest.ClusterInstance) {
+func goredisRounds(t testing.TB, c *redistest.ClusterInstance) {
 	ctx := context.Background()
 	counter := &pipeCounter{pipes: map[string]int{}}
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})

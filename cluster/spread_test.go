@@ -188,7 +188,7 @@ func TestSpreadMatchesModel(t *testing.T) {
 // runSpreadSequence runs steps random steps from seed on a model and on an
 // engine over store, fails t where they disagree, and returns the
 // transcript.
-func runSpreadSequence(t *testing.T, store core.Store, prefix string, spread bool, seed uint64, t0 int64, steps int) string {
+func runSpreadSequence(t testing.TB, store core.Store, prefix string, spread bool, seed uint64, t0 int64, steps int) string {
 	t.Helper()
 	ctx := context.Background()
 	clk := vclockAt(t0)
@@ -283,7 +283,7 @@ func shardBatch(batches [][][]string) ([][]string, int) {
 
 // mastersOf returns the addresses of the masters that serve the first key
 // of each call.
-func mastersOf(t *testing.T, c *redistest.ClusterInstance, batch [][]string) map[string]bool {
+func mastersOf(t testing.TB, c *redistest.ClusterInstance, batch [][]string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	for _, keys := range batch {

@@ -103,7 +103,7 @@ func TestThroughput(t *testing.T) {
 
 // runThroughput runs the write phase and the timed reads for one adapter
 // and mode.
-func runThroughput(t *testing.T, c *redistest.ClusterInstance, store core.Store, adapter string, spread bool, size benchSize) benchResult {
+func runThroughput(t testing.TB, c *redistest.ClusterInstance, store core.Store, adapter string, spread bool, size benchSize) benchResult {
 	ctx := context.Background()
 	prefix := "bench-" + adapter + "-" + strconv.FormatBool(spread)
 	cfg := core.Config{
@@ -221,7 +221,7 @@ func runThroughput(t *testing.T, c *redistest.ClusterInstance, store core.Store,
 }
 
 // masterCPU returns the CPU seconds (user and system) each master used.
-func masterCPU(t *testing.T, c *redistest.ClusterInstance) []float64 {
+func masterCPU(t testing.TB, c *redistest.ClusterInstance) []float64 {
 	var out []float64
 	for _, m := range c.Masters() {
 		in := info(t, m, "cpu")
@@ -234,7 +234,7 @@ func masterCPU(t *testing.T, c *redistest.ClusterInstance) []float64 {
 
 // masterCalls returns the calls of the given commands each master ran
 // (commands run by scripts included).
-func masterCalls(t *testing.T, c *redistest.ClusterInstance, cmds ...string) []int64 {
+func masterCalls(t testing.TB, c *redistest.ClusterInstance, cmds ...string) []int64 {
 	var out []int64
 	for _, m := range c.Masters() {
 		calls := commandCalls(t, m)
