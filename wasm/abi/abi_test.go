@@ -327,3 +327,34 @@ func TestDecodeErrorNamesTheField(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestMapKeysThatAreNotUTF8(t *testing.T) {
+	hb := core.Heartbeat{User: "u", Device: "d", Meta: map[string]string{"\xe2": "v", "ok": "\xff"}}
+	w := abi.FromHeartbeat(hb)
+	b, err := abi.EncodeRequest(abi.Request{Op: abi.OpHeartbeat, Args: &w})
+	if err != nil || !json.Valid(b) {
+		t.Fatalf("%q: %v", b, err)
+	}
+	req, err := abi.DecodeRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Args.(*abi.Heartbeat).Core(); !reflect.DeepEqual(got.Meta, hb.Meta) {
+		t.Fatalf("meta came back as %q", got.Meta)
+	}
+	cfg := abi.FromConfig(core.Config{Classes: map[string]core.ScopeClass{"\xffbad": {}, "good": {Layout: core.LayoutApprox}}})
+	b, _ = abi.Marshal(&cfg)
+	var back abi.Config
+	if err := abi.Unmarshal(b, &back); err != nil || !json.Valid(b) {
+		t.Fatalf("%q: %v", b, err)
+	}
+	c, err := back.Core()
+	if err != nil || len(c.Classes) != 2 || c.Classes["good"].Layout != core.LayoutApprox {
+		t.Fatalf("classes came back as %v, %v", c.Classes, err)
+	}
+	for _, bad := range []string{`[["a","b"],["a","c"]]`, `[["a"]]`, `[["a","b","c"]]`, `[{"a":"b"}]`} {
+		if err := abi.Unmarshal([]byte(`{"user":"u","device":"d","kind":"web","meta":`+bad+`}`), new(abi.Heartbeat)); err == nil {
+			t.Errorf("meta %s accepted", bad)
+		}
+	}
+}

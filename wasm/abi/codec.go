@@ -516,18 +516,50 @@ func (r *reader) strs() ([]string, error) {
 	return out, err
 }
 
-// strMap reads an object of strings; null reads as nil, {} as empty.
+// strMap reads a map of strings (see entries); null reads as nil, {} as
+// empty.
 func (r *reader) strMap() (map[string]string, error) {
 	if r.null() {
 		return nil, nil
 	}
 	out := map[string]string{}
-	err := r.object(func(key string) error {
+	err := r.entries(func(key string) error {
 		s, err := r.str()
-		out[strings.Clone(key)] = s
+		out[key] = s
 		return err
 	})
 	return out, err
+}
+
+// entries reads a map: an object, or, when a key is not UTF-8 (which a
+// JSON key cannot hold), an array of [key, value] pairs whose keys are
+// strings in either form. each gets every key, which it may keep, and
+// reads its value. A key may appear once.
+func (r *reader) entries(each func(key string) error) error {
+	if r.peek() != '[' {
+		return r.object(func(key string) error { return each(strings.Clone(key)) })
+	}
+	seen := map[string]bool{}
+	return r.array(func(int) error {
+		if err := r.want('['); err != nil {
+			return err
+		}
+		key, err := r.str()
+		if err != nil {
+			return err
+		}
+		if seen[key] {
+			return r.fail("duplicate key")
+		}
+		seen[key] = true
+		if err := r.want(','); err != nil {
+			return err
+		}
+		if err := each(key); err != nil {
+			return err
+		}
+		return r.want(']')
+	})
 }
 
 // writer builds one JSON object.
@@ -599,16 +631,38 @@ func (w *writer) strMap(k string, m map[string]string) {
 }
 
 func appendStrMap(b []byte, m map[string]string) []byte {
+	return appendMap(b, sortedKeys(m), func(b []byte, k string) []byte { return appendString(b, m[k]) })
+}
+
+// appendMap writes a map with the given keys, in order: an object, or an
+// array of [key, value] pairs when a key is not UTF-8.
+func appendMap(b []byte, keys []string, value func(b []byte, k string) []byte) []byte {
+	pairs := false
+	for _, k := range keys {
+		pairs = pairs || !utf8.ValidString(k)
+	}
+	if pairs {
+		b = append(b, '[')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = appendString(b, k)
+			b = append(b, ',')
+			b = value(b, k)
+			b = append(b, ']')
+		}
+		return append(b, ']')
+	}
 	b = append(b, '{')
-	first := true
-	for _, k := range sortedKeys(m) {
-		if !first {
+	for i, k := range keys {
+		if i > 0 {
 			b = append(b, ',')
 		}
-		first = false
 		b = appendJSONString(b, k)
 		b = append(b, ':')
-		b = appendString(b, m[k])
+		b = value(b, k)
 	}
 	return append(b, '}')
 }

@@ -1216,16 +1216,7 @@ func (c Config) appendJSON(b []byte) []byte {
 	w.strOmit("prefix", c.Prefix)
 	if c.Intervals != nil {
 		w.key("intervals_ms")
-		w.b = append(w.b, '{')
-		for i, k := range sortedKeys(c.Intervals) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.b = appendJSONString(w.b, k)
-			w.b = append(w.b, ':')
-			w.b = c.Intervals[k].appendJSON(w.b)
-		}
-		w.b = append(w.b, '}')
+		w.b = appendMap(w.b, sortedKeys(c.Intervals), func(b []byte, k string) []byte { return c.Intervals[k].appendJSON(b) })
 	}
 	for _, d := range c.durations() {
 		if *d.d != 0 {
@@ -1240,16 +1231,7 @@ func (c Config) appendJSON(b []byte) []byte {
 	}
 	if c.Classes != nil {
 		w.key("classes")
-		w.b = append(w.b, '{')
-		for i, k := range sortedKeys(c.Classes) {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.b = appendJSONString(w.b, k)
-			w.b = append(w.b, ':')
-			w.b = c.Classes[k].appendJSON(w.b)
-		}
-		w.b = append(w.b, '}')
+		w.b = appendMap(w.b, sortedKeys(c.Classes), func(b []byte, k string) []byte { return c.Classes[k].appendJSON(b) })
 	}
 	w.strOmit("clock", c.Clock)
 	if c.Seed != nil {
@@ -1282,10 +1264,10 @@ func (c *Config) decodeJSON(r *reader) error {
 				return nil
 			}
 			c.Intervals = map[string]Duration{}
-			err = r.object(func(kind string) error {
+			err = r.entries(func(kind string) error {
 				var d Duration
 				err := d.decodeJSON(r)
-				c.Intervals[strings.Clone(kind)] = d
+				c.Intervals[kind] = d
 				return err
 			})
 		case "policy":
@@ -1296,10 +1278,10 @@ func (c *Config) decodeJSON(r *reader) error {
 				return nil
 			}
 			c.Classes = map[string]ScopeClass{}
-			err = r.object(func(name string) error {
+			err = r.entries(func(name string) error {
 				var sc ScopeClass
 				err := sc.decodeJSON(r)
-				c.Classes[strings.Clone(name)] = sc
+				c.Classes[name] = sc
 				return err
 			})
 		case "clock":
