@@ -37,15 +37,17 @@ const SchemaVersion = "presence-bench/1"
 //	             encodings {encoding: keys}, sample_key_bytes {key kind: bytes},
 //	             note}
 //	sweeps       rows {workload, backlog, shards, removed, steps, wall_ms,
-//	             eval_ms, server_cpu_ms, publish_ms, rounds, published, calls, max_call_us,
-//	             max_call, p99_call_us, slowlog_truncated, max_ping_us,
-//	             p99_ping_us, encoding, fill_ms}
+//	             eval_ms, server_cpu_ms, publish_ms, rounds, published,
+//	             calls, max_call_us, max_call, p99_call_us,
+//	             slowlog_truncated, max_ping_us, p99_ping_us, encoding,
+//	             fill_ms}
 //	             (wall_ms: the whole Sweep call; eval_ms: its pipelined
 //	             script rounds; server_cpu_ms: the server main thread's CPU
-//	             time meanwhile, robust on a busy host; publish_ms: its PUBLISH round trips, one per
-//	             change; calls and their durations: SLOWLOG, every call of
-//	             SlowlogFloor (10 µs) or more; pings: a PING every 1 ms on a
-//	             connection of its own, what any other client waited)
+//	             time meanwhile, robust on a busy host; publish_ms: its
+//	             PUBLISH round trips, one per change; calls and their
+//	             durations: SLOWLOG, every call of SlowlogFloor (10 µs) or
+//	             more; pings: a PING every 1 ms on a connection of its own,
+//	             what any other client waited)
 //	cache        rows {workload, reads, ns_per_read, hits, misses}
 //	targets      rows {name, target, measured, unit, met, note}
 //
