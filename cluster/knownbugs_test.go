@@ -62,9 +62,9 @@ func TestKnownBugGoredisFailoverDefaultOptions(t *testing.T) {
 // where that master also does all the HSETs) and 1,001 script calls (one
 // bucket call with 1,000 registration items, then one shard_touch call per
 // touch). TestThroughput shows the effect: the bucket's master uses about
-// as much CPU in spread mode as in together mode (0.82–0.85 s against
-// 0.84–0.90 s per 150,000 touches), and spread-mode throughput is a third
-// to a half of together mode's.
+// as much CPU in spread mode as in together mode (0.73–0.85 s against
+// 0.80–0.94 s per 150,000 touches), and spread-mode throughput is 19–70 %
+// of together mode's, depending on the driver (docs/cluster.md).
 // Cause: core.Engine.TouchBatch appends a registration item (layout "3")
 // for every touch and a shard_touch call for every touch.
 // Fix (core/scopes.go): register each distinct scope once per batch (a set
