@@ -499,19 +499,12 @@ func touchesDevice(o *raceOp, user, dev string) bool {
 	return false
 }
 
-// otherSession reports whether user/dev may have been handed (or have
-// adopted) a session token other than token between token's first issue
-// and the heartbeat b: the one-token fence then may have forgotten token
-// (see bugKickFenceOneToken).
-func (r *round) otherSession(user, dev, token string, issues []issue, b *raceOp) bool {
-	from := b.call
-	for _, is := range issues {
-		if is.token == token && is.by.call < from {
-			from = is.by.call
-		}
-	}
+// laterSession reports whether user/dev may have been handed a session
+// token other than token between the end k (itself included) and the
+// heartbeat b (see bugKickFenceLaterSession).
+func (r *round) laterSession(user, dev, token string, k, b *raceOp) bool {
 	for _, o := range r.hist {
-		if o.ret < from || o.call > b.ret {
+		if o.ret < k.call || o.call > b.ret {
 			continue
 		}
 		switch o.kind {
@@ -623,7 +616,7 @@ func (r *round) checkKickedTokens() *failure {
 			if k == nil || !before(k, o) || r.reissued(b.User, b.Device, b.Token, k, o) {
 				continue
 			}
-			if r.cfg.Policy == core.PolicyMulti && avoid(bugKickFenceOneToken) && r.otherSession(b.User, b.Device, b.Token, issued[b.User+"/"+b.Device], o) {
+			if r.cfg.Policy == core.PolicyMulti && avoid(bugKickFenceLaterSession) && r.laterSession(b.User, b.Device, b.Token, k, o) {
 				continue
 			}
 			{

@@ -10,12 +10,12 @@ const EnvKnownBugs = "PRESENCE_CONFORMANCE_KNOWN_BUGS"
 // Known bugs the suite steers around until they are fixed; each has a
 // skipped test in knownbugs_test.go that describes it.
 const (
-	// bugKickFenceOneToken: under PolicyMulti the kick fence protects only
-	// a device's latest token; once a newer session of the device has
-	// ended too, an older kicked token is accepted again
-	// (TestKnownBugKickFenceKeepsOneToken). The race suite's token check
-	// then only holds a token fenced until the device is handed a newer one.
-	bugKickFenceOneToken = "kick-fence-one-token"
+	// bugKickFenceLaterSession: under PolicyMulti the fence of a kicked
+	// token is lost with a later session of the device
+	// (TestKnownBugKickFenceLostWithLaterSession). The race suite's token
+	// check skips a heartbeat when its device may have been handed another
+	// session since the kick.
+	bugKickFenceLaterSession = "kick-fence-later-session"
 )
 
 // avoid reports whether the suite should steer around the known bug.

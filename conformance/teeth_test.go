@@ -47,7 +47,7 @@ var plantedBugs = []plantBug{
 		scripts: []string{"heartbeat"},
 		edits: []edit{
 			{"if token ~= '' and token ~= r.token then", "if false then"},
-			{"elseif r and token ~= '' and token == r.token then", "elseif false then"},
+			{"elseif r and token ~= '' then", "elseif false then"},
 		},
 	},
 	{
