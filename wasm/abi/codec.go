@@ -24,6 +24,7 @@ type reader struct {
 	what     string
 	errDepth int
 	path     []pathElem // where the reader is, for error messages
+	seen     []string   // the keys of the objects being read, innermost last
 }
 
 // pathElem is a key of an object, or an index of an array when key is "".
@@ -33,7 +34,7 @@ type pathElem struct {
 }
 
 func newReader(what string, b []byte) *reader {
-	return &reader{b: b, what: what, path: make([]pathElem, 0, 8)}
+	return &reader{b: b, what: what, path: make([]pathElem, 0, 8), seen: make([]string, 0, 32)}
 }
 
 // field renders the reader's position, such as "args.beats[2].kind".
@@ -123,8 +124,8 @@ func (r *reader) object(each func(key string) error) error {
 		r.i++
 		return nil
 	}
-	var seenBuf [16]string
-	seen := seenBuf[:0]
+	base := len(r.seen) // this object's keys are r.seen[base:]
+	defer func() { r.seen = r.seen[:base] }()
 	var seenMap map[string]bool
 	r.path = append(r.path, pathElem{})
 	top := len(r.path) - 1
@@ -143,19 +144,20 @@ func (r *reader) object(each func(key string) error) error {
 			}
 			seenMap[key] = true
 		} else {
-			for _, k := range seen {
+			for _, k := range r.seen[base:] {
 				if k == key {
 					return r.fail("duplicate key")
 				}
 			}
-			if len(seen) == cap(seen) {
+			if len(r.seen)-base == 16 {
+				// many keys (a large metadata map): look them up in a map
 				seenMap = make(map[string]bool, 32)
-				for _, k := range seen {
+				for _, k := range r.seen[base:] {
 					seenMap[k] = true
 				}
 				seenMap[key] = true
 			} else {
-				seen = append(seen, key)
+				r.seen = append(r.seen, key)
 			}
 		}
 		if err := r.want(':'); err != nil {
@@ -403,17 +405,9 @@ func (r *reader) number() (lit string, integer bool, err error) {
 	if r.i < len(r.b) && r.b[r.i] == '-' {
 		r.i++
 	}
-	digits := func() int {
-		n := 0
-		for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
-			r.i++
-			n++
-		}
-		return n
-	}
 	if r.i < len(r.b) && r.b[r.i] == '0' {
 		r.i++
-	} else if digits() == 0 {
+	} else if r.digits() == 0 {
 		r.i = start
 		return "", false, r.unexpected("a number")
 	}
@@ -421,7 +415,7 @@ func (r *reader) number() (lit string, integer bool, err error) {
 	if r.i < len(r.b) && r.b[r.i] == '.' {
 		r.i++
 		integer = false
-		if digits() == 0 {
+		if r.digits() == 0 {
 			return "", false, r.fail("invalid number")
 		}
 	}
@@ -431,11 +425,20 @@ func (r *reader) number() (lit string, integer bool, err error) {
 		if r.i < len(r.b) && (r.b[r.i] == '+' || r.b[r.i] == '-') {
 			r.i++
 		}
-		if digits() == 0 {
+		if r.digits() == 0 {
 			return "", false, r.fail("invalid number")
 		}
 	}
 	return string(r.b[start:r.i]), integer, nil
+}
+
+// digits skips decimal digits and returns how many.
+func (r *reader) digits() int {
+	start := r.i
+	for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+		r.i++
+	}
+	return r.i - start
 }
 
 // int64 reads an integer (null reads as 0).
