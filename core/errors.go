@@ -31,7 +31,8 @@ var (
 	ErrUnsupported = errors.New("presence: not supported by this layout")
 	// ErrUnavailable is matched by errors that mean Redis could not be
 	// reached, did not answer in time, or refused the call for a passing
-	// condition (loading, busy script, failover, over maxmemory). Such a
+	// condition (loading, busy script, failover, over maxmemory, too few
+	// replicas in sync). Such a
 	// call changed nothing and may be retried.
 	ErrUnavailable = errors.New("presence: redis unavailable")
 	// ErrNoScript is the NOSCRIPT reply to EVALSHA. Adapters return it; the
@@ -92,7 +93,7 @@ func Retryable(err error) bool { return errors.Is(err, ErrUnavailable) }
 // ClassifyError maps a driver error to the core's shapes, for adapters: a
 // NOSCRIPT reply becomes ErrNoScript; network failures, timeouts, closed
 // connections and the server's LOADING, BUSY, MASTERDOWN, TRYAGAIN,
-// CLUSTERDOWN, READONLY and OOM replies match ErrUnavailable; anything else
+// CLUSTERDOWN, READONLY, OOM and NOREPLICAS replies match ErrUnavailable; anything else
 // is returned as is.
 // The original error stays reachable with errors.Unwrap.
 func ClassifyError(err error) error {
@@ -123,7 +124,7 @@ func unavailable(err error, msg string) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
-	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "OOM"} {
+	for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "OOM", "NOREPLICAS"} {
 		if strings.HasPrefix(msg, p+" ") || msg == p {
 			return true
 		}

@@ -68,7 +68,12 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	}
 	groups := map[uint32][]string{}
 	var order []uint32
-	var shardCalls []scriptCall
+	// A spread scope's shards live in other slots: their members are
+	// written one call per shard, and the scope registered once per batch.
+	shardMembers := map[string][]string{}
+	var shardOrder []string
+	shardTTL := map[string]string{}
+	registered := map[Scope]bool{}
 	for i, t := range touches {
 		field := "touches[" + strconv.Itoa(i) + "]"
 		k, err := e.scopeKeys(field+".Scope", t.Scope)
@@ -81,10 +86,17 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 		layout, data := strconv.Itoa(int(k.cls.layout)), k.data
 		switch {
 		case k.cls.spread:
-			// the shard lives in its own slot: write it apart, register here
+			shard := k.shardKey(t.Member)
+			if _, ok := shardMembers[shard]; !ok {
+				shardOrder = append(shardOrder, shard)
+				shardTTL[shard] = itoa(k.cls.window + e.s.grace)
+			}
+			shardMembers[shard] = append(shardMembers[shard], t.Member)
+			if registered[t.Scope] {
+				continue
+			}
+			registered[t.Scope] = true
 			layout, data = "3", ""
-			shardCalls = append(shardCalls, scriptCall{e.scripts.shardTouch, []string{k.shardKey(t.Member)},
-				[]string{e.nowArg(), itoa(k.cls.window + e.s.grace), t.Member}})
 		case k.cls.layout == LayoutCompact:
 			data = k.shardKey(t.Member)
 		}
@@ -94,13 +106,17 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 		groups[k.bucket] = append(groups[k.bucket], layout, data, k.tail,
 			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), itoa(k.cls.bucket))
 	}
-	calls := make([]scriptCall, len(order), len(order)+len(shardCalls))
+	calls := make([]scriptCall, len(order), len(order)+len(shardOrder))
 	for g, b := range order {
 		items := groups[b]
 		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.s.grace), strconv.Itoa(len(items)/8))
 		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:1], append(args, items...)}
 	}
-	_, err := e.eval(ctx, "touch", append(calls, shardCalls...))
+	for _, shard := range shardOrder {
+		args := append([]string{e.nowArg(), shardTTL[shard]}, shardMembers[shard]...)
+		calls = append(calls, scriptCall{e.scripts.shardTouch, []string{shard}, args})
+	}
+	_, err := e.eval(ctx, "touch", calls)
 	return err
 }
 
