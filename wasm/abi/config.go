@@ -176,6 +176,7 @@ type lockedRand struct {
 	c  *rand.ChaCha8
 }
 
+// Read reads from the stream, one caller at a time.
 func (r *lockedRand) Read(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -38,6 +38,7 @@ func invoke(f js.Value, args ...any) (v js.Value, err error) {
 	return f.Invoke(args...), nil
 }
 
+// Eval calls the JavaScript eval function with the request text.
 func (h jsHost) Eval(ctx context.Context, request []byte) []byte {
 	v, err := invoke(h.eval, string(request))
 	if err != nil {
@@ -49,6 +50,7 @@ func (h jsHost) Eval(ctx context.Context, request []byte) []byte {
 	return []byte(v.String())
 }
 
+// Publish calls the JavaScript publish function, if there is one.
 func (h jsHost) Publish(ctx context.Context, channel string, message []byte) error {
 	if h.publish.Type() != js.TypeFunction {
 		return nil

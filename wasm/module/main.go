@@ -35,6 +35,7 @@ func hostPublish(channel unsafe.Pointer, channelSize uint32, message unsafe.Poin
 // host implements guest.Host with the imports.
 type host struct{}
 
+// Eval hands the request to the host and copies its response in.
 func (host) Eval(ctx context.Context, request []byte) []byte {
 	n := hostEval(unsafe.Pointer(unsafe.SliceData(request)), uint32(len(request)))
 	if n > abi.MaxMessage {
@@ -47,6 +48,7 @@ func (host) Eval(ctx context.Context, request []byte) []byte {
 	return out[:n]
 }
 
+// Publish hands a message to the host.
 func (host) Publish(ctx context.Context, channel string, message []byte) error {
 	ch := []byte(channel)
 	if len(ch) == 0 || len(message) == 0 {
