@@ -44,16 +44,21 @@
 //
 // CheckRace (RunRace) drives a real server from eight goroutines at once,
 // each with an engine of its own on one of the adapters: heartbeats,
-// logins, kicks, logouts and disconnects of a few users, touches and leaves,
-// two sweepers whose locks collide, and readers; for a bounded time, in
-// rounds of a few hundred operations. Each operation runs at its own
-// instant of a shared virtual clock. Each round's history is checked for:
-// no member or device removed while inside its window; nothing expired
-// counted after a sweep that began after its expiry; one event per net
-// change (published events equal returned ones, and each user's changes
-// chain from OFFLINE back to OFFLINE after the round's quiet end); no kicked
-// token ever accepted again; and linearizability against the model, per
-// user and per scope, with github.com/anishathalye/porcupine.
+// logins (some retried with their token), kicks, logouts and disconnects of
+// a few users, touches and leaves, two sweepers whose locks collide, and
+// readers; for a bounded time, in rounds of a few hundred operations under
+// each login policy in turn. Each operation runs at its own instant of a
+// shared virtual clock. Each round's history is checked for: no member or
+// device removed while inside its window (at the instant of whatever
+// removed it); nothing expired counted after a sweep that began after its
+// expiry; one event per net change (published events equal returned ones,
+// and each user's changes chain from OFFLINE back to OFFLINE after the
+// round's quiet end); no kicked token ever accepted again; and
+// linearizability against the model, per user and per scope, with
+// github.com/anishathalye/porcupine. Compact counts read through a
+// client-side cache may lag until the server's invalidation arrives
+// (design section 9): they must equal the model's or an older count, and
+// never go back in time for a reader.
 //
 // # Targets
 //
