@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -182,7 +183,10 @@ type clock struct{ ms atomic.Int64 }
 // Now returns the virtual instant.
 func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
-// countingStore counts round trips and script calls.
+// countingStore counts round trips and script calls that ran. A NOSCRIPT
+// answer (the core then resends the script's source) is not counted: how
+// many there are depends on which edge's first call reaches a fresh
+// server first, and the counts should not.
 type countingStore struct {
 	inner        core.Store
 	trips, calls atomic.Int64
@@ -190,9 +194,18 @@ type countingStore struct {
 
 // Eval forwards to the inner store.
 func (s *countingStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	s.trips.Add(1)
-	s.calls.Add(int64(len(calls)))
-	return s.inner.Eval(ctx, calls)
+	res := s.inner.Eval(ctx, calls)
+	ran := 0
+	for _, r := range res {
+		if !errors.Is(r.Err, core.ErrNoScript) {
+			ran++
+		}
+	}
+	if ran > 0 {
+		s.trips.Add(1)
+		s.calls.Add(int64(ran))
+	}
+	return res
 }
 
 // Run runs a simulation. The error is for a run that could not be carried

@@ -75,29 +75,45 @@ func TestSmallRunAgrees(t *testing.T) {
 	}
 }
 
-func TestDeterministic(t *testing.T) {
-	var csvs [2]string
-	for i := range csvs {
-		cfg := small(sim.EngineNative, 11)
-		cfg.Duration = 4 * time.Minute
-		res, err := sim.Run(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if err := res.WriteCSV(&b); err != nil {
-			t.Fatal(err)
-		}
-		// Drop the wall time column.
-		var lines []string
-		for _, l := range strings.Split(b.String(), "\n") {
-			if f := strings.SplitN(l, ",", 3); len(f) == 3 {
-				lines = append(lines, f[0]+","+f[2])
-			}
-		}
-		csvs[i] = strings.Join(lines, "\n")
+// series runs cfg and returns its time series without the wall times.
+func series(t *testing.T, cfg sim.Config) string {
+	t.Helper()
+	res, err := sim.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if csvs[0] != csvs[1] {
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := res.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.SplitN(l, ",", 3); len(f) == 3 {
+			lines = append(lines, f[0]+","+f[2])
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestDeterministic(t *testing.T) {
+	cfg := small(sim.EngineNative, 11)
+	cfg.Duration = 4 * time.Minute
+	if series(t, cfg) != series(t, cfg) {
 		t.Fatal("two runs with one seed differ")
+	}
+}
+
+// TestWASMEqualsNative runs one simulation on WebAssembly edges and on
+// native ones: every figure of the time series is the same.
+func TestWASMEqualsNative(t *testing.T) {
+	cfg := small(sim.EngineNative, 5)
+	cfg.Duration = 3 * time.Minute
+	native := series(t, cfg)
+	cfg.Engine, cfg.Module = sim.EngineWASM, moduleT(t)
+	if wasm := series(t, cfg); wasm != native {
+		t.Fatalf("the series differ:\nnative\n%s\nwasm\n%s", native, wasm)
 	}
 }
