@@ -11,6 +11,7 @@
 -- Returns {now}.
 local now = clock(ARGV[1])
 local grace = tonumber(ARGV[2])
+local registered = {}
 for i = 0, tonumber(ARGV[3]) - 1 do
   local a = 4 + i * 8
   local layout, key, tail, ref, member = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
@@ -27,6 +28,10 @@ for i = 0, tonumber(ARGV[3]) - 1 do
     redis.call('PFADD', k, member)
     redis.call('PEXPIRE', k, win + bucket + grace)
   end
-  redis.call('ZADD', KEYS[1], 'NX', now + interval, ref)
+  if not registered[ref] then
+    -- once per scope and call: a batch into one hot scope is one ZADD
+    redis.call('ZADD', KEYS[1], 'NX', now + interval, ref)
+    registered[ref] = true
+  end
 end
 return { now }
