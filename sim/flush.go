@@ -53,24 +53,52 @@ func (w *world) flush() error {
 			batches = append(batches, b)
 		}
 	}
-	var wg sync.WaitGroup
+	// Each batch call gets a ticket: the edges run at once, but reach
+	// Redis in ticket order, which keeps a run the same every time.
+	ticket := w.seq.turn()
+	type call struct {
+		b     *batch
+		t     int
+		beats []op
+		touch []op
+	}
+	var calls [][]call // per batch, in order
 	for _, b := range batches {
+		var cs []call
+		for lo := 0; lo < len(b.beats); lo += core.MaxBatch {
+			cs = append(cs, call{b: b, t: ticket, beats: b.beats[lo:min(lo+core.MaxBatch, len(b.beats))]})
+			ticket++
+		}
+		for lo := 0; lo < len(b.touches); lo += core.MaxBatch {
+			cs = append(cs, call{b: b, t: ticket, touch: b.touches[lo:min(lo+core.MaxBatch, len(b.touches))]})
+			ticket++
+		}
+		calls = append(calls, cs)
+	}
+	var wg sync.WaitGroup
+	for _, cs := range calls {
 		wg.Go(func() {
-			for lo := 0; lo < len(b.beats) && b.err == nil; lo += core.MaxBatch {
-				beats := make([]core.Heartbeat, 0, core.MaxBatch)
-				for _, o := range b.beats[lo:min(lo+core.MaxBatch, len(b.beats))] {
-					beats = append(beats, o.hb)
-				}
-				var acks []core.Ack
-				acks, b.err = b.e.p.HeartbeatBatch(w.ctx, beats)
-				b.acks = append(b.acks, acks)
-			}
-			for lo := 0; lo < len(b.touches) && b.err == nil; lo += core.MaxBatch {
-				ts := make([]core.ScopeTouch, 0, core.MaxBatch)
-				for _, o := range b.touches[lo:min(lo+core.MaxBatch, len(b.touches))] {
-					ts = append(ts, core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id})
-				}
-				b.err = b.e.p.TouchBatch(w.ctx, ts)
+			for _, c := range cs {
+				c.b.e.store.sequenced(c.t, func() {
+					if c.b.err != nil {
+						return
+					}
+					if c.beats != nil {
+						beats := make([]core.Heartbeat, len(c.beats))
+						for i, o := range c.beats {
+							beats[i] = o.hb
+						}
+						var acks []core.Ack
+						acks, c.b.err = c.b.e.p.HeartbeatBatch(w.ctx, beats)
+						c.b.acks = append(c.b.acks, acks)
+						return
+					}
+					ts := make([]core.ScopeTouch, len(c.touch))
+					for i, o := range c.touch {
+						ts[i] = core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id}
+					}
+					c.b.err = c.b.e.p.TouchBatch(w.ctx, ts)
+				})
 			}
 		})
 	}

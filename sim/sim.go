@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,7 @@ type edge struct {
 	name  string
 	up    bool
 	p     engine
+	store *edgeStore
 	close func()
 	queue []op
 	lives int
@@ -159,6 +161,7 @@ type world struct {
 	edges   []*edge
 	rt      *host.Runtime
 	store   *countingStore
+	seq     *sequencer
 	settleS int64 // how long after a change its publication may lag
 
 	stats Stats
@@ -208,6 +211,74 @@ func (s *countingStore) Eval(ctx context.Context, calls []core.Call) []core.Resu
 	return res
 }
 
+// sequencer lets the edges, which run their batches at once, reach Redis
+// in a fixed order: their WebAssembly work overlaps, their scripts do
+// not, so that a run is the same every time (two beats of one user at one
+// instant, through two edges, may publish differently in either order).
+type sequencer struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	next int // the ticket whose turn it is
+}
+
+func newSequencer() *sequencer {
+	s := &sequencer{}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *sequencer) wait(ticket int) {
+	s.mu.Lock()
+	for s.next != ticket {
+		s.cond.Wait()
+	}
+	s.mu.Unlock()
+}
+
+// turn returns the ticket whose turn it is.
+func (s *sequencer) turn() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+func (s *sequencer) done(ticket int) {
+	s.mu.Lock()
+	s.next = ticket + 1
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// edgeStore is an edge's view of the shared store. During a sequenced
+// call (ticket ≥ 0) it waits for the ticket's turn before the call's first
+// script reaches Redis; the caller ends the turn when the call returns.
+type edgeStore struct {
+	inner   core.Store
+	seq     *sequencer
+	ticket  int
+	holding bool
+}
+
+// Eval waits for the turn, if any, and forwards to the shared store.
+func (s *edgeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	if s.ticket >= 0 && !s.holding {
+		s.seq.wait(s.ticket)
+		s.holding = true
+	}
+	return s.inner.Eval(ctx, calls)
+}
+
+// sequenced runs f as the call of the given ticket.
+func (s *edgeStore) sequenced(ticket int, f func()) {
+	s.ticket = ticket
+	f()
+	if !s.holding {
+		s.seq.wait(ticket)
+	}
+	s.holding, s.ticket = false, -1
+	s.seq.done(ticket)
+}
+
 // Run runs a simulation. The error is for a run that could not be carried
 // out (a Redis failure, an invalid configuration); disagreements between
 // the engine and the truth are in the result (Result.Err).
@@ -243,6 +314,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		mini.ClockTTL(true)
 	}
 	w.store = &countingStore{inner: store}
+	w.seq = newSequencer()
 	if cfg.Engine == EngineWASM {
 		if w.rt, err = host.NewRuntime(ctx, cfg.Module, host.Options{}); err != nil {
 			return nil, err
@@ -401,11 +473,12 @@ func (w *world) config() core.Config {
 // boot starts (or restarts) an edge.
 func (w *world) boot(e *edge) error {
 	e.lives++
+	e.store = &edgeStore{inner: w.store, seq: w.seq, ticket: -1}
 	seed := fmt.Sprintf("sim-%d-%s-%d", w.cfg.Seed, e.name, e.lives)
 	cfg := w.config()
 	switch w.cfg.Engine {
 	case EngineWASM:
-		in, err := w.rt.NewInstance(w.ctx, w.store)
+		in, err := w.rt.NewInstance(w.ctx, e.store)
 		if err != nil {
 			return err
 		}
@@ -417,7 +490,7 @@ func (w *world) boot(e *edge) error {
 		e.p, e.close = eng, func() { in.Close(context.WithoutCancel(w.ctx)) }
 	default:
 		cfg.Rand = abi.SeededRand(seed)
-		eng, err := core.New(w.store, cfg)
+		eng, err := core.New(e.store, cfg)
 		if err != nil {
 			return err
 		}
