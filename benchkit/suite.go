@@ -267,6 +267,40 @@ func Login(ctx context.Context, e core.Presence, n int, user func(int) string) (
 	return tokens, nil
 }
 
+// SettleWait is how long Warm waits before its second beat: past the
+// default CoalesceWindow (1 s), so that the beat publishes the ONLINE change
+// of the login.
+const SettleWait = 1100 * time.Millisecond
+
+// Warm waits SettleWait and beats every user once more (web device "d0",
+// with its token, in batches), so that each user's ONLINE change is
+// published and the workloads that follow measure users who stay online,
+// not their first beat after login.
+func Warm(ctx context.Context, e core.Presence, users, tokens []string, device func(int) string) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(SettleWait):
+	}
+	beats := make([]core.Heartbeat, 0, core.MaxBatch)
+	for lo := 0; lo < len(users); lo += core.MaxBatch {
+		beats = beats[:0]
+		for i := lo; i < min(lo+core.MaxBatch, len(users)); i++ {
+			beats = append(beats, core.Heartbeat{User: users[i], Device: device(i), Kind: core.KindWeb, Token: tokens[i], Active: true})
+		}
+		acks, err := e.HeartbeatBatch(ctx, beats)
+		if err != nil {
+			return err
+		}
+		for j, a := range acks {
+			if a.Err != nil {
+				return fmt.Errorf("benchkit: warm beat of %s: %w", beats[j].User, a.Err)
+			}
+		}
+	}
+	return nil
+}
+
 // Fill touches members 0..n-1 (named by member) in sc, in batches.
 func Fill(ctx context.Context, e core.Presence, sc core.Scope, n int, member func(int) string) error {
 	touches := make([]core.ScopeTouch, 0, core.MaxBatch)

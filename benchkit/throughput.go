@@ -86,6 +86,9 @@ func (r *runner) throughputOf(ctx context.Context, adapter string) error {
 	if err != nil {
 		return err
 	}
+	if err := Warm(ctx, e, users, tokens, func(int) string { return "d0" }); err != nil {
+		return err
+	}
 	single := Load{Concurrency: r.st.Concurrency, Duration: r.st.Duration}
 	batched := Load{Concurrency: r.st.BatchConcurrency, Duration: r.st.Duration}
 	pick := func(seq int) int { return int(uint64(seq) * 7919 % uint64(n)) }

@@ -91,8 +91,10 @@ type design struct {
 	batch func(ctx context.Context, us []int) error
 }
 
-// engineDesign is the engine through one adapter, its users logged in.
-func (c *comparison) engineDesign(ctx context.Context, adapter string, e *core.Engine, n int) (design, error) {
+// engineDesign is the engine through one adapter, its users logged in
+// (and, when warm, beaten once more past the coalescing window, so that
+// beats measure users who stay online).
+func (c *comparison) engineDesign(ctx context.Context, adapter string, e *core.Engine, n int, warm bool) (design, error) {
 	tokens := make([]string, n)
 	beats := make([]core.Heartbeat, 0, core.MaxBatch)
 	for lo := 0; lo < n; lo += core.MaxBatch {
@@ -109,6 +111,11 @@ func (c *comparison) engineDesign(ctx context.Context, adapter string, e *core.E
 				return design{}, a.Err
 			}
 			tokens[lo+j] = a.Token
+		}
+	}
+	if warm {
+		if err := benchkit.Warm(ctx, e, c.users[:n], tokens, func(i int) string { return c.clients[i] }); err != nil {
+			return design{}, err
 		}
 	}
 	hb := func(u int) core.Heartbeat {
@@ -209,6 +216,29 @@ func (c *comparison) plainHashDesign(prefix string) design {
 	}
 }
 
+// warm beats users 0..n-1 once through d.
+func (c *comparison) warm(ctx context.Context, d design, n int) error {
+	us := make([]int, 0, core.MaxBatch)
+	for lo := 0; lo < n; lo += core.MaxBatch {
+		us = us[:0]
+		for i := lo; i < min(lo+core.MaxBatch, n); i++ {
+			us = append(us, i)
+		}
+		if d.batch != nil {
+			if err := d.batch(ctx, us); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, u := range us {
+			if err := d.beat(ctx, u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // pick spreads sequence numbers over n users.
 func pick(seq, n int) int { return int(uint64(seq) * 7919 % uint64(n)) }
 
@@ -221,13 +251,20 @@ func (c *comparison) throughput(ctx context.Context) error {
 			return err
 		}
 		c.logf("engine/%s: logging %d users in", a, n)
-		d, err := c.engineDesign(ctx, a, e, n)
+		d, err := c.engineDesign(ctx, a, e, n, true)
 		if err != nil {
 			return err
 		}
 		designs = append(designs, d)
 	}
-	designs = append(designs, c.centrifugeDesign(c.cpm), c.plainSetDesign(c.prefix("plain-set")), c.plainHashDesign(c.prefix("plain-hash")))
+	others := []design{c.centrifugeDesign(c.cpm), c.plainSetDesign(c.prefix("plain-set")), c.plainHashDesign(c.prefix("plain-hash"))}
+	for _, d := range others {
+		// every user's keys exist before the run, as the engine's do
+		if err := c.warm(ctx, d, n); err != nil {
+			return err
+		}
+	}
+	designs = append(designs, others...)
 	single := benchkit.Load{Concurrency: c.o.concurrency, Duration: c.o.duration}
 	batched := benchkit.Load{Concurrency: c.o.batchConc, Duration: c.o.duration}
 	add := func(row benchkit.ThroughputRow, err error) error {
@@ -393,7 +430,7 @@ func (c *comparison) memory(ctx context.Context) error {
 		return err
 	}
 	err = measure("engine", ep, func() error {
-		if _, err := c.engineDesign(ctx, "goredis", e, n); err != nil {
+		if _, err := c.engineDesign(ctx, "goredis", e, n, false); err != nil {
 			return err
 		}
 		clk.Advance(2 * time.Second)
