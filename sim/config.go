@@ -12,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/wasm/host"
 )
 
 // Engine selects what runs on the edges.
@@ -53,8 +54,12 @@ type Config struct {
 	// Engine is EngineWASM (default) or EngineNative.
 	Engine Engine
 	// Module is the WebAssembly module (a build of wasm/module); required
-	// for EngineWASM.
+	// for EngineWASM unless Runtime is set.
 	Module []byte
+	// Runtime, if set, runs the edges instead of a runtime compiled from
+	// Module for this run: a caller running several simulations compiles
+	// the module once. The run does not close it.
+	Runtime *host.Runtime
 	// Store is the Redis the edges share. Default: an embedded miniredis,
 	// whose clock follows the virtual time.
 	Store core.Store
@@ -279,8 +284,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("sim: sweep interval must be at least one tick")
 	case c.Engine != EngineWASM && c.Engine != EngineNative:
 		return c, fmt.Errorf("sim: engine must be %q or %q, got %q", EngineWASM, EngineNative, c.Engine)
-	case c.Engine == EngineWASM && len(c.Module) == 0:
-		return c, fmt.Errorf("sim: the WASM engine needs Config.Module")
+	case c.Engine == EngineWASM && len(c.Module) == 0 && c.Runtime == nil:
+		return c, fmt.Errorf("sim: the WASM engine needs Config.Module or Config.Runtime")
 	}
 	return c, c.Mix.check()
 }

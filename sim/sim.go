@@ -316,10 +316,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	w.store = &countingStore{inner: store}
 	w.seq = newSequencer()
 	if cfg.Engine == EngineWASM {
-		if w.rt, err = host.NewRuntime(ctx, cfg.Module, host.Options{}); err != nil {
-			return nil, err
+		if w.rt = cfg.Runtime; w.rt == nil {
+			if w.rt, err = host.NewRuntime(ctx, cfg.Module, host.Options{}); err != nil {
+				return nil, err
+			}
+			defer w.rt.Close(context.WithoutCancel(ctx))
 		}
-		defer w.rt.Close(context.WithoutCancel(ctx))
 	}
 	w.populate()
 	for i := range w.edges {

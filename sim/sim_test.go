@@ -3,28 +3,47 @@ package sim_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/presencekit/presence/sim"
 	"github.com/presencekit/presence/wasm"
+	"github.com/presencekit/presence/wasm/host"
 )
 
+// The module is built and compiled once per test binary (and its machine
+// code cached on disk across test binaries).
 var (
-	moduleOnce sync.Once
-	module     []byte
-	moduleErr  error
+	runtimeOnce sync.Once
+	runtime     *host.Runtime
+	runtimeErr  error
 )
 
-func moduleT(tb testing.TB) []byte {
+func runtimeT(tb testing.TB) *host.Runtime {
 	tb.Helper()
-	moduleOnce.Do(func() { module, moduleErr = wasm.BuildBytes(context.Background(), wasm.WASI) })
-	if moduleErr != nil {
-		tb.Fatal(moduleErr)
+	runtimeOnce.Do(func() {
+		ctx := context.Background()
+		module, err := wasm.BuildBytes(ctx, wasm.WASI)
+		if err != nil {
+			runtimeErr = err
+			return
+		}
+		var opt host.Options
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "presence-wazero-cache")); err == nil {
+			opt.Cache = cache
+		}
+		runtime, runtimeErr = host.NewRuntime(ctx, module, opt)
+	})
+	if runtimeErr != nil {
+		tb.Fatal(runtimeErr)
 	}
-	return module
+	return runtime
 }
 
 func small(engine sim.Engine, seed uint64) sim.Config {
@@ -44,7 +63,7 @@ func small(engine sim.Engine, seed uint64) sim.Config {
 		cfg.Tick = 5 * time.Second // the default
 	}
 	if raceEnabled {
-		cfg.Users, cfg.Duration = 60, 4*time.Minute
+		cfg.Users, cfg.Duration = 40, 3*time.Minute
 	}
 	return cfg
 }
@@ -54,7 +73,7 @@ func TestSmallRunAgrees(t *testing.T) {
 		t.Run(string(engine), func(t *testing.T) {
 			cfg := small(engine, 7)
 			if engine == sim.EngineWASM {
-				cfg.Module = moduleT(t)
+				cfg.Runtime = runtimeT(t)
 			}
 			res, err := sim.Run(context.Background(), cfg)
 			if err != nil {
@@ -100,7 +119,7 @@ func series(t *testing.T, cfg sim.Config) string {
 
 func TestDeterministic(t *testing.T) {
 	cfg := small(sim.EngineNative, 11)
-	cfg.Duration = 4 * time.Minute
+	cfg.Duration = min(cfg.Duration, 4*time.Minute)
 	if series(t, cfg) != series(t, cfg) {
 		t.Fatal("two runs with one seed differ")
 	}
@@ -110,9 +129,9 @@ func TestDeterministic(t *testing.T) {
 // native ones: every figure of the time series is the same.
 func TestWASMEqualsNative(t *testing.T) {
 	cfg := small(sim.EngineNative, 5)
-	cfg.Duration = 3 * time.Minute
+	cfg.Duration = min(cfg.Duration, 3*time.Minute)
 	native := series(t, cfg)
-	cfg.Engine, cfg.Module = sim.EngineWASM, moduleT(t)
+	cfg.Engine, cfg.Runtime = sim.EngineWASM, runtimeT(t)
 	if wasm := series(t, cfg); wasm != native {
 		t.Fatalf("the series differ:\nnative\n%s\nwasm\n%s", native, wasm)
 	}

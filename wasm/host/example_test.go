@@ -3,10 +3,13 @@ package host_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
@@ -22,7 +25,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	rt, err := host.NewRuntime(ctx, module, host.Options{}) // compile once…
+	// Compile once (and keep the machine code on disk for the next process)…
+	cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "presence-wazero-cache"))
+	if err != nil {
+		panic(err)
+	}
+	rt, err := host.NewRuntime(ctx, module, host.Options{Cache: cache})
 	if err != nil {
 		panic(err)
 	}

@@ -2,12 +2,15 @@ package host_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
@@ -31,7 +34,11 @@ func runtimeT(tb testing.TB) *host.Runtime {
 		if b, buildErr = wasm.BuildBytes(ctx, wasm.WASI); buildErr != nil {
 			return
 		}
-		shared, buildErr = host.NewRuntime(ctx, b, host.Options{})
+		var opt host.Options
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "presence-wazero-cache")); err == nil {
+			opt.Cache = cache // the machine code, across test binaries
+		}
+		shared, buildErr = host.NewRuntime(ctx, b, opt)
 	})
 	if buildErr != nil {
 		tb.Fatal(buildErr)
