@@ -116,10 +116,11 @@ func (r *Result) drawPanel(b *strings.Builder, p panel, top, tmax float64) {
 		for _, m := range []struct {
 			at    float64
 			label string
-		}{{r.CrashAt.Minutes(), "edge crash"}, {r.RestartAt.Minutes(), "back"}} {
+			y     float64
+		}{{r.CrashAt.Minutes(), "an edge crashes", top + panelH - 4}, {r.RestartAt.Minutes(), "it is back", top + 12}} {
 			if m.at <= tmax {
 				fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#c0392b" stroke-dasharray="2,3"/><text x="%.1f" y="%.0f" fill="#c0392b" font-size="10">%s</text>`+"\n",
-					x(m.at), x(m.at), top, top+panelH, x(m.at)+3, top+panelH-4, m.label)
+					x(m.at), x(m.at), top, top+panelH, x(m.at)+3, m.y, m.label)
 			}
 		}
 	}
