@@ -348,7 +348,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if w.crashK > 0 && w.k == w.crashK {
 			w.crash()
 		}
-		if w.crashK > 0 && w.k == w.backK {
+		if w.crashK > 0 && w.k == w.backK && !w.edges[w.down].up {
 			if err := w.boot(w.edges[w.down]); err != nil {
 				return nil, err
 			}
@@ -505,10 +505,10 @@ func (w *world) boot(e *edge) error {
 // crash takes an edge down: its instance is gone, and its connected
 // devices reconnect to the others.
 func (w *world) crash() {
-	e := w.edges[w.rng.IntN(len(w.edges))]
 	if len(w.edges) < 2 {
-		return
+		return // nowhere to move to
 	}
+	e := w.edges[w.rng.IntN(len(w.edges))]
 	w.down = e.idx
 	e.up = false
 	e.close()
