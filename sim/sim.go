@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -251,32 +252,46 @@ func (s *sequencer) done(ticket int) {
 
 // edgeStore is an edge's view of the shared store. During a sequenced
 // call (ticket ≥ 0) it waits for the ticket's turn before the call's first
-// script reaches Redis; the caller ends the turn when the call returns.
+// script reaches Redis, and ends the turn as soon as Redis has answered
+// (unless the answer is NOSCRIPT: the core resends at once, within the
+// turn), so that the edge decodes the answer while the next edge's scripts
+// run. The simulated engines make one round trip per batch call.
 type edgeStore struct {
 	inner   core.Store
 	seq     *sequencer
 	ticket  int
 	holding bool
+	done    bool
 }
 
 // Eval waits for the turn, if any, and forwards to the shared store.
 func (s *edgeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	if s.ticket >= 0 && !s.holding {
+	if s.ticket < 0 || s.done {
+		return s.inner.Eval(ctx, calls)
+	}
+	if !s.holding {
 		s.seq.wait(s.ticket)
 		s.holding = true
 	}
-	return s.inner.Eval(ctx, calls)
+	res := s.inner.Eval(ctx, calls)
+	if !slices.ContainsFunc(res, func(r core.Result) bool { return errors.Is(r.Err, core.ErrNoScript) }) {
+		s.seq.done(s.ticket)
+		s.done = true
+	}
+	return res
 }
 
 // sequenced runs f as the call of the given ticket.
 func (s *edgeStore) sequenced(ticket int, f func()) {
-	s.ticket = ticket
+	s.ticket, s.holding, s.done = ticket, false, false
 	f()
-	if !s.holding {
-		s.seq.wait(ticket)
+	if !s.done {
+		if !s.holding {
+			s.seq.wait(ticket)
+		}
+		s.seq.done(ticket)
 	}
-	s.holding, s.ticket = false, -1
-	s.seq.done(ticket)
+	s.ticket, s.holding, s.done = -1, false, false
 }
 
 // Run runs a simulation. The error is for a run that could not be carried
