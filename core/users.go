@@ -1,8 +1,10 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,7 +60,7 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 			order = append(order, i)
 		}
 	}
-	sort.SliceStable(order, func(x, y int) bool { return bucket[order[x]] < bucket[order[y]] })
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(bucket[x], bucket[y]) })
 	var runs [][]int
 	for lo := 0; lo < len(order); {
 		hi := lo + 1
