@@ -55,8 +55,11 @@ local function clock(arg)
 end
 
 local function params()
+  local now = clock(ARGV[1])
+  local nows = ARGV[1]
+  if nows == '' then nows = fmt(now) end
   return {
-    now = clock(ARGV[1]), idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
+    now = now, nows = nows, idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
     leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
     dpre = ARGV[7], maxdev = tonumber(ARGV[8]), skew = tonumber(ARGV[9]),
     policy = tonumber(ARGV[10]), cnt = ARGV[11],
