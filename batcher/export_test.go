@@ -1,0 +1,4 @@
+package batcher
+
+// Queued is how many beats wait for a sender.
+func Queued(b *Batcher) int { return len(b.queue) }
