@@ -97,5 +97,10 @@ start_redis
 (cd bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json" --markdown "$out/compare.md") | tee "$out/compare.txt"
 stop_redis
 
+echo "== bench/compare $brief --concurrency 128 (a gateway's many connections, where package batcher merges beats)"
+start_redis
+(cd bench/compare && go run . --redis "$url" $brief --concurrency 128 --quiet --json "$out/compare-128.json" --markdown "$out/compare-128.md") | tee "$out/compare-128.txt"
+stop_redis
+
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench/run.sh: reports in $out"

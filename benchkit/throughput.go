@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/presencekit/presence/batcher"
 	"github.com/presencekit/presence/core"
 )
 
@@ -107,6 +108,20 @@ func (r *runner) throughputOf(ctx context.Context, adapter string) error {
 		_, err := e.Heartbeat(ctx, core.Heartbeat{User: users[u], Device: "d0", Kind: core.KindWeb, Token: tokens[u], Active: true})
 		return 1, err
 	})
+	if err != nil {
+		return err
+	}
+	// the same single beats from the same workers, merged by a batcher
+	bt, err := batcher.New(e, batcher.Config{})
+	if err != nil {
+		return err
+	}
+	err = add("heartbeat-batcher", 1, single, func(ctx context.Context, _, seq int) (int, error) {
+		u := pick(seq)
+		_, err := bt.Heartbeat(ctx, core.Heartbeat{User: users[u], Device: "d0", Kind: core.KindWeb, Token: tokens[u], Active: true})
+		return 1, err
+	})
+	bt.Close()
 	if err != nil {
 		return err
 	}
