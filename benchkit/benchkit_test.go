@@ -131,7 +131,7 @@ func TestSuiteBrief(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if len(rep.Throughput) != 13*len(benchkit.Adapters()) || len(rep.Memory) != 5 || len(rep.Sweeps) != 3 || len(rep.Cache) != 4 {
+	if len(rep.Throughput) != 14*len(benchkit.Adapters()) || len(rep.Memory) != 5 || len(rep.Sweeps) != 3 || len(rep.Cache) != 4 {
 		t.Errorf("rows: %d throughput, %d memory, %d sweeps, %d cache", len(rep.Throughput), len(rep.Memory), len(rep.Sweeps), len(rep.Cache))
 	}
 	for _, r := range rep.Throughput {

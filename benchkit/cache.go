@@ -2,16 +2,10 @@ package benchkit
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/presencekit/presence/core"
 )
-
-// CountKey names the count key of scope sc under prefix.
-func CountKey(prefix string, sc core.Scope) string {
-	return prefix + ":{s" + strconv.Itoa(bucket(sc.String())) + "}:n:" + sc.String()
-}
 
 // cacheReads bounds each loop of the cache workload.
 const cacheReads = 200_000
@@ -44,7 +38,10 @@ func (r *runner) cache(ctx context.Context) error {
 	if _, err := e.Count(ctx, sc); err != nil { // writes the count key
 		return err
 	}
-	key := CountKey(prefix, sc)
+	key, err := e.Keys().Count(sc)
+	if err != nil {
+		return err
+	}
 	d := min(r.st.Duration, 2*time.Second)
 	loops := []struct {
 		name string

@@ -2,45 +2,11 @@ package benchkit
 
 import (
 	"context"
-	"hash/fnv"
 	"strconv"
 	"time"
 
 	"github.com/presencekit/presence/core"
 )
-
-// Key names below follow core/layout.go: P:{uB}:d:USER, P:{uB}:st,
-// P:{uB}:due, P:{sB}:h:CLASS:N:SCOPE, P:{sB}:z:CLASS:SCOPE, with B the
-// FNV-1a hash of the user or "class:scope" modulo 16 (the default bucket
-// count). They are read only to report encodings and per-key sizes.
-const defaultBuckets = 16
-
-func bucket(id string) int {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	return int(h.Sum64() % defaultBuckets)
-}
-
-// DeviceKey, UserStateKey and DueKey name a user's keys under prefix.
-func DeviceKey(prefix, user string) string {
-	return prefix + ":{u" + strconv.Itoa(bucket(user)) + "}:d:" + user
-}
-
-// UserStateKey is the state hash of user bucket b.
-func UserStateKey(prefix string, b int) string { return prefix + ":{u" + strconv.Itoa(b) + "}:st" }
-
-// DueKey is the due index of user bucket b.
-func DueKey(prefix string, b int) string { return prefix + ":{u" + strconv.Itoa(b) + "}:due" }
-
-// ShardKey names compact shard n of scope sc under prefix.
-func ShardKey(prefix string, sc core.Scope, n int) string {
-	return prefix + ":{s" + strconv.Itoa(bucket(sc.String())) + "}:h:" + sc.Class + ":" + strconv.Itoa(n) + ":" + sc.ID
-}
-
-// ExactKey names the sorted set of exact scope sc under prefix.
-func ExactKey(prefix string, sc core.Scope) string {
-	return prefix + ":{s" + strconv.Itoa(bucket(sc.String())) + "}:z:" + sc.String()
-}
 
 func (r *runner) memory(ctx context.Context) error {
 	if r.s.Miniredis {
@@ -131,22 +97,23 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 	}
 	row := MemoryRow{Workload: "user-device", Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
 		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
+	keys := e.Keys()
 	var sample []string
 	for i := 0; i < n && i < 100; i++ {
-		sample = append(sample, DeviceKey(prefix, UserID(i)))
+		sample = append(sample, keys.Devices(UserID(i)))
 	}
 	var bucketKeys []string
-	for b := 0; b < defaultBuckets; b++ {
-		bucketKeys = append(bucketKeys, UserStateKey(prefix, b), DueKey(prefix, b))
+	for b := range keys.UserBuckets() {
+		bucketKeys = append(bucketKeys, keys.UserState(b), keys.Due(b))
 	}
 	if row.Encodings, err = r.admin.Encodings(ctx, append(sample, bucketKeys...)); err != nil {
 		return err
 	}
-	sizes, err := r.admin.MemoryUsage(ctx, []string{sample[0], UserStateKey(prefix, 0), DueKey(prefix, 0)})
+	sizes, err := r.admin.MemoryUsage(ctx, []string{sample[0], keys.UserState(0), keys.Due(0)})
 	if err != nil {
 		return err
 	}
-	per := float64(n) / defaultBuckets
+	per := float64(n) / float64(keys.UserBuckets())
 	row.SampleBytes["device_key"] = sizes[0]
 	row.SampleBytes["state_hash_per_user"] = int64(float64(sizes[1]) / per)
 	row.SampleBytes["due_zset_per_user"] = int64(float64(sizes[2]) / per)
@@ -188,14 +155,20 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		}
 		keys := make([]string, nShards)
 		for i := range keys {
-			keys[i] = ShardKey(prefix, sc, i)
+			if keys[i], err = e.Keys().Shard(sc, i); err != nil {
+				return err
+			}
 		}
 		if row.Encodings, err = r.admin.Encodings(ctx, keys); err != nil {
 			return err
 		}
 		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(nShards) + " shards"
 	case ClassExact:
-		if row.Encodings, err = r.admin.Encodings(ctx, []string{ExactKey(prefix, sc)}); err != nil {
+		key, err := e.Keys().Exact(sc)
+		if err != nil {
+			return err
+		}
+		if row.Encodings, err = r.admin.Encodings(ctx, []string{key}); err != nil {
 			return err
 		}
 		row.Note = "member IDs like " + member(0)

@@ -173,7 +173,11 @@ func BenchmarkTouchBatch(b *testing.B) {
 func BenchmarkCountCached(b *testing.B) {
 	sc := core.Scope{Class: "video", ID: "10086"}
 	e, r := recorded(b, core.Config{Prefix: "p"}, func(e *core.Engine) error { return nil })
-	r.cache[benchkit.CountKey("p", sc)] = core.StringValue("12345:1700000000000")
+	key, err := e.Keys().Count(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.cache[key] = core.StringValue("12345:1700000000000")
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

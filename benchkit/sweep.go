@@ -103,7 +103,9 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	if kind == "scope-compact" && !r.s.Miniredis {
 		keys := make([]string, shards)
 		for i := range keys {
-			keys[i] = ShardKey(prefix, core.Scope{Class: ClassCompact, ID: "10086"}, i)
+			if keys[i], err = e.Keys().Shard(core.Scope{Class: ClassCompact, ID: "10086"}, i); err != nil {
+				return err
+			}
 		}
 		enc, err := r.admin.Encodings(ctx, keys)
 		if err != nil {

@@ -1,0 +1,62 @@
+package core
+
+// KeyNames names the Redis keys an engine writes, for tools that inspect
+// them (memory and encoding reports, debugging). It builds them from the
+// engine's own layout (layout.go), so no copy of the layout lives elsewhere.
+type KeyNames struct{ e *Engine }
+
+// Keys returns the names of e's keys.
+func (e *Engine) Keys() KeyNames { return KeyNames{e} }
+
+// UserBuckets is the number of user buckets.
+func (k KeyNames) UserBuckets() int { return len(k.e.s.users) }
+
+// UserBucket is the bucket of user.
+func (k KeyNames) UserBucket(user string) int { return int(k.e.s.keys.userBucket(user)) }
+
+// Devices is user's device hash.
+func (k KeyNames) Devices(user string) string {
+	return k.e.s.users[k.e.s.keys.userBucket(user)].devPrefix + user
+}
+
+// UserState is the state hash of user bucket b (0 ≤ b < UserBuckets).
+func (k KeyNames) UserState(b int) string { return k.e.s.users[b].sweep[0] }
+
+// Due is the due index of user bucket b (0 ≤ b < UserBuckets).
+func (k KeyNames) Due(b int) string { return k.e.s.users[b].sweep[1] }
+
+// Exact is the sorted set of sc, a scope of an exact-layout class.
+func (k KeyNames) Exact(sc Scope) (string, error) {
+	sk, err := k.scope(sc, LayoutExact)
+	return sk.data, err
+}
+
+// Shard is compact shard n of sc, a scope of a compact-layout class.
+func (k KeyNames) Shard(sc Scope, n int) (string, error) {
+	sk, err := k.scope(sc, LayoutCompact)
+	if err != nil {
+		return "", err
+	}
+	if n < 0 || n >= sk.cls.shards {
+		return "", invalid("shard", "%d is outside 0..%d", n, sk.cls.shards-1)
+	}
+	return sk.shardKeyN(n), nil
+}
+
+// Count is the count key of sc, which sweeps refresh and readers read.
+func (k KeyNames) Count(sc Scope) (string, error) {
+	sk, err := k.e.scopeKeys("scope", sc)
+	return sk.count, err
+}
+
+// scope checks sc, and that its class has layout want.
+func (k KeyNames) scope(sc Scope, want Layout) (scopeKeys, error) {
+	sk, err := k.e.scopeKeys("scope", sc)
+	if err != nil {
+		return scopeKeys{}, err
+	}
+	if sk.cls.layout != want {
+		return scopeKeys{}, invalid("scope.Class", "%q has layout %v, not %v", sc.Class, sk.cls.layout, want)
+	}
+	return sk, nil
+}
