@@ -71,7 +71,7 @@ func (r *runner) settleMemory(ctx context.Context) (int64, int64, error) {
 }
 
 func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error {
-	prefix := r.prefix("mem-users")
+	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
 	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk})
 	if err != nil {
@@ -124,7 +124,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 }
 
 func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class string, shards, n int, member func(int) string) error {
-	prefix := r.prefix("mem-" + name)
+	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
 	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards)})
 	if err != nil {

@@ -211,6 +211,17 @@ func (r *runner) prefix(name string) string {
 	return r.run + "." + strconv.Itoa(r.seq) + "." + name
 }
 
+// memoryPrefix is a fresh prefix about as long as the default ("presence"),
+// not longer than it needs: memory per item counts key names as users get them.
+func (r *runner) memoryPrefix() string {
+	r.seq++
+	p := r.run + strconv.Itoa(r.seq)
+	for len(p) < len("presence") {
+		p += "m"
+	}
+	return p
+}
+
 // Scope classes of the workloads: one per layout, all with a 10 min window
 // so that a filled backlog stays put until a virtual clock ages it.
 const (
