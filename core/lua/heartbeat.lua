@@ -13,8 +13,15 @@
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
 -- refused heartbeat changes nothing); token the session token in force;
 -- from, to the status change it published, or -1, -1.
-local P = params()
-local now = P.now
+local now = clock(ARGV[1])
+local nows = ARGV[1]
+if nows == '' then nows = fmt(now) end
+-- The quick path reads only these parameters; the full path builds all of
+-- them (params), once, when a beat first needs it: converting them costs
+-- as much as the quick path's own work.
+local IDLE, PUSH, GRACE = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
+local DPRE, MULTI = ARGV[7], ARGV[10] == '0'
+local P = nil
 
 -- quick applies the beat at ARGV[a] when it only extends a live session
 -- that carries no new gateway or metadata, and changes neither the device's
@@ -28,19 +35,19 @@ local STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)\
 local DYNAMIC = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
 local STATE = '^[^\031]*\031([^\031]*)\031[^\031]*\031[^\031]*\031[^\031]*\031([^\031]*)$'
 local function quick(user, dev, token, at, a)
-  local dkey = P.dpre .. user
+  local dkey = DPRE .. user
   local got = redis.call('HMGET', dkey, dev, DYN .. dev)
   if not got[1] or not got[2] then return nil end
   local seen, active, bg, gone = string.match(got[2], DYNAMIC)
   if gone ~= '0' then return nil end
   local gw, tok, iv, meta = string.match(got[1], STATIC)
   if not tok then return nil end
-  if tok ~= token and (token ~= '' or P.policy ~= 0) then return nil end
+  if tok ~= token and (token ~= '' or not MULTI) then return nil end
   local g, m = ARGV[a + 3], ARGV[a + 8]
   if (g ~= '' and g ~= gw) or (m ~= '' and string.sub(m, 2) ~= meta) then return nil end
   local back = bg == '1'
   if back ~= (ARGV[a + 6] == '1') then return nil end
-  local win = P.push
+  local win = PUSH
   if not back then win = 2 * tonumber(iv) end
   if now > tonumber(seen) + win then return nil end
   local s = redis.call('HGET', KEYS[1], user)
@@ -49,14 +56,14 @@ local function quick(user, dev, token, at, a)
   if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
   local last = tonumber(active)
   if ARGV[a + 5] == '1' then
-    local t, ts = now, P.nows
+    local t, ts = now, nows
     if at ~= '' and tonumber(at) < now then t, ts = tonumber(at), at end
-    if not back and (now - last >= P.idle) ~= (now - t >= P.idle) then return nil end
+    if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
     if t > last then active = ts end
   end
-  redis.call('HSET', dkey, DYN .. dev, P.nows .. US .. active .. US .. bg .. US .. '0')
+  redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. bg .. US .. '0')
   -- the key lives until its latest deadline: GT keeps a later one of another device
-  redis.call('PEXPIRE', dkey, win + P.grace, 'GT')
+  redis.call('PEXPIRE', dkey, win + GRACE, 'GT')
   return tok
 end
 
@@ -66,9 +73,9 @@ local n = tonumber(ARGV[13])
 for i = 0, n - 1 do
   local a = 14 + i * 10
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
-  local code, issued, events = '', token, {}
+  local code, issued, events = '', token, nil
   local fast = nil
-  if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
+  if at ~= '' and math.abs(tonumber(at) - now) > tonumber(ARGV[9]) then
     code = 'SKEW'
   else
     fast = quick(user, dev, token, at, a)
@@ -76,6 +83,8 @@ for i = 0, n - 1 do
   if fast then
     issued = fast
   elseif code == '' then
+    P = P or params(now, nows)
+    events = {}
     local u = load(user, KEYS[1], P)
     local r = u.devs[dev]
     if r and not r.gone then
@@ -120,7 +129,7 @@ for i = 0, n - 1 do
   end
   results[#results + 1] = code
   results[#results + 1] = issued
-  results[#results + 1] = events[2] or -1
-  results[#results + 1] = events[3] or -1
+  results[#results + 1] = events and events[2] or -1
+  results[#results + 1] = events and events[3] or -1
 end
 return { now, results }

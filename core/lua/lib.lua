@@ -54,10 +54,15 @@ local function clock(arg)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function params()
-  local now = clock(ARGV[1])
-  local nows = ARGV[1]
-  if nows == '' then nows = fmt(now) end
+-- params reads the common ARGV; a script that has read the clock already
+-- passes its instant (now, and nows, its decimal string), so that every
+-- part of one call sees the same one.
+local function params(now, nows)
+  if not now then
+    now = clock(ARGV[1])
+    nows = ARGV[1]
+    if nows == '' then nows = fmt(now) end
+  end
   return {
     now = now, nows = nows, idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
     leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
