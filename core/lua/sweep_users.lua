@@ -3,13 +3,17 @@
 -- KEYS[3] the bucket's sweep lock
 -- ARGV[1..11] common parameters (lib.lua)
 -- ARGV[12] lock token  ARGV[13] lock lease ms  ARGV[14] at most this many users
+-- ARGV[15] server time budget of the step in µs (0: none)
 -- Returns {now, visited, more 0/1, lock, events}: lock is "idle" (nothing
 -- due), "held" (another sweeper's lock; nothing done) or "ok"; events holds
 -- user, from, to. Every user due by now is settled: expired records are
 -- deleted after a re-check inside this script, pending changes whose time
--- has come are published, and the user is re-indexed or dropped.
+-- has come are published, and the user is re-indexed or dropped. A step
+-- settles at most ARGV[14] users, and stops early once it has run for the
+-- time budget (the server's TIME, read every few users), so that neither a
+-- slow host nor users with many devices make a step long.
 local P = params()
-local token, lease, limit = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14])
+local token, lease, limit, budget = ARGV[12], tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', P.now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])
 if #due == 0 then
@@ -18,11 +22,20 @@ if #due == 0 then
 end
 if holder and holder ~= token then return { P.now, 0, 1, 'held', {} } end
 redis.call('SET', KEYS[3], token, 'PX', lease)
-local events = {}
+local function micros()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local every = 4 -- users between two reads of the clock
+local start = 0
+if budget > 0 and #due > every then start = micros() end
+local events, visited = {}, 0
 for i = 1, #due do
   local u = load(due[i], KEYS[1], P)
   settle(u, 'leave', KEYS[1], KEYS[2], P, events)
+  visited = i
+  if start > 0 and i % every == 0 and i < #due and micros() - start >= budget then break end
 end
 local more = 0
-if #due >= limit then more = 1 else redis.call('DEL', KEYS[3]) end
-return { P.now, #due, more, 'ok', events }
+if visited < #due or #due >= limit then more = 1 else redis.call('DEL', KEYS[3]) end
+return { P.now, visited, more, 'ok', events }
