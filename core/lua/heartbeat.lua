@@ -31,16 +31,13 @@ local P = nil
 -- pattern per record and writes strings it was given, because splitting and
 -- number formatting are what a beat costs most in Lua. Returns the token in
 -- force, or nil when the full path must decide.
-local STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)\031(.*)$'
-local DYNAMIC = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
-local STATE = '^[^\031]*\031([^\031]*)\031[^\031]*\031[^\031]*\031[^\031]*\031([^\031]*)$'
 local function quick(user, dev, token, at, a)
   local dkey = DPRE .. user
   local got = redis.call('HMGET', dkey, dev, DYN .. dev)
   if not got[1] or not got[2] then return nil end
-  local seen, active, bg, gone = string.match(got[2], DYNAMIC)
+  local seen, active, bg, gone = string.match(got[2], DYNAMIC_FIELDS)
   if gone ~= '0' then return nil end
-  local gw, tok, iv, meta = string.match(got[1], STATIC)
+  local _, gw, tok, _, iv, meta = string.match(got[1], STATIC_FIELDS)
   if not tok then return nil end
   if tok ~= token and (token ~= '' or not MULTI) then return nil end
   local g, m = ARGV[a + 3], ARGV[a + 8]
@@ -52,7 +49,7 @@ local function quick(user, dev, token, at, a)
   if now > tonumber(seen) + win then return nil end
   local s = redis.call('HGET', KEYS[1], user)
   if not s then return nil end
-  local pend, idx = string.match(s, STATE)
+  local _, pend, _, _, _, idx = string.match(s, STATE_FIELDS)
   if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
   local last = tonumber(active)
   if ARGV[a + 5] == '1' then

@@ -12,8 +12,8 @@ for i = 1, tonumber(ARGV[12]) do
   local manual, mexp = '0', '0'
   local s = redis.call('HGET', KEYS[1], user)
   if s then
-    local f = split(s, US)
-    manual, mexp = f[4], f[5]
+    local _
+    _, _, _, manual, mexp = string.match(s, STATE_FIELDS)
   end
   out[i] = { manual, mexp, redis.call('HGETALL', P.dpre .. user) }
 end
