@@ -20,9 +20,8 @@
 -- a scope: an exact scope loses at most the entries left in the budget, a
 -- compact scope is walked shard by shard in HSCAN steps of at most
 -- SHARD_SCAN entries, and one too large for a step resumes where it stopped
--- (shard, HSCAN cursor, members counted so far) on the next step. The
--- bound is in entries, not in time, so that a scope that fits in one step
--- is always walked in one, and its count is of one instant.
+-- (shard, HSCAN cursor, members counted so far) on the next step. A step also
+-- stops once it has run for about 1 ms of server time (TIME).
 local now = clock(ARGV[1])
 local token, lease, limit, budget = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local releaseAfter, countTTL, base = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -43,9 +42,18 @@ if holder and holder ~= token then return { now, 0, 0, 0, 1, 'held', {} } end
 redis.call('SET', KEYS[3], token, 'PX', lease)
 
 local visited, removed, released, examined, more = 0, 0, 0, 0, 0
+-- a step also stops after about STEP_MICROS of server time (as the core's
+-- sweepStepMicros for user steps), whatever the entries cost on this host
+local STEP_MICROS = 1000
+local function micros()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local start = micros()
+local function late() return micros() - start >= STEP_MICROS end
 local spread = {}
 for _, ref in ipairs(due) do
-  if examined >= budget then
+  if examined >= budget or (examined > 0 and late()) then
     more = 1
     break
   end
@@ -91,7 +99,7 @@ for _, ref in ipairs(due) do
       -- a shard walked in an earlier step).
       local prefix = base .. kh .. class .. ':'
       while cursor < cfg.shards do
-        if examined >= budget then
+        if examined >= budget or (examined > 0 and late()) then
           done = false
           break
         end
