@@ -40,7 +40,7 @@ var plantedBugs = []plantBug{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
 		// Compact shards are rewritten with their expired members kept.
-		edits: []edit{{"if age(now, flat[i + 1]) > win then dead", "if false then dead"}},
+		edits: []edit{{"if now - tonumber(flat[i + 1]) > win then dead", "if false then dead"}},
 	},
 	{
 		name:    "a heartbeat that ignores the session token",

@@ -26,7 +26,7 @@ local function sweepShard(key, from, count, win, now)
   local cursor, flat = res[1], res[2]
   local dead = {}
   for i = 1, #flat, 2 do
-    if age(now, flat[i + 1]) > win then dead[#dead + 1] = flat[i] end
+    if now - tonumber(flat[i + 1]) > win then dead[#dead + 1] = flat[i] end
   end
   -- HDEL's replies, not #dead: a field HSCAN returned twice is removed
   -- once; chunks keep unpack within Lua's stack, whatever the listpack limit
