@@ -40,7 +40,7 @@ var plantedBugs = []plantBug{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
 		// Compact shards are rewritten with their expired members kept.
-		edits: []edit{{"if now - tonumber(flat[i + 1]) > cfg.win then", "if false then"}},
+		edits: []edit{{"if age(now, flat[i + 1]) > cfg.win then", "if false then"}},
 	},
 	{
 		name:    "a heartbeat that ignores the session token",

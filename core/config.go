@@ -100,7 +100,8 @@ type ScopeClass struct {
 	// Layout is how members are counted. Default LayoutExact.
 	Layout Layout
 	// Window is how long a touch keeps a member in the scope. Default: the
-	// liveness window of a web device (2 × its interval).
+	// liveness window of a web device (2 × its interval). A compact class's
+	// window is at most 7 days.
 	Window time.Duration
 	// Shards is the number of compact shards of a scope; choose it so that
 	// each holds at most 512 members (Redis keeps such hashes compact).
@@ -142,6 +143,9 @@ const (
 	// maxBucketsPerWindow bounds an approx window: each count reads every
 	// bucket of the window in one script call.
 	maxBucketsPerWindow = 1000
+	// maxCompactWindow bounds a compact window: shards store touch instants
+	// modulo 2^31 ms (lib.lua's stamp), whose ages stay exact below 12.4 days.
+	maxCompactWindow = 7 * 24 * time.Hour
 )
 
 // validClassName reports whether name is 1 to 32 of a-z, 0-9, '-' and '_'
@@ -334,6 +338,9 @@ func newSettings(cfg Config) (*settings, error) {
 		cs.shards = orInt(c.Shards, 256)
 		if cs.window < 1 || cs.interval < 1 || cs.bucket < 1 {
 			return nil, invalid(field, "Window, SweepInterval and Bucket must be at least 1ms")
+		}
+		if c.Layout == LayoutCompact && cs.window > ms(maxCompactWindow) {
+			return nil, invalid(field+".Window", "a compact window is at most %v, got %v", maxCompactWindow, time.Duration(cs.window)*time.Millisecond)
 		}
 		if c.Layout == LayoutApprox && cs.window/cs.bucket > maxBucketsPerWindow {
 			return nil, invalid(field+".Bucket", "a window of %d buckets is more than the %d one count reads at once", cs.window/cs.bucket, maxBucketsPerWindow)

@@ -161,6 +161,7 @@ func TestConfigValidation(t *testing.T) {
 		{core.Config{Policy: 5}, "Config.Policy"},
 		{core.Config{Classes: map[string]core.ScopeClass{"Bad:Name": {}}}, "Config.Classes"},
 		{core.Config{Classes: map[string]core.ScopeClass{"v": {Layout: 9}}}, "Config.Classes[v].Layout"},
+		{core.Config{Classes: map[string]core.ScopeClass{"v": {Layout: core.LayoutCompact, Window: 8 * 24 * time.Hour}}}, "Config.Classes[v].Window"},
 	}
 	for _, tt := range tests {
 		_, err := core.New(&recorder{}, tt.cfg)

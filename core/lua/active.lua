@@ -8,15 +8,15 @@
 -- include members up to one bucket older than d.
 local now = clock(ARGV[1])
 local layout, key, tail = ARGV[2], ARGV[3], ARGV[4]
-local from = now - tonumber(ARGV[5])
+local d = tonumber(ARGV[5])
 if layout ~= '1' then
-  return { now, size(layout, key, tail, tonumber(ARGV[5]), 0, 0, tonumber(ARGV[7]), now) }
+  return { now, size(layout, key, tail, d, 0, 0, tonumber(ARGV[7]), now) }
 end
 local n = 0
 for i = tonumber(ARGV[8]), tonumber(ARGV[6]) - 1 do
   local vals = redis.call('HVALS', key .. i .. tail)
   for _, v in ipairs(vals) do
-    if tonumber(v) >= from then n = n + 1 end
+    if age(now, v) <= d then n = n + 1 end
   end
 end
 return { now, n }

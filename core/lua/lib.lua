@@ -47,6 +47,21 @@ end
 
 local function fmt(n) return string.format('%.0f', n) end
 
+-- Compact shards keep a member's last touch modulo 2^31 ms (about 24.8
+-- days): it fits listpack's 32-bit integers (5 bytes, where a full instant
+-- takes 9), and an age stays exact while under half of that, which the
+-- bound on a compact class's window (maxCompactWindow in config.go) keeps.
+local WRAP = 2147483648
+local function stamp(now) return fmt(now % WRAP) end
+
+-- age is how long ago stamp v was taken, in ms: negative for a stamp of a
+-- slightly later clock.
+local function age(now, v)
+  local a = (now - tonumber(v)) % WRAP
+  if a >= WRAP / 2 then a = a - WRAP end
+  return a
+end
+
 -- clock returns arg as the current instant, or the server's clock when arg is "".
 local function clock(arg)
   if arg ~= '' then return tonumber(arg) end

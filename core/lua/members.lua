@@ -9,7 +9,8 @@
 -- run by recency (newest first, ties by member descending); compact pages
 -- run shard by shard, members ascending within a shard.
 local now = clock(ARGV[1])
-local key, tail, from = ARGV[3], ARGV[4], now - tonumber(ARGV[5])
+local key, tail, win = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local from = now - win
 local shard, offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 if ARGV[2] == '0' then
   local page = redis.call('ZREVRANGEBYSCORE', key, '+inf', from, 'WITHSCORES', 'LIMIT', offset, limit)
@@ -22,7 +23,8 @@ while shard < shards do
   local flat = redis.call('HGETALL', key .. shard .. tail)
   local live = {}
   for i = 1, #flat, 2 do
-    if tonumber(flat[i + 1]) >= from then live[#live + 1] = { flat[i], flat[i + 1] } end
+    local a = age(now, flat[i + 1])
+    if a <= win then live[#live + 1] = { flat[i], fmt(now - a) } end
   end
   table.sort(live, function(x, y) return x[1] < y[1] end)
   while offset < #live do

@@ -8,7 +8,7 @@ local win = tonumber(ARGV[2])
 local flat = redis.call('HGETALL', KEYS[1])
 local removed = 0
 for i = 1, #flat, 2 do
-  if now - tonumber(flat[i + 1]) > win then
+  if age(now, flat[i + 1]) > win then
     redis.call('HDEL', KEYS[1], flat[i])
     removed = removed + 1
   end

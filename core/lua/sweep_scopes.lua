@@ -82,7 +82,7 @@ for _, ref in ipairs(due) do
         local key = prefix .. cursor .. tail
         local flat = redis.call('HGETALL', key)
         for i = 1, #flat, 2 do
-          if now - tonumber(flat[i + 1]) > cfg.win then
+          if age(now, flat[i + 1]) > cfg.win then
             redis.call('HDEL', key, flat[i])
             removed = removed + 1
           end

@@ -20,7 +20,7 @@ for i = 0, tonumber(ARGV[3]) - 1 do
     redis.call('ZADD', key, now, member)
     redis.call('PEXPIRE', key, win + grace)
   elseif layout == '1' then
-    redis.call('HSET', key, member, fmt(now))
+    redis.call('HSET', key, member, stamp(now))
     redis.call('PEXPIRE', key, win + grace)
   elseif layout == '2' then
     local b = math.floor(now / bucket) * bucket
