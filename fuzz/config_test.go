@@ -87,6 +87,9 @@ func FuzzConfig(f *testing.F) {
 		switch {
 		case win < 1:
 			bad = append(bad, "Config.Classes[x]")
+		case layout == core.LayoutCompact && win > (7*24*time.Hour).Milliseconds():
+			// compact shards store stamps modulo 2^31 ms: at most 7 days
+			bad = append(bad, "Config.Classes[x].Window")
 		case layout == core.LayoutApprox && bkt < 1:
 			bad = append(bad, "Config.Classes[x]")
 		case layout == core.LayoutApprox && win/bkt > 1000:
