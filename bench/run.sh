@@ -35,11 +35,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# free_port prints a port on 127.0.0.1 that nothing listens on, never 6379.
+# free_port prints a port on 127.0.0.1 that nothing listens on, below the
+# kernel's ephemeral range (where outgoing connections take their local
+# ports, so a free-looking port there may not bind), never 6379.
 free_port() {
-  local p
+  local p lo
+  lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
   for _ in $(seq 1 50); do
-    p=$(( (RANDOM % 20000) + 20000 ))
+    p=$(( (RANDOM % (lo - 20000)) + 20000 ))
     [ "$p" = 6379 ] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
@@ -50,23 +53,30 @@ free_port() {
   return 1
 }
 
-# start_redis starts a fresh server and sets $url; its pid joins $pids.
+# start_redis starts a fresh server and sets $url; its pid joins $pids. A
+# server that cannot bind its port (taken meanwhile) is retried on another.
 start_redis() {
-  local port dir
-  port=$(free_port)
-  dir=$(mktemp -d)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-    --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
-  pids+=("$!")
-  for _ in $(seq 1 100); do
-    if redis-cli -p "$port" ping >/dev/null 2>&1; then
-      url="redis://127.0.0.1:$port"
-      return 0
-    fi
-    sleep 0.05
+  local port dir pid attempt
+  for attempt in 1 2 3 4 5; do
+    port=$(free_port) || return 1
+    dir=$(mktemp -d)
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+      --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
+    pid=$!
+    for _ in $(seq 1 100); do
+      if redis-cli -p "$port" ping >/dev/null 2>&1; then
+        pids+=("$pid")
+        url="redis://127.0.0.1:$port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "bench/run.sh: redis-server on port $port did not start (attempt $attempt):" >&2
+    cat "$dir/redis.log" >&2
   done
-  echo "bench/run.sh: redis-server on port $port did not start:" >&2
-  cat "$dir/redis.log" >&2
   return 1
 }
 
