@@ -290,3 +290,17 @@ func mapString(m map[string]int) string {
 	sortSlice(parts, func(a, b string) bool { return a < b })
 	return strings.Join(parts, " ")
 }
+
+// WriteFile creates path and fills it with write (a report's WriteJSON or
+// WriteMarkdown).
+func WriteFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

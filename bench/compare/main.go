@@ -156,27 +156,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.jsonPath != "" {
-		if err := writeFile(o.jsonPath, func(w io.Writer) error { return jsonEncoder(w).Encode(c.rep) }); err != nil {
+		if err := benchkit.WriteFile(o.jsonPath, func(w io.Writer) error { return jsonEncoder(w).Encode(c.rep) }); err != nil {
 			return err
 		}
 	}
 	if o.mdPath != "" {
-		return writeFile(o.mdPath, c.writeMarkdown)
+		return benchkit.WriteFile(o.mdPath, c.writeMarkdown)
 	}
 	return nil
-}
-
-// writeFile creates path and fills it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // writeMarkdown writes the comparison as Markdown tables.

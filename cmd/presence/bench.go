@@ -111,12 +111,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *jsonPath != "" {
-		if err := writeFile(*jsonPath, rep.WriteJSON); err != nil {
+		if err := benchkit.WriteFile(*jsonPath, rep.WriteJSON); err != nil {
 			return err
 		}
 	}
 	if *mdPath != "" {
-		return writeFile(*mdPath, rep.WriteMarkdown)
+		return benchkit.WriteFile(*mdPath, rep.WriteMarkdown)
 	}
 	return nil
 }
@@ -130,17 +130,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// writeFile creates path and fills it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -23,6 +23,13 @@ local IDLE, PUSH, GRACE = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6]
 local DPRE, MULTI = ARGV[7], ARGV[10] == '0'
 local P = nil
 
+-- activity is the instant a beat's user action counts at, and its string:
+-- now, or the client's earlier time ARGV "at" (never a later one).
+local function activity(at)
+  if at ~= '' and tonumber(at) < now then return tonumber(at), at end
+  return now, nows
+end
+
 -- quick applies the beat at ARGV[a] when it only extends a live session
 -- that carries no new gateway or metadata, and changes neither the device's
 -- state nor the user's status while nothing is pending or due: then the
@@ -53,8 +60,7 @@ local function quick(user, dev, token, at, a)
   if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
   local last = tonumber(active)
   if ARGV[a + 5] == '1' then
-    local t, ts = now, nows
-    if at ~= '' and tonumber(at) < now then t, ts = tonumber(at), at end
+    local t, ts = activity(at)
     if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
     if t > last then active = ts end
   end
@@ -71,7 +77,7 @@ for i = 0, n - 1 do
   local a = 14 + i * 10
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, nil
-  local fast = nil
+  local fast
   if at ~= '' and math.abs(tonumber(at) - now) > tonumber(ARGV[9]) then
     code = 'SKEW'
   else
@@ -112,8 +118,7 @@ for i = 0, n - 1 do
         r.gw, static = ARGV[a + 3], true
       end
       if ARGV[a + 5] == '1' then
-        local t = now
-        if at ~= '' and tonumber(at) < now then t = tonumber(at) end
+        local t = activity(at)
         if t > r.active then r.active = t end
       end
       local meta = ARGV[a + 8]
