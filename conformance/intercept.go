@@ -108,3 +108,7 @@ func (c wrappedCache) CachedGet(ctx context.Context, key string) (core.Value, er
 	}
 	return c.w.in.CachedGet(ctx, key, c.w.cache.CachedGet)
 }
+
+func (c wrappedCache) FenceCache(ctx context.Context, keys []string) error {
+	return c.w.cache.FenceCache(ctx, keys)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/redistest"
 )
 
 // Regression tests for bugs the conformance suite found outside this
@@ -236,72 +234,4 @@ func TestKnownBugKickFenceLostWithLaterSession(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestKnownBugRueidisCachedCountAfterSweep: on a real server the rueidis
-// Store serves compact counts through its client-side cache (CachedGet). A
-// count read by the same engine right after its own sweep rewrote the
-// count key often returns the value from before the sweep.
-//
-// Input: a compact class (Shards 4); repeat 20 times: Touch(video/v1, m<i>),
-// clock +1.001 s, SweepScopes, Count, Count. Expected: both counts of
-// round i are i (the Model's; design section 9: the cache is "invalidated by
-// the server when the sweep rewrites it"). Actual: the first count after a
-// sweep is often i-1 (within a few rounds, most runs).
-// Suspected cause: Redis 7 sends the invalidation of a key that a client
-// changed itself after the reply of the changing command, on the same
-// connection; rueidis returns the EVALSHA reply to the caller before its
-// reader has processed the push that follows, so the next DoCache still
-// hits the old entry. The generated sequences do not see it because the
-// model's turn of every step gives the push time to arrive. A possible fix
-// in the adapter: end every Eval batch with a PING on the same connection
-// (the push precedes its reply), or skip the cache for a short while after
-// the Store's own writes.
-func TestKnownBugRueidisCachedCountAfterSweep(t *testing.T) {
-	skipKnownBug(t, "rueidis: a count read right after the sweep that rewrote it can come from the stale cache")
-	t.Parallel()
-	srv := redistest.Server(t)
-	ctx := context.Background()
-	var tg conformance.Target
-	for _, x := range conformance.AdapterTargets(srv.Addr) {
-		if x.Adapter == "rueidis" {
-			tg = x
-		}
-	}
-	be, err := tg.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	eng, err := core.New(be.Store, core.Config{Prefix: "cached-count", Clock: core.ClockFunc(func() time.Time { return now }),
-		Classes: map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Window: time.Minute, SweepInterval: time.Second, Shards: 4}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := core.Scope{Class: "video", ID: "v1"}
-	for i := 1; i <= 20; i++ {
-		if err := eng.Touch(ctx, sc, "m"+strconv.Itoa(i)); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(1001 * time.Millisecond)
-		if _, err := eng.SweepScopes(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for read := 0; read < 2; read++ { // the second read is served from the cache
-			c, err := eng.Count(ctx, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.N != int64(i) {
-				t.Fatalf("after %d touches and a sweep, read %d of the count gave %d", i, read+1, c.N)
-			}
-		}
-	}
-	st := be.Store.(interface{ CacheStats() (uint64, uint64) })
-	hits, misses := st.CacheStats()
-	if hits == 0 {
-		t.Fatalf("no count was served from the client-side cache (%d misses)", misses)
-	}
-	t.Logf("client-side cache: %d hits, %d misses", hits, misses)
 }

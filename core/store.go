@@ -38,8 +38,16 @@ type Store interface {
 // through a client-side cache that the server invalidates when the key
 // changes. The engine reads hot scope counts through it when present. A
 // missing key reads as a Value of kind ValueNil.
+//
+// FenceCache returns once CachedGet can no longer serve a value that a
+// write made by an Eval call of this Store, returned before FenceCache was
+// called, to a key in the Redis Cluster slot of one of keys has replaced.
+// An invalidation travels apart from the reply of the write that caused it
+// and may arrive after it; the engine fences at the end of a scope sweep,
+// so that a count read after SweepScopes returns sees what the sweep wrote.
 type CachedReader interface {
 	CachedGet(ctx context.Context, key string) (Value, error)
+	FenceCache(ctx context.Context, keys []string) error
 }
 
 // Publisher is an optional capability of a Store: publishing a message on a

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
 			itoa(c.interval), itoa(c.bucket), flag(c.spread))
 	}
-	return e.sweep(ctx, "scopes", n, func(b uint32, token string) scriptCall {
+	r, err := e.sweep(ctx, "scopes", n, func(b uint32, token string) scriptCall {
 		args := append(make([]string, 0, 12+len(classes)), e.nowArg(), token, itoa(e.s.lease),
 			strconv.Itoa(e.s.batch), strconv.Itoa(e.s.budget), strconv.Itoa(e.s.release), itoa(e.s.countTTL),
 			e.s.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
@@ -87,6 +88,23 @@ func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
 		}
 		return n[3] == 1, lock, nil
 	})
+	if err != nil || r.Visited+r.Released == 0 || e.cache == nil {
+		return r, err
+	}
+	return r, e.fenceCache(ctx, n)
+}
+
+// fenceCache waits until the client-side cache holds none of the count
+// keys that a sweep of the n scope buckets replaced.
+func (e *Engine) fenceCache(ctx context.Context, n int) error {
+	keys := make([]string, n)
+	for b := range keys {
+		keys[b] = e.scopeBucketKeys(uint32(b))[0]
+	}
+	if err := e.cache.FenceCache(ctx, keys); err != nil {
+		return &StoreError{Op: "sweep scopes", Unavailable: errors.Is(err, ErrUnavailable), Err: err}
+	}
+	return nil
 }
 
 // sweepSpread sweeps the spread compact scopes a bucket step handed over

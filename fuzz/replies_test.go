@@ -156,6 +156,17 @@ func (c cachedFakeStore) CachedGet(ctx context.Context, key string) (core.Value,
 	return v, nil
 }
 
+// FenceCache fails now and then, as a round trip may.
+func (c cachedFakeStore) FenceCache(ctx context.Context, keys []string) error {
+	c.log.mu.Lock()
+	defer c.log.mu.Unlock()
+	if c.s.intn(8) == 0 {
+		c.log.storeErr, c.log.unavail = true, true
+		return fmt.Errorf("%w: fake cache unreachable", core.ErrUnavailable)
+	}
+	return nil
+}
+
 // --- reply contracts -------------------------------------------------------
 //
 // checkReply judges a reply by the contract in the header of its script

@@ -47,6 +47,8 @@ type Store struct {
 
 	mu   sync.Mutex
 	subs map[string]int // live subscriptions per channel
+
+	fenceMu sync.Mutex // one FenceCache at a time: see fence.go
 }
 
 // Option configures a Store.

@@ -3,6 +3,7 @@ package rueidis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -152,6 +153,7 @@ func TestRealServer(t *testing.T) {
 			t.Fatalf("missing key, cached: %v %v", v, err)
 		}
 	})
+	t.Run("FenceCache", func(t *testing.T) { checkFence(t, s, "fenced") })
 	t.Run("Unavailable", func(t *testing.T) {
 		srv.Kill()
 		storetest.CheckUnavailable(t, s)
@@ -184,4 +186,33 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("second read was not a hit: %d hits", hits)
 		}
 	})
+	t.Run("FenceCache", func(t *testing.T) { checkFence(t, s, "{fenced}count") })
+}
+
+// setScript sets KEYS[1] to ARGV[1], as a sweep rewrites a count key.
+const setScript = "return redis.call('SET', KEYS[1], ARGV[1])"
+
+// checkFence rewrites key through s's own Eval, fences and reads it back
+// through the cache, many times: every read must see the write just made.
+// Without the fence the invalidation, which follows the write's reply, is
+// often still on its way and the read returns the cached value before it.
+func checkFence(t *testing.T, s *rueidisadapter.Store, key string) {
+	ctx := context.Background()
+	for i := range 200 {
+		want := strconv.Itoa(i)
+		if r := storetest.Eval(t, s, core.Call{Source: setScript, Keys: []string{key}, Args: []string{want}})[0]; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if err := s.FenceCache(ctx, []string{key}); err != nil {
+			t.Fatal(err)
+		}
+		for read := range 2 { // the second read is a hit
+			if v, err := s.CachedGet(ctx, key); err != nil || v.Str != want {
+				t.Fatalf("round %d, read %d after the fence: %v %v; want %s", i, read+1, v, err, want)
+			}
+		}
+	}
+	if hits, _ := s.CacheStats(); hits < 200 {
+		t.Fatalf("only %d reads were served from the cache", hits)
+	}
 }
