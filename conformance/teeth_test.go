@@ -40,7 +40,7 @@ var plantedBugs = []plantBug{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
 		// Compact shards are rewritten with their expired members kept.
-		edits: []edit{{"if age(now, flat[i + 1]) > cfg.win then", "if false then"}},
+		edits: []edit{{"if age(now, flat[i + 1]) > win then dead", "if false then dead"}},
 	},
 	{
 		name:    "a heartbeat that ignores the session token",
@@ -53,7 +53,10 @@ var plantedBugs = []plantBug{
 	{
 		name: "a count that forgets a shard",
 		// Every script that sums compact shards skips shard 0.
-		edits: []edit{{"for i = first, last - 1 do n = n + redis.call('HLEN'", "for i = first + 1, last - 1 do n = n + redis.call('HLEN'"}},
+		edits: []edit{
+			{"for i = first, last - 1 do n = n + redis.call('HLEN'", "for i = first + 1, last - 1 do n = n + redis.call('HLEN'"},
+			{"if nxt == '0' then cursor, acc = cursor + 1, acc + left end", "if nxt == '0' then cursor, acc = cursor + 1, acc + (cursor > 0 and left or 0) end"},
+		},
 	},
 	{
 		name: "a debounce that publishes twice",

@@ -224,27 +224,37 @@ func decodeCount(v Value, i int, peek bool) (Count, error) {
 	return Count{N: n, AsOf: msTime(asOf)}, nil
 }
 
-// countSpread sums the shards of a spread scope, in one pipelined round
-// (one per node on a cluster), and writes the count key unless a sweep
-// wrote one meanwhile.
-func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (Count, error) {
+// shardSizes sums the sizes of a spread scope's shards, in one pipelined
+// round (one per node on a cluster).
+func (e *Engine) shardSizes(ctx context.Context, op string, k scopeKeys) (int64, error) {
 	calls := make([]scriptCall, k.cls.shards)
 	for n := range calls {
 		calls[n] = scriptCall{e.scripts.shardLen, []string{k.shardKeyN(n)}, nil}
 	}
-	vals, err := e.eval(ctx, "count", calls)
+	vals, err := e.eval(ctx, op, calls)
 	if err != nil {
-		return Count{}, err
+		return 0, err
 	}
 	var sum int64
 	for _, v := range vals {
 		n, err := v.AsCount()
 		if err != nil {
-			return Count{}, err
+			return 0, err
 		}
 		sum += n
 	}
-	vals, err = e.eval(ctx, "count", []scriptCall{{e.scripts.countSet, []string{k.count},
+	return sum, nil
+}
+
+// countSpread sums the shards of a spread scope, in one pipelined round
+// (one per node on a cluster), and writes the count key unless a sweep
+// wrote one meanwhile.
+func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (Count, error) {
+	sum, err := e.shardSizes(ctx, "count", k)
+	if err != nil {
+		return Count{}, err
+	}
+	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.countSet, []string{k.count},
 		[]string{itoa(sum), itoa(now.UnixMilli()), itoa(e.s.countTTL)}}})
 	if err != nil {
 		return Count{}, err

@@ -74,7 +74,7 @@ func loadScripts() scriptSet {
 		logRead:     loadScript("log_read"),
 		shardTouch:  loadScript("shard_touch", user...),
 		shardLen:    loadScript("shard_len"),
-		shardSweep:  loadScript("shard_sweep", user...),
+		shardSweep:  loadScript("shard_sweep", scope...),
 		shardDrop:   loadScript("shard_drop"),
 		scopeFinish: loadScript("scope_finish", scope...),
 		countSet:    loadScript("count_set", user...),

@@ -108,9 +108,9 @@ func (e *Engine) fenceCache(ctx context.Context, n int) error {
 }
 
 // sweepSpread sweeps the spread compact scopes a bucket step handed over
-// (ref, empty sweeps, …): every shard in one pipelined round (one per node
-// on a cluster), then scope_finish.lua in the bucket's slot, then, for a
-// released scope, the shards that are still empty.
+// (ref, empty sweeps, …): its shards in bounded steps (sweepShards), then
+// scope_finish.lua in the bucket's slot with the sum of the shard sizes,
+// then, for a released scope, the shards that are still empty.
 func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error {
 	items, err := v.AsArray(-1)
 	if err != nil || len(items)%2 != 0 {
@@ -127,49 +127,93 @@ func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error
 		if err != nil || !k.cls.spread {
 			return replyErr("spread scope %q is not a spread class", ref)
 		}
-		calls := make([]scriptCall, k.cls.shards)
-		for n := range calls {
-			calls[n] = scriptCall{e.scripts.shardSweep, []string{k.shardKeyN(n)}, []string{e.nowArg(), itoa(k.cls.window)}}
-		}
-		vals, err := e.eval(ctx, "sweep scopes", calls)
+		remaining, steps, err := e.sweepShards(ctx, k, r)
 		if err != nil {
 			return err
 		}
-		var remaining int64
-		for _, v := range vals {
-			now, rest, err := splitReply(v, 2)
-			if err != nil {
-				return err
-			}
-			removed, err1 := rest[0].AsCount()
-			left, err2 := rest[1].AsCount()
-			if err1 != nil || err2 != nil {
-				return replyErr("shard sweep: %s", v)
-			}
-			r.Removed += int(removed)
-			remaining += left
-			r.observe(now)
-		}
 		bk := e.scopeBucketKeys(k.bucket)
-		vals, err = e.eval(ctx, "sweep scopes", []scriptCall{{e.scripts.scopeFinish, []string{bk[0], bk[1], k.count},
+		vals, err := e.eval(ctx, "sweep scopes", []scriptCall{{e.scripts.scopeFinish, []string{bk[0], bk[1], k.count},
 			[]string{e.nowArg(), ref, itoa(remaining), itoa(empties), strconv.Itoa(e.s.release), itoa(e.s.countTTL), itoa(k.cls.interval)}}})
 		if err != nil {
 			return err
 		}
 		if released, err := vals[0].AsInt(); err != nil || released == 0 {
-			r.Steps += len(calls) + 1
+			r.Steps += steps + 1
 			continue
 		}
 		r.Released++
+		calls := make([]scriptCall, k.cls.shards)
 		for n := range calls {
 			calls[n] = scriptCall{e.scripts.shardDrop, []string{k.shardKeyN(n)}, nil}
 		}
 		if _, err := e.eval(ctx, "sweep scopes", calls); err != nil {
 			return err
 		}
-		r.Steps += 2*len(calls) + 1
+		r.Steps += steps + len(calls) + 1
 	}
 	return nil
+}
+
+// shardScan is the most entries one HSCAN step of a compact shard sweep
+// asks for (COUNT), as scopelib.lua's SHARD_SCAN: a large (hashtable) shard
+// is walked in steps of about this many, a listpack shard in one step.
+const shardScan = 256
+
+// sweepShards sweeps every shard of a spread compact scope in bounded
+// steps (shard_sweep.lua, one HSCAN step each): all shards in one pipelined
+// round (one per node on a cluster), then further rounds for the shards not
+// yet walked to their end. It returns the sum of the shard sizes (taken as
+// each walk ended when one round walked them all, else counted again once
+// all are walked) and the number of steps.
+func (e *Engine) sweepShards(ctx context.Context, k scopeKeys, r *SweepReport) (remaining int64, steps int, err error) {
+	count, win := strconv.Itoa(min(e.s.budget, shardScan)), itoa(k.cls.window)
+	pending := make([]int, k.cls.shards)
+	cursors := make([]string, k.cls.shards)
+	for n := range pending {
+		pending[n], cursors[n] = n, "0"
+	}
+	rounds := 0
+	for len(pending) > 0 {
+		calls := make([]scriptCall, len(pending))
+		for i, n := range pending {
+			calls[i] = scriptCall{e.scripts.shardSweep, []string{k.shardKeyN(n)}, []string{e.nowArg(), win, cursors[n], count}}
+		}
+		vals, err := e.eval(ctx, "sweep scopes", calls)
+		if err != nil {
+			return 0, steps, err
+		}
+		steps += len(calls)
+		next := pending[:0]
+		for i, v := range vals {
+			now, rest, err := splitReply(v, 3)
+			if err != nil {
+				return 0, steps, err
+			}
+			removed, err1 := rest[0].AsCount()
+			left, err2 := rest[1].AsCount()
+			cursor, err3 := rest[2].AsString()
+			if err1 != nil || err2 != nil || err3 != nil {
+				return 0, steps, replyErr("shard sweep: %s", v)
+			}
+			r.Removed += int(removed)
+			r.observe(now)
+			if cursor == "0" {
+				remaining += left
+				continue
+			}
+			cursors[pending[i]] = cursor
+			next = append(next, pending[i])
+		}
+		pending = next
+		rounds++
+	}
+	if rounds > 1 {
+		// a walk took several rounds: a member touched meanwhile into a
+		// shard walked earlier is in no shard's remainder, so count again
+		remaining, err = e.shardSizes(ctx, "sweep scopes", k)
+		steps += k.cls.shards
+	}
+	return remaining, steps, err
 }
 
 // sweep drives the steps of a pass: one pipelined round over all buckets,

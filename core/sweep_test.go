@@ -222,6 +222,75 @@ func (r *recorder) scriptCalls(from int, name string) int {
 	return n
 }
 
+// TestScopeSweepStepsAreBounded sweeps a scope whose expired members far
+// outnumber what one step may examine, all in one exact set or one compact
+// shard (a hashtable, past the listpack limit), and checks that the sweep
+// took several calls, removed every expired member and left the exact
+// count of the live ones. A step that walked the whole set or shard (one
+// HGETALL) would fail it.
+func TestScopeSweepStepsAreBounded(t *testing.T) {
+	const expired, live, budget = 3000, 300, 128
+	tests := []struct {
+		name   string
+		sc     core.Scope
+		spread bool
+		script string // the script whose calls do the removing
+	}{
+		{"exact", room, false, "sweep_scopes"},
+		{"compact", video, false, "sweep_scopes"},
+		{"compact spread", video, true, "shard_sweep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := &manualClock{t: t0}
+			cfg := scopeConfigSpread(1, tt.spread)
+			cfg.SweepBudget = budget
+			e, rec := newRecordedRealEngine(t, cfg, clk)
+			touch := func(from, to int) {
+				for lo := from; lo < to; lo += core.MaxBatch {
+					hi := lo + core.MaxBatch
+					if hi > to {
+						hi = to
+					}
+					var batch []core.ScopeTouch
+					for i := lo; i < hi; i++ {
+						batch = append(batch, core.ScopeTouch{Scope: tt.sc, Member: fmt.Sprint("m", i)})
+					}
+					if err := e.TouchBatch(ctx, batch); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			touch(0, expired)
+			clk.t = clk.t.Add(45 * time.Second)
+			touch(expired, expired+live)
+			clk.t = clk.t.Add(20 * time.Second) // the first ones are past their 60 s window
+			before := rec.count()
+			r, err := e.SweepScopes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Removed != expired {
+				t.Fatalf("removed %d, want %d", r.Removed, expired)
+			}
+			// each call examines about the budget (an HSCAN step may bring
+			// a little more): twice the budget is a generous bound
+			if calls, want := rec.scriptCalls(before, tt.script), expired/(2*budget); calls < want {
+				t.Fatalf("%d %s calls removed %d members, want at least %d bounded calls", calls, tt.script, expired, want)
+			}
+			c, err := e.Count(ctx, tt.sc)
+			if err != nil || c.N != live {
+				t.Fatalf("count %+v, %v; want %d", c, err, live)
+			}
+			page, err := e.Members(ctx, tt.sc, "", 1000)
+			if err != nil || len(page.Members) != live {
+				t.Fatalf("%d members, %v; want %d", len(page.Members), err, live)
+			}
+		})
+	}
+}
+
 // TestUserSweepStepsAreBounded settles N due users in one bucket and
 // checks that every user was settled in at least N/batch steps, with the
 // default batch too.

@@ -11,6 +11,41 @@ local function buckets(key, tail, from, now, bucket)
   return out
 end
 
+-- SHARD_SCAN is the most entries a sweep asks one HSCAN step of a compact
+-- shard for (COUNT); the core's shardScan is the same for spread shards.
+local SHARD_SCAN = 256
+
+-- sweepShard runs one HSCAN step over a compact shard from cursor from (at
+-- most about count entries; a listpack shard is returned whole) and deletes
+-- the members whose window has passed, checked here, in this script.
+-- Returns removed, remaining, the next cursor ("0" once the shard has been
+-- walked to its end) and the entries examined; remaining, the shard's size
+-- at that instant, is meaningful only when the cursor is "0".
+local function sweepShard(key, from, count, win, now)
+  local res = redis.call('HSCAN', key, from, 'COUNT', count)
+  local cursor, flat = res[1], res[2]
+  local dead = {}
+  for i = 1, #flat, 2 do
+    if age(now, flat[i + 1]) > win then dead[#dead + 1] = flat[i] end
+  end
+  -- HDEL's replies, not #dead: a field HSCAN returned twice is removed
+  -- once; chunks keep unpack within Lua's stack, whatever the listpack limit
+  local removed = 0
+  for i = 1, #dead, 4000 do
+    removed = removed + redis.call('HDEL', key, unpack(dead, i, math.min(i + 3999, #dead)))
+  end
+  local remaining = 0
+  if cursor == '0' then
+    if from == '0' then
+      -- walked in one step, inside this script: what is left is exact
+      remaining = #flat / 2 - removed
+    else
+      remaining = redis.call('HLEN', key)
+    end
+  end
+  return removed, remaining, cursor, #flat / 2
+end
+
 -- size counts a scope's members: live ones (exact, approx) or all stored
 -- ones (compact, shards first to last - 1: expired members leave with the
 -- next sweep).

@@ -16,8 +16,12 @@
 -- lock lease meanwhile). Each due scope loses the members whose
 -- window has passed (checked and deleted inside this script), gets its count
 -- key rewritten, and is released (keys and registry entry deleted) once it
--- has been empty for the given number of sweeps in a row. A compact scope too
--- large for one step resumes from its saved shard on the next step.
+-- has been empty for the given number of sweeps in a row. No step grows with
+-- a scope: an exact scope loses at most the entries left in the budget, a
+-- compact scope is walked shard by shard in HSCAN steps of at most
+-- SHARD_SCAN entries, and one too large for a step resumes where it stopped
+-- (shard, HSCAN cursor) on the next step. The bound is in entries, not in
+-- time, so that a scope that fits in one step is always swept in one.
 local now = clock(ARGV[1])
 local token, lease, limit, budget = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local releaseAfter, countTTL, base = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
@@ -48,8 +52,11 @@ for _, ref in ipairs(due) do
   local class, id = string.sub(ref, 1, c - 1), string.sub(ref, c + 1)
   local cfg = classes[class]
   local tail = ':' .. id
+  -- empty sweeps so far, and where an unfinished compact walk resumes:
+  -- shard, HSCAN cursor in it ("empties:0" when there is none)
   local rel = split(redis.call('HGET', KEYS[2], ref) or '0:0', ':')
-  local empties, cursor = tonumber(rel[1]), tonumber(rel[2])
+  local empties, cursor, scan = tonumber(rel[1]), tonumber(rel[2]), rel[3]
+  if scan == nil then cursor, scan = 0, '0' end
   local done, n, keys = true, 0, {}
   if cfg == nil then
     -- the class is no longer configured: forget the scope
@@ -63,50 +70,54 @@ for _, ref in ipairs(due) do
     examined = examined + 1
   else
     if cfg.layout == '0' then
+      -- the expired members are the lowest ranks: count them, remove at
+      -- most the room left, in one command
       local key = base .. kz .. ref
       keys[1] = key
       local room = budget - examined
-      local old = redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. fmt(now - cfg.win), 'LIMIT', 0, room)
-      for _, m in ipairs(old) do redis.call('ZREM', key, m) end
-      removed, examined = removed + #old, examined + #old + 1
-      if #old >= room then done = false end
+      local old = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(now - cfg.win))
+      local k = math.min(old, room)
+      if k > 0 then redis.call('ZREMRANGEBYRANK', key, 0, k - 1) end
+      removed, examined = removed + k, examined + k + 1
+      if old > room then done = false end
       n = redis.call('ZCARD', key)
     elseif cfg.layout == '1' then
+      -- shard by shard, one HSCAN step at a time, so that neither the
+      -- number of shards nor a shard's size makes a step long. A released
+      -- scope's shards are empty (counted below), so they no longer exist:
+      -- nothing to delete.
       local prefix = base .. kh .. class .. ':'
-      for i = 0, cfg.shards - 1 do keys[#keys + 1] = prefix .. i .. tail end
       while cursor < cfg.shards do
         if examined >= budget then
           done = false
           break
         end
-        local key = prefix .. cursor .. tail
-        local flat = redis.call('HGETALL', key)
-        for i = 1, #flat, 2 do
-          if age(now, flat[i + 1]) > cfg.win then
-            redis.call('HDEL', key, flat[i])
-            removed = removed + 1
-          end
-        end
-        examined = examined + #flat / 2 + 1
-        cursor = cursor + 1
+        local r, _, nxt, seen = sweepShard(prefix .. cursor .. tail, scan,
+          math.min(SHARD_SCAN, budget - examined), cfg.win, now)
+        removed, examined, scan = removed + r, examined + seen + 1, nxt
+        if nxt == '0' then cursor = cursor + 1 end
       end
+      -- the walk ends in this step: count every shard now, in this script,
+      -- so that a member touched into a shard walked in an earlier step
+      -- counts (and keeps the scope from being released)
       if done then n = size('1', prefix, tail, cfg.win, 0, cfg.shards, 0, now) end
     else
+      -- a PFCOUNT merges one HyperLogLog per bucket: weigh it by those
       local prefix = base .. kx .. class .. ':'
       keys = buckets(prefix, tail, now - cfg.win - cfg.bucket, now, cfg.bucket)
       n = size('2', prefix, tail, cfg.win, 0, 0, cfg.bucket, now)
-      examined = examined + 1
+      examined = examined + #keys
     end
     if not done then
-      -- resumed from its saved shard on the next step, and counted then
-      redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor)
+      -- resumed where it stopped on the next step, and counted then
+      redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor .. ':' .. scan)
       redis.call('ZADD', KEYS[1], now, ref)
       more = 1
     else
       visited = visited + 1
     end
     if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
-      redis.call('DEL', unpack(keys))
+      if #keys > 0 then redis.call('DEL', unpack(keys)) end
       released = released + 1
     end
   end
