@@ -43,6 +43,18 @@ func (k KeyNames) Shard(sc Scope, n int) (string, error) {
 	return sk.shardKeyN(n), nil
 }
 
+// ShardOf is the index of the compact shard of sc that holds member.
+func (k KeyNames) ShardOf(sc Scope, member string) (int, error) {
+	sk, err := k.scope(sc, LayoutCompact)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkID("member", member); err != nil {
+		return 0, err
+	}
+	return sk.shardIndex(member), nil
+}
+
 // Count is the count key of sc, which sweeps refresh and readers read.
 func (k KeyNames) Count(sc Scope) (string, error) {
 	sk, err := k.e.scopeKeys("scope", sc)

@@ -52,7 +52,13 @@ func (k scopeKeys) shardKeyN(n int) string { return k.shardPrefix(n) + strconv.I
 
 // shardKey is the compact shard holding member: stable hash mod shards.
 func (k scopeKeys) shardKey(member string) string {
-	return k.shardKeyN(int(fnv64(member) % uint64(k.cls.shards)))
+	return k.shardKeyN(k.shardIndex(member))
+}
+
+// shardIndex is the shard of member: a stable hash, so that the same
+// member always lands in the same shard.
+func (k scopeKeys) shardIndex(member string) int {
+	return int(fnv64(member) % uint64(k.cls.shards))
 }
 
 // Touch records member's activity in the scope now (design section 9).
@@ -110,7 +116,7 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	for g, b := range order {
 		items := groups[b]
 		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.s.grace), strconv.Itoa(len(items)/8))
-		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:1], append(args, items...)}
+		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:2], append(args, items...)}
 	}
 	for _, shard := range shardOrder {
 		args := append([]string{e.nowArg(), shardTTL[shard]}, shardMembers[shard]...)
@@ -136,14 +142,19 @@ func (e *Engine) Leave(ctx context.Context, sc Scope, member string) (bool, erro
 	if err := checkID("member", member); err != nil {
 		return false, err
 	}
-	data := k.data
+	keys := []string{k.data}
 	switch k.cls.layout {
 	case LayoutApprox:
 		return false, ErrUnsupported
 	case LayoutCompact:
-		data = k.shardKey(member)
+		keys[0] = k.shardKey(member)
+		if !k.cls.spread {
+			// the shard shares the bucket's slot: count the change where
+			// the sweep's walk looks (sweep_scopes.lua)
+			keys = append(keys, e.scopeBucketKeys(k.bucket)[1])
+		}
 	}
-	vals, err := e.eval(ctx, "leave", []scriptCall{{e.scripts.leave, []string{data}, []string{strconv.Itoa(int(k.cls.layout)), member}}})
+	vals, err := e.eval(ctx, "leave", []scriptCall{{e.scripts.leave, keys, []string{strconv.Itoa(int(k.cls.layout)), member, sc.ref()}}})
 	if err != nil {
 		return false, err
 	}

@@ -20,7 +20,11 @@
 -- a scope: an exact scope loses at most the entries left in the budget, a
 -- compact scope is walked shard by shard in HSCAN steps of at most
 -- SHARD_SCAN entries, and one too large for a step resumes where it stopped
--- (shard, HSCAN cursor) on the next step. The bound is in entries, not in
+-- (shard, HSCAN cursor) on the next step. Such a walk sums the shards as it
+-- goes; when it ends it takes the sum for the count if no touch or leave
+-- changed the scope's members meanwhile (they count changes in KEYS[2],
+-- field "#ref"), else counts every shard again (up to RECOUNT_SHARDS) or
+-- keeps the sum without counting the sweep as an empty one. The bound is in entries, not in
 -- time, so that a scope that fits in one step is always swept in one.
 local now = clock(ARGV[1])
 local token, lease, limit, budget = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -52,16 +56,19 @@ for _, ref in ipairs(due) do
   local class, id = string.sub(ref, 1, c - 1), string.sub(ref, c + 1)
   local cfg = classes[class]
   local tail = ':' .. id
-  -- empty sweeps so far, and where an unfinished compact walk resumes:
-  -- shard, HSCAN cursor in it ("empties:0" when there is none)
+  -- empty sweeps so far and, while a compact walk is unfinished, where it
+  -- resumes (shard, HSCAN cursor in it), the sum of the shards walked and
+  -- the scope's member changes ("#ref") when it began: "empties:0" when no
+  -- walk is unfinished
   local rel = split(redis.call('HGET', KEYS[2], ref) or '0:0', ':')
   local empties, cursor, scan = tonumber(rel[1]), tonumber(rel[2]), rel[3]
-  if scan == nil then cursor, scan = 0, '0' end
-  local done, n, keys = true, 0, {}
+  local walking = scan ~= nil
+  if not walking then cursor, scan = 0, '0' end
+  local done, n, keys, unsure, walk = true, 0, {}, false, '0'
   if cfg == nil then
     -- the class is no longer configured: forget the scope
     redis.call('ZREM', KEYS[1], ref)
-    redis.call('HDEL', KEYS[2], ref)
+    redis.call('HDEL', KEYS[2], ref, '#' .. ref)
   elseif cfg.spread then
     visited = visited + 1
     spread[#spread + 1] = ref
@@ -84,23 +91,37 @@ for _, ref in ipairs(due) do
     elseif cfg.layout == '1' then
       -- shard by shard, one HSCAN step at a time, so that neither the
       -- number of shards nor a shard's size makes a step long. A released
-      -- scope's shards are empty (counted below), so they no longer exist:
-      -- nothing to delete.
+      -- scope's shards are empty, so they no longer exist: nothing to
+      -- delete.
       local prefix = base .. kh .. class .. ':'
+      local sum, changes = tonumber(rel[4] or 0), rel[5]
       while cursor < cfg.shards do
         if examined >= budget then
           done = false
           break
         end
-        local r, _, nxt, seen = sweepShard(prefix .. cursor .. tail, scan,
+        local r, left, nxt, seen = sweepShard(prefix .. cursor .. tail, scan,
           math.min(SHARD_SCAN, budget - examined), cfg.win, now)
         removed, examined, scan = removed + r, examined + seen + 1, nxt
-        if nxt == '0' then cursor = cursor + 1 end
+        if nxt == '0' then cursor, sum = cursor + 1, sum + left end
       end
-      -- the walk ends in this step: count every shard now, in this script,
-      -- so that a member touched into a shard walked in an earlier step
-      -- counts (and keeps the scope from being released)
-      if done then n = size('1', prefix, tail, cfg.win, 0, cfg.shards, 0, now) end
+      if not done then
+        -- the walk goes on in later steps: what touch and leave count from
+        -- now on, a shard walked earlier may have gained or lost
+        if not walking then changes = redis.call('HGET', KEYS[2], '#' .. ref) or '0' end
+        walk = cursor .. ':' .. scan .. ':' .. sum .. ':' .. changes
+      elseif not walking or (redis.call('HGET', KEYS[2], '#' .. ref) or '0') == changes then
+        -- walked in this script, or no member came or left since the walk
+        -- began: the sum is the scope's size now
+        n = sum
+      elseif cfg.shards <= RECOUNT_SHARDS then
+        n = size('1', prefix, tail, cfg.win, 0, cfg.shards, 0, now)
+      else
+        -- too many shards to count in one step: the sum misses at most
+        -- the changes made during the walk, and this sweep does not count
+        -- as an empty one
+        n, unsure = sum, true
+      end
     else
       -- a PFCOUNT merges one HyperLogLog per bucket: weigh it by those
       local prefix = base .. kx .. class .. ':'
@@ -110,13 +131,13 @@ for _, ref in ipairs(due) do
     end
     if not done then
       -- resumed where it stopped on the next step, and counted then
-      redis.call('HSET', KEYS[2], ref, empties .. ':' .. cursor .. ':' .. scan)
+      redis.call('HSET', KEYS[2], ref, empties .. ':' .. walk)
       redis.call('ZADD', KEYS[1], now, ref)
       more = 1
     else
       visited = visited + 1
     end
-    if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
+    if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval, unsure) then
       if #keys > 0 then redis.call('DEL', unpack(keys)) end
       released = released + 1
     end

@@ -1,5 +1,7 @@
 -- touch.lua: records members' activity in scopes of one scope bucket.
--- KEYS[1] the bucket's scope registry (P:{sB}:reg)
+-- KEYS[1] the bucket's scope registry (P:{sB}:reg)  KEYS[2] the bucket's
+-- release counters (P:{sB}:rel), where "#ref" counts the member changes of a
+-- compact scope (see sweep_scopes.lua)
 -- ARGV[1] now ms or "" (server TIME)  ARGV[2] key grace ms  ARGV[3] n;
 -- then 8 fields for each touch:
 --   layout (0 exact, 1 compact, 2 approx, 3 registry only: a spread
@@ -20,7 +22,11 @@ for i = 0, tonumber(ARGV[3]) - 1 do
     redis.call('ZADD', key, now, member)
     redis.call('PEXPIRE', key, win + grace)
   elseif layout == '1' then
-    redis.call('HSET', key, member, stamp(now))
+    if redis.call('HSET', key, member, stamp(now)) == 1 then
+      -- a new member: a sweep walking the scope over several steps must
+      -- know that its running sum may have missed it
+      redis.call('HINCRBY', KEYS[2], '#' .. ref, 1)
+    end
     redis.call('PEXPIRE', key, win + grace)
   elseif layout == '2' then
     local b = math.floor(now / bucket) * bucket
