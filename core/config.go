@@ -34,10 +34,13 @@ type Config struct {
 	KeyGrace time.Duration
 	// MaxDevices caps the live devices of one user. Default 16.
 	MaxDevices int
-	// KickFence is how long the token of a kicked session stays refused, so
-	// that a kicked client that keeps heartbeating cannot come back under
-	// PolicyMulti. Default 1 h. (A logged-out token stays refused until its
-	// device's window ends: only a heartbeat already in flight can carry it.)
+	// KickFence is how long after a login the tokens it supersedes stay
+	// refused: those of the devices it kicks, and every earlier token of
+	// its own device (kicked, or of a session that had already ended), even
+	// once later sessions of the device have ended too. So a kicked or stale
+	// client that keeps heartbeating cannot come back under PolicyMulti.
+	// Default 1 h. (A logged-out token stays refused until its device's
+	// window ends: only a heartbeat already in flight can carry it.)
 	KickFence time.Duration
 	// MaxSkew is how far a client timestamp may be from the engine's clock.
 	// Default 5 min.

@@ -81,6 +81,35 @@ func TestLoginPolicies(t *testing.T) {
 			}, "replaced"},
 			{2 * sec, status("u"), "ONLINE web:ONLINE"},
 		}},
+		{"multi: a login fences every earlier token of its device, kicked or not", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "first"), "saved"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{2 * sec, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{3 * sec, disconnect("u", "web"), "removed"},
+			{4 * sec, hb("u", "web", core.KindWeb, staleToken("first")), "replaced"},
+			{4 * sec, hb("u", "web", core.KindWeb, withToken), "ok"},
+			{61 * min, hb("u", "web", core.KindWeb, staleToken("first")), "ok [u:OFFLINE→ONLINE]"},
+		}},
+		{"multi: an implicit login under a fence makes its token the one in force", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "login"), "saved"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{2 * sec, implicitLogin("u", "web"), "ok"},
+			{3 * sec, disconnect("u", "web"), "removed"},
+			{4 * sec, hb("u", "web", core.KindWeb, withToken), "ok"},
+			{5 * sec, disconnect("u", "web"), "removed"},
+			{6 * sec, hb("u", "web", core.KindWeb, staleToken("login")), "replaced"},
+		}},
+		{"exclusive: a superseded token is refused, not asked to log in", core.Config{Policy: core.PolicyExclusive}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "first"), "saved"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{2 * sec, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{3 * sec, disconnect("u", "web"), "removed"},
+			{4 * sec, hb("u", "web", core.KindWeb, staleToken("first")), "replaced"},
+			{4 * sec, hb("u", "web", core.KindWeb, withToken), "nosession"},
+		}},
 		{"a heartbeat with an unknown token under multi is an implicit login", core.Config{}, []step{
 			{0, func(e *env) string {
 				ack, err := e.p.Heartbeat(e.ctx, core.Heartbeat{User: "u", Device: "web", Token: "from-before-a-restart"})
@@ -151,6 +180,19 @@ func TestLoginWithTokenIsIdempotent(t *testing.T) {
 		{1 * sec, loginWithToken("u", "web", "retry-me"), "ok"},
 		{2 * sec, status("u"), "ONLINE phone:ONLINE web:ONLINE"},
 	})
+}
+
+// implicitLogin heartbeats user/dev without a token and files the token it
+// is handed as the device's.
+func implicitLogin(user, dev string) func(*env) string {
+	return func(e *env) string {
+		ack, err := e.p.Heartbeat(e.ctx, core.Heartbeat{User: user, Device: dev, Kind: core.KindWeb})
+		if err != nil {
+			return errName(err)
+		}
+		e.tokens[user+"/"+dev] = ack.Token
+		return "ok" + changes(ack.Changes)
+	}
 }
 
 func loginWithToken(user, dev, token string) func(*env) string {

@@ -34,7 +34,8 @@ type Model struct {
 
 type modelUser struct {
 	devs       map[string]record
-	devsExpire int64 // when the device hash expires (0: no hash)
+	fences     map[string]fence // by device; the device hash holds them too
+	devsExpire int64            // when the device hash expires (0: no hash)
 	manual     Manual
 	mexp       int64
 	st         debounce
@@ -81,8 +82,9 @@ func (m *Model) token() (string, error) {
 }
 
 // user returns a working copy of the user's state as a script's load sees
-// it: expired keys gone, records past their window dropped. Like a script,
-// an operation changes nothing unless it settles the copy (which stores it).
+// it: expired keys gone, records past their window and ended fences
+// dropped. Like a script, an operation changes nothing unless it settles
+// the copy (which stores it).
 func (m *Model) user(id string, now int64) *modelUser {
 	u := &modelUser{}
 	if cur := m.users[id]; cur != nil {
@@ -92,8 +94,12 @@ func (m *Model) user(id string, now int64) *modelUser {
 	if u.devs == nil {
 		u.devs = map[string]record{}
 	}
+	u.fences = maps.Clone(u.fences)
+	if u.fences == nil {
+		u.fences = map[string]fence{}
+	}
 	if u.devsExpire != 0 && now > u.devsExpire {
-		u.devs, u.devsExpire = map[string]record{}, 0
+		u.devs, u.fences, u.devsExpire = map[string]record{}, map[string]fence{}, 0
 	}
 	if u.mexp > 0 && now >= u.mexp {
 		u.manual, u.mexp = ManualNone, 0
@@ -103,7 +109,21 @@ func (m *Model) user(id string, now int64) *modelUser {
 			delete(u.devs, d)
 		}
 	}
+	for d, f := range u.fences {
+		if now > f.end {
+			delete(u.fences, d)
+		}
+	}
 	return u
+}
+
+// fence mirrors lib.lua's fence: until end, every token of device dev but
+// token is refused; a fence in force keeps its later end.
+func (u *modelUser) fence(dev string, end int64, token string) {
+	if f, ok := u.fences[dev]; ok && f.end > end {
+		end = f.end
+	}
+	u.fences[dev] = fence{end: end, token: token}
 }
 
 func (m *Model) live(u *modelUser, now int64) int {
@@ -145,6 +165,11 @@ func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 			if !r.background {
 				take(r.active + m.s.idle)
 			}
+		}
+	}
+	for _, f := range u.fences {
+		if !hasLast || f.end > last {
+			last, hasLast = f.end, true
 		}
 	}
 	if hasLast {
@@ -239,6 +264,7 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 	}
 	u := m.user(hb.User, now)
 	r, ok := u.devs[hb.Device]
+	f, fenced := u.fences[hb.Device]
 	token := hb.Token
 	switch {
 	case ok && !r.gone:
@@ -250,7 +276,10 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 		}
 		token = r.token
 	case ok && hb.Token != "":
-		// the device's fence record: its token, or any older one, is superseded
+		// a logged-out record: its token, or any older one, is superseded
+		return "", nil, ErrSessionReplaced
+	case fenced && hb.Token != "" && hb.Token != f.token:
+		// the device's fence: a login since has superseded this token
 		return "", nil, ErrSessionReplaced
 	case m.s.cfg.Policy != PolicyMulti:
 		return "", nil, ErrNoSession
@@ -261,6 +290,9 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 			token = issue
 		}
 		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.s.interval[hb.Kind]}
+		if fenced && f.token != token {
+			u.fence(hb.Device, f.end, token)
+		}
 	}
 	r.seen, r.background = now, hb.Background
 	if hb.Gateway != "" {
@@ -323,11 +355,14 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	for _, id := range kicked {
 		r := u.devs[id]
 		res.Kicked = append(res.Kicked, Kick{User: l.User, Device: id, Kind: r.kind, Gateway: r.gateway, At: msTime(now)})
-		r.gone, r.active = true, now+m.s.fence
-		u.devs[id] = r
+		if id != l.Device {
+			delete(u.devs, id)
+			u.fence(id, now+m.s.fence, "")
+		}
 	}
 	u.devs[l.Device] = record{kind: l.Kind, gateway: l.Gateway, token: token, loginAt: now, seen: now, active: now,
 		background: l.Background, interval: m.s.interval[l.Kind], meta: encodeMeta(l.Meta)}
+	u.fence(l.Device, now+m.s.fence, token)
 	res.Changes = m.settle(l.User, u, causeChange, now)
 	return res, nil
 }
@@ -451,7 +486,7 @@ func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
 		u := m.user(d.user, now)
 		r.Visited++
 		r.Changes = append(r.Changes, m.settle(d.user, u, causeLeave, now)...)
-		if len(u.devs) == 0 && !u.hasState && u.mexp == 0 && u.manual == ManualNone {
+		if len(u.devs) == 0 && len(u.fences) == 0 && !u.hasState && u.mexp == 0 && u.manual == ManualNone {
 			delete(m.users, d.user)
 		}
 	}

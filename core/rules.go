@@ -33,6 +33,17 @@ const (
 // (lua/lib.lua explains the split).
 const dynamicPrefix = "\x01"
 
+// fencePrefix starts the hash field of a device's fence, which the device
+// hash keeps apart from its session record (lua/lib.lua).
+const fencePrefix = "\x02"
+
+// fence is a device's fence: until end, a heartbeat of the device with no
+// live session is refused unless it carries token (none when "").
+type fence struct {
+	end   int64
+	token string
+}
+
 // decodeRecord reads a record from its two parts.
 func decodeRecord(static, dynamic string) (record, error) {
 	f := strings.SplitN(static, unitSep, 6)
@@ -66,7 +77,8 @@ func (s *settings) window(r record) int64 {
 }
 
 // deadline is the last instant at which the device is alive, or for a gone
-// record the last instant its token stays fenced (kept in active).
+// (logged-out) record the last instant its token stays refused (kept in
+// active).
 func (s *settings) deadline(r record) int64 {
 	if r.gone {
 		return r.active

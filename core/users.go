@@ -459,9 +459,12 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 		if err1 != nil || err2 != nil {
 			return UserStatus{}, replyErr("status of %q: %s", user, v)
 		}
-		if d, ok := strings.CutPrefix(id, dynamicPrefix); ok {
-			dynamic[d] = raw
-		} else {
+		switch {
+		case strings.HasPrefix(id, dynamicPrefix):
+			dynamic[id[len(dynamicPrefix):]] = raw
+		case strings.HasPrefix(id, fencePrefix):
+			// a fence only refuses tokens: it shows no device
+		default:
 			static[id] = raw
 		}
 	}

@@ -89,7 +89,7 @@ for i = 0, n - 1 do
     P = P or params(now, nows)
     events = {}
     local u = load(user, KEYS[1], P)
-    local r = u.devs[dev]
+    local r, f = u.devs[dev], u.fences[dev]
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
         code = 'REPLACED'
@@ -98,7 +98,10 @@ for i = 0, n - 1 do
       end
       issued = r.token
     elseif r and token ~= '' then
-      -- the device's fence record: its token, or any older one, is superseded
+      -- a logged-out record: its token, or any older one, is superseded
+      code = 'REPLACED'
+    elseif f and token ~= '' and token ~= f.token then
+      -- the device's fence: a login since has superseded this token
       code = 'REPLACED'
     elseif P.policy ~= 0 then
       code = 'NOSESSION'
@@ -108,6 +111,9 @@ for i = 0, n - 1 do
       if issued == '' then issued = seed .. '.' .. i end
       r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
         kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]) }
+      -- an implicit login under a fence: the new session's token is the
+      -- one that may come back after it ends
+      if f and f.token ~= issued then fence(u, dev, f.fin, issued) end
     end
     if code ~= '' then
       issued = ''

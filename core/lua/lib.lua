@@ -15,14 +15,25 @@
 -- Device record, in two hash fields so that a heartbeat rewrites only the
 -- small part that changes, and both stay under Redis's 64-byte listpack
 -- limit in the common case (device IDs hold no control characters, so the
--- \1 prefix cannot collide with one). Fields joined by \31:
+-- \1 and \2 prefixes cannot collide with one). Fields joined by \31:
 --   field DEVICE:      kind, gateway, token, loginAt, interval ms,
 --                      metadata ("k\30v\30k\30v")
 --   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, gone 0/1
---                      (kicked or logged out: kept only to fence its token;
---                      in a gone record lastActive is the instant the fence
---                      ends: KickFence after a kick, the window's end after
---                      a logout)
+--                      (logged out: kept only to refuse its token until its
+--                      window ends, the instant lastActive then holds)
+-- The device's fence lives in a third field, apart from the session record,
+-- so that a later session cannot take it away (design section 8), and in
+-- the same hash, which every full path reads whole anyway: a fence costs no
+-- call of its own, and the heartbeat's quick path never reads it.
+--   field \2 .. DEVICE: fence end ms, the token in force ("" none). Until
+--                      the fence ends, a heartbeat of the device that has
+--                      no live session and carries any other token is
+--                      refused. Every login fences its device with its own
+--                      token for KickFence (refusing the tokens of the
+--                      device's earlier sessions, whether kicked or already
+--                      ended), a kick by another device's login fences the
+--                      kicked device with none, and an implicit login under
+--                      a fence makes its token the one in force.
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
 --   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
@@ -87,6 +98,7 @@ local function params(now, nows)
 end
 
 local DYN = '\1'
+local FENCE = '\2'
 
 -- One pattern per record: a single match costs a third of a split.
 local STATIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031?(.*)$'
@@ -116,7 +128,7 @@ local function window(r, P)
 end
 
 -- deadline is the last instant at which the device is alive, or for a
--- gone record the last instant its token stays fenced.
+-- gone (logged-out) record the last instant its token stays refused.
 local function deadline(r, P)
   if r.gone then return r.active end
   return r.seen + window(r, P)
@@ -129,17 +141,28 @@ local function state(r, now, P)
   return 3
 end
 
--- load reads a user's devices, manual status and published state. Records
--- whose window has passed are marked for deletion (compare-and-delete: the
--- check and the delete happen inside one script).
+-- load reads a user's devices, fences, manual status and published state.
+-- Records whose window has passed, and fences that have ended, are marked
+-- for deletion (compare-and-delete: the check and the delete happen inside
+-- one script).
 local function load(user, st, P)
-  local u = { user = user, dkey = P.dpre .. user, devs = {},
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {} }
+  local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {},
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {}, fenced = {} }
   local flat = redis.call('HGETALL', u.dkey)
   local static, dynamic = {}, {}
   for i = 1, #flat, 2 do
-    if string.byte(flat[i], 1) == 1 then
+    local b = string.byte(flat[i], 1)
+    if b == 1 then
       dynamic[string.sub(flat[i], 2)] = flat[i + 1]
+    elseif b == 2 then
+      local id = string.sub(flat[i], 2)
+      local fin, token = string.match(flat[i + 1], '^([^\031]*)\031(.*)$')
+      fin = tonumber(fin)
+      if P.now > fin then
+        u.fenced[id] = false
+      else
+        u.fences[id] = { fin = fin, token = token }
+      end
     else
       static[flat[i]] = flat[i + 1]
     end
@@ -217,10 +240,12 @@ local function observe(u, cur, cause, P)
   return nil
 end
 
--- store writes back the dirty device records, the key expiry, and the user
--- state. The due index is written only when the user must be visited
--- sooner than its score says (or its score has passed): a score left early
--- costs the sweeper one visit that re-indexes, and saves a write per beat.
+-- store writes back the dirty device records and fences, the key expiry
+-- (the latest deadline or fence end, plus the grace), and the user state.
+-- The due index is written only when the user must be visited sooner than
+-- its score says (or its score has passed): a score left early costs the
+-- sweeper one visit that re-indexes, and saves a write per beat. A fence
+-- needs no visit: it only refuses tokens, and the key's expiry covers it.
 local function store(u, st, due, P)
   local now = P.now
   for id, r in pairs(u.dirty) do
@@ -233,6 +258,13 @@ local function store(u, st, due, P)
   for id, r in pairs(u.seen) do
     if u.dirty[id] == nil then redis.call('HSET', u.dkey, DYN .. id, encodeDynamic(r)) end
   end
+  for id, f in pairs(u.fenced) do
+    if f == false then
+      redis.call('HDEL', u.dkey, FENCE .. id)
+    else
+      redis.call('HSET', u.dkey, FENCE .. id, fmt(f.fin) .. US .. f.token)
+    end
+  end
   local last, nxt = nil, nil
   local function take(t)
     if t > now and (nxt == nil or t < nxt) then nxt = t end
@@ -244,6 +276,9 @@ local function store(u, st, due, P)
       take(d + 1)
       if not r.bg then take(r.active + P.idle) end
     end
+  end
+  for _, f in pairs(u.fences) do
+    if last == nil or f.fin > last then last = f.fin end
   end
   if last ~= nil then redis.call('PEXPIRE', u.dkey, last - now + P.grace) end
   if u.mexp > 0 and live(u, P) > 0 then take(u.mexp) end
@@ -296,5 +331,15 @@ end
 local function drop(u, id)
   u.devs[id] = nil
   u.dirty[id] = false
+end
+
+-- fence refuses, until fin, every token of device id but token ("" none);
+-- a fence already in force keeps its later end, so none is ever shortened.
+local function fence(u, id, fin, token)
+  local f = u.fences[id]
+  if f and f.fin > fin then fin = f.fin end
+  f = { fin = fin, token = token }
+  u.fences[id] = f
+  u.fenced[id] = f
 end
 

@@ -4,7 +4,9 @@
 -- ARGV[12] user  ARGV[13] device  ARGV[14] kind  ARGV[15] gateway
 -- ARGV[16] policy (0 multi, 1 exclusive, 2 exclusive per kind)
 -- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
--- ARGV[20] the new session token  ARGV[21] how long kicked tokens stay refused, ms
+-- ARGV[20] the new session token
+-- ARGV[21] KickFence ms: how long the device's earlier tokens, and those of
+-- the devices it kicks, stay refused (the fence field of lib.lua)
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- changes nothing and returns no kicks;
@@ -35,16 +37,24 @@ for id, r in pairs(u.devs) do
 end
 if keep >= P.maxdev then return { now, 'TOOMANY', {}, {} } end
 local out, events = {}, {}
+local fin = now + tonumber(ARGV[21])
 table.sort(kicked)
 for _, id in ipairs(kicked) do
   local r = u.devs[id]
   out[#out + 1] = id
   out[#out + 1] = r.kind
   out[#out + 1] = r.gw
-  r.gone, r.active = true, now + tonumber(ARGV[21])
-  set(u, id, r)
+  if id ~= dev then
+    -- the kicked session goes; its fence refuses its token, and any older one
+    drop(u, id)
+    fence(u, id, fin, '')
+  end
 end
 set(u, dev, { kind = kind, gw = ARGV[15], token = ARGV[20], login = now, seen = now, active = now,
   bg = ARGV[17] == '1', iv = tonumber(ARGV[18]), gone = false, meta = ARGV[19] })
+-- Every token the device had before is superseded, that of a session just
+-- kicked or of one that ended earlier (its record may be gone): the fence
+-- keeps only the new one.
+fence(u, dev, fin, ARGV[20])
 settle(u, 'change', KEYS[1], KEYS[2], P, events)
 return { now, '', out, events }
