@@ -499,30 +499,6 @@ func touchesDevice(o *raceOp, user, dev string) bool {
 	return false
 }
 
-// laterSession reports whether user/dev may have been handed a session
-// token other than token between the end k (itself included) and the
-// heartbeat b (see bugKickFenceLaterSession).
-func (r *round) laterSession(user, dev, token string, k, b *raceOp) bool {
-	for _, o := range r.hist {
-		if o.ret < k.call || o.call > b.ret {
-			continue
-		}
-		switch o.kind {
-		case rkLogin:
-			if o.err == nil && o.login.User == user && o.login.Device == dev && o.res.Token != token {
-				return true
-			}
-		case rkBeat:
-			for i, bt := range o.beats {
-				if o.err == nil && o.acks[i].Err == nil && bt.User == user && bt.Device == dev && o.acks[i].Token != token {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // reissued reports whether a login (a retry with Login.Token) may have
 // issued token again to user/dev between the end k and the heartbeat b.
 func (r *round) reissued(user, dev, token string, k, b *raceOp) bool {
@@ -542,7 +518,10 @@ type issue struct {
 }
 
 // checkKickedTokens: once a login has kicked or replaced a session, or a
-// logout has ended it, no heartbeat carrying its token is accepted.
+// logout has ended it, no heartbeat carrying its token is accepted. A login
+// of a device supersedes every token the device was handed before it, of a
+// live session or of one already ended, and later sessions of the device do
+// not lift that (Config.KickFence, far longer than a round).
 func (r *round) checkKickedTokens() *failure {
 	issued := map[string][]issue{} // by user/device
 	for _, o := range r.hist {
@@ -616,19 +595,14 @@ func (r *round) checkKickedTokens() *failure {
 			if k == nil || !before(k, o) || r.reissued(b.User, b.Device, b.Token, k, o) {
 				continue
 			}
-			if r.cfg.Policy == core.PolicyMulti && avoid(bugKickFenceLaterSession) && r.laterSession(b.User, b.Device, b.Token, k, o) {
-				continue
-			}
-			{
-				involved := []*raceOp{k, o}
-				for _, x := range r.hist {
-					if x.call <= o.ret && touchesDevice(x, b.User, b.Device) {
-						involved = append(involved, x)
-					}
+			involved := []*raceOp{k, o}
+			for _, x := range r.hist {
+				if x.call <= o.ret && touchesDevice(x, b.User, b.Device) {
+					involved = append(involved, x)
 				}
-				return r.fail(propKickedToken, involved, "heartbeat of %s/%s with token %s was accepted after the session was ended",
-					b.User, b.Device, b.Token)
 			}
+			return r.fail(propKickedToken, involved, "heartbeat of %s/%s with token %s was accepted after the session was ended",
+				b.User, b.Device, b.Token)
 		}
 	}
 	return nil

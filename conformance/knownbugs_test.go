@@ -155,83 +155,129 @@ func TestKickFenceAllTokens(t *testing.T) {
 	}
 }
 
-// TestKnownBugKickFenceLostWithLaterSession: under PolicyMulti the fence
-// of a kicked token lives in the device's one record. When the device logs
-// in again, the new session replaces that record; once the new session ends
-// (disconnected: the record is deleted; logged out: its own fence lasts only
-// to the end of its window; or simply expired), nothing remembers the kicked
-// token, and a heartbeat carrying it is taken for an implicit login that
-// adopts it, long before KickFence has passed. The race suite found it (a
-// stale client of a device that logged in again comes back with its old,
-// kicked token).
+// TestKickFenceOutlivesLaterSession is the regression test of a bug the
+// race suite found (a stale client of a device that had logged in again
+// came back with its old token): under PolicyMulti the fence of a token
+// lived in the device's one record, which the device's next login replaced.
+// Once that later session ended (disconnected: the record deleted; logged
+// out: its own fence lasting only to the end of its window; or expired),
+// nothing remembered the earlier token, and a heartbeat carrying it was
+// taken for an implicit login that adopted it, long before KickFence had
+// passed. Now each device's fence has a hash field of its own, which every
+// login writes (lua/lib.lua).
 //
-// Input (defaults, web window 60 s, PolicyMulti): t0 Login u/d1 → T1; t0
-// Login u/d2 with PolicyExclusive (kicks d1: T1 fenced for 1 h); t0+1s
-// Login u/d1 → T2; then either Disconnect(u, d1, T2), or Logout(u, d1, T2)
-// and 61 s, or just 61 s; then Heartbeat u/d1 with T1.
-// Expected: ErrSessionReplaced (T1 was kicked less than KickFence ago;
-// design section 8, Config.KickFence). Actual: accepted, d1 is ONLINE again
-// with token T1. Engine and Model agree.
-// Suspected cause: lua/login.lua (Model.Login) overwrites the fence record
-// with the new session, and lua/logout.lua, lua/lib.lua's load (Model.end,
-// Model.user) delete or expire it with that session. Keeping kicked tokens
-// apart from the session (say a per-user set of fenced tokens with their
-// expiry) would close it.
-func TestKnownBugKickFenceLostWithLaterSession(t *testing.T) {
-	skipKnownBug(t, "a kicked token's fence is lost with a later session of the device")
+// Each case hands u/d1 a token T1 and has it superseded one way (kicked by
+// another device's login, replaced by a login of d1 while live, or ended
+// before d1's next login: the race suite found these too); d1 logs in again
+// (T2) by t0+1s at the latest; that session ends one way; then a heartbeat
+// of d1 carries T1, less than KickFence (1 h) after T1 was superseded:
+// ErrSessionReplaced (design section 8), on the engine and the model.
+func TestKickFenceOutlivesLaterSession(t *testing.T) {
 	ctx := context.Background()
 	ex := core.PolicyExclusive
-	ends := map[string]func(p core.Presence, token string, set func(time.Duration)) error{
-		"disconnect": func(p core.Presence, token string, set func(time.Duration)) error {
-			_, err := p.Disconnect(ctx, "u", "d1", token)
+	web := func(dev string) core.Login { return core.Login{User: "u", Device: dev, Kind: core.KindWeb} }
+	// Each way of superseding returns T1 and T2, the token of d1's later session.
+	type setFunc = func(time.Duration)
+	supersede := []struct {
+		name string
+		run  func(p core.Presence, set setFunc) (t1, t2 string, err error)
+	}{
+		{"kicked by another device", func(p core.Presence, set setFunc) (string, string, error) {
+			l1, err := p.Login(ctx, web("d1"))
+			if err != nil {
+				return "", "", err
+			}
+			kick := web("d2")
+			kick.Policy = &ex
+			if _, err := p.Login(ctx, kick); err != nil {
+				return "", "", err
+			}
+			set(time.Second)
+			l2, err := p.Login(ctx, web("d1"))
+			return l1.Token, l2.Token, err
+		}},
+		{"replaced by a login of its device", func(p core.Presence, set setFunc) (string, string, error) {
+			l1, err := p.Login(ctx, web("d1"))
+			if err != nil {
+				return "", "", err
+			}
+			set(time.Second)
+			l2, err := p.Login(ctx, web("d1"))
+			return l1.Token, l2.Token, err
+		}},
+		{"disconnected before the next login", func(p core.Presence, set setFunc) (string, string, error) {
+			l1, err := p.Login(ctx, web("d1"))
+			if err != nil {
+				return "", "", err
+			}
+			if _, err := p.Disconnect(ctx, "u", "d1", l1.Token); err != nil {
+				return "", "", err
+			}
+			set(time.Second)
+			l2, err := p.Login(ctx, web("d1"))
+			return l1.Token, l2.Token, err
+		}},
+		{"an implicit login's, disconnected before the next login", func(p core.Presence, set setFunc) (string, string, error) {
+			ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb})
+			if err != nil {
+				return "", "", err
+			}
+			if _, err := p.Disconnect(ctx, "u", "d1", ack.Token); err != nil {
+				return "", "", err
+			}
+			set(time.Second)
+			l2, err := p.Login(ctx, web("d1"))
+			return ack.Token, l2.Token, err
+		}},
+	}
+	ends := []struct {
+		name string
+		run  func(p core.Presence, t2 string, set setFunc) error
+	}{
+		{"disconnect", func(p core.Presence, t2 string, set setFunc) error {
+			_, err := p.Disconnect(ctx, "u", "d1", t2)
 			set(2 * time.Second)
 			return err
-		},
-		"logout": func(p core.Presence, token string, set func(time.Duration)) error {
-			_, err := p.Logout(ctx, "u", "d1", token)
-			set(62 * time.Second)
+		}},
+		{"logout", func(p core.Presence, t2 string, set setFunc) error {
+			_, err := p.Logout(ctx, "u", "d1", t2)
+			set(62 * time.Second) // past the web window of 60 s: the logout's own fence has ended
 			return err
-		},
-		"expiry": func(p core.Presence, token string, set func(time.Duration)) error {
+		}},
+		{"expiry", func(p core.Presence, t2 string, set setFunc) error {
 			set(62 * time.Second)
 			return nil
-		},
+		}},
 	}
-	for end, finish := range ends {
-		t.Run(end, func(t *testing.T) {
-			clk := &manualClock{t: t0}
-			e, mr := miniEngine(t, clk, core.Config{})
-			m, err := core.NewModel(core.Config{Clock: clk})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, p := range map[string]core.Presence{"engine": e, "model": m} {
-				set := func(d time.Duration) {
-					clk.t = t0.Add(d)
-					mr.SetTime(clk.t)
-				}
-				set(0)
-				l1, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb})
+	for _, sup := range supersede {
+		for _, end := range ends {
+			t.Run(sup.name+", then "+end.name, func(t *testing.T) {
+				clk := &manualClock{t: t0}
+				e, mr := miniEngine(t, clk, core.Config{})
+				m, err := core.NewModel(core.Config{Clock: clk})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := p.Login(ctx, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil {
-					t.Fatal(err)
+				for name, p := range map[string]core.Presence{"engine": e, "model": m} {
+					set := func(d time.Duration) {
+						clk.t = t0.Add(d)
+						mr.SetTime(clk.t)
+					}
+					set(0)
+					t1, t2, err := sup.run(p, set)
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if err := end.run(p, t2, set); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: t1})
+					if !errors.Is(err, core.ErrSessionReplaced) {
+						t.Errorf("%s: heartbeat at t0+%v with a token superseded at t0+1s at the latest: token %q, err %v; want ErrSessionReplaced",
+							name, clk.t.Sub(t0), ack.Token, err)
+					}
 				}
-				set(time.Second)
-				l2, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := finish(p, l2.Token, set); err != nil {
-					t.Fatal(err)
-				}
-				ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
-				if !errors.Is(err, core.ErrSessionReplaced) {
-					t.Errorf("%s: heartbeat with a token kicked %v ago: token %q, err %v; want ErrSessionReplaced",
-						name, clk.t.Sub(t0), ack.Token, err)
-				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -48,6 +48,7 @@ var plantedBugs = []plantBug{
 		edits: []edit{
 			{"if token ~= '' and token ~= r.token then", "if false then"},
 			{"elseif r and token ~= '' then", "elseif false then"},
+			{"elseif f and token ~= '' and token ~= f.token then", "elseif false then"},
 		},
 	},
 	{
