@@ -163,8 +163,9 @@ func TestKickFenceAllTokens(t *testing.T) {
 // out: its own fence lasting only to the end of its window; or expired),
 // nothing remembered the earlier token, and a heartbeat carrying it was
 // taken for an implicit login that adopted it, long before KickFence had
-// passed. Now each device's fence has a hash field of its own, which every
-// login writes (lua/lib.lua).
+// passed. Now each device's fence outlives its records: a session record
+// implies the fence its start set, and the fence gets a hash field of its
+// own when the record goes before the fence ends (lua/lib.lua).
 //
 // Each case hands u/d1 a token T1 and has it superseded one way (kicked by
 // another device's login, replaced by a login of d1 while live, or ended

@@ -35,12 +35,17 @@ type Config struct {
 	// MaxDevices caps the live devices of one user. Default 16.
 	MaxDevices int
 	// KickFence is how long after a login the tokens it supersedes stay
-	// refused: those of the devices it kicks, and every earlier token of
-	// its own device (kicked, or of a session that had already ended), even
-	// once later sessions of the device have ended too. So a kicked or stale
-	// client that keeps heartbeating cannot come back under PolicyMulti.
-	// Default 1 h. (A logged-out token stays refused until its device's
-	// window ends: only a heartbeat already in flight can carry it.)
+	// refused: those of the devices it kicks, and every other token of its
+	// own device (kicked, or of a session that had already ended), even
+	// once later sessions of the device have ended too; a fence in force
+	// keeps a later end. An implicit login (a heartbeat under PolicyMulti
+	// from a device without a live session) under such a fence makes its
+	// token the one in force and extends the fence to KickFence after it;
+	// one under no fence sets none, so that the keys of devices that only
+	// heartbeat expire soon after their window. So a kicked or stale client
+	// that keeps heartbeating cannot come back under PolicyMulti. Default
+	// 1 h. (A logged-out token stays refused until its device's window
+	// ends: only a heartbeat already in flight can carry it.)
 	KickFence time.Duration
 	// MaxSkew is how far a client timestamp may be from the engine's clock.
 	// Default 5 min.
@@ -182,7 +187,7 @@ type settings struct {
 
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
-	userParams [9]string // the common user-script arguments after "now"
+	userParams [10]string // the common user-script arguments after "now"
 	intervalS  [len(kindNames)]string
 	users      []userBucketKeys // by bucket
 }
@@ -360,8 +365,8 @@ func newSettings(cfg Config) (*settings, error) {
 }
 
 func (s *settings) precompute() {
-	s.userParams = [9]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
-		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy))}
+	s.userParams = [10]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
+		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), itoa(s.fence)}
 	for k, iv := range s.interval {
 		s.intervalS[k] = itoa(iv)
 	}

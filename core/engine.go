@@ -83,11 +83,11 @@ func (e *Engine) newToken() (string, error) {
 // userArgs returns the common arguments of the user scripts of bucket b
 // (their order is documented in lua/lib.lua), with room for more.
 func (e *Engine) userArgs(b uint32, more int) []string {
-	args := make([]string, 0, 11+more)
+	args := make([]string, 0, 12+more)
 	args = append(args, e.nowArg())
-	args = append(args, e.s.userParams[:]...)
+	args = append(args, e.s.userParams[:9]...)
 	args[6] = e.s.users[b].devPrefix
-	return append(args, e.s.users[b].counts)
+	return append(args, e.s.users[b].counts, e.s.userParams[9])
 }
 
 func (e *Engine) userKeys(b uint32) []string { return e.s.users[b].keys }

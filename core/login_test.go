@@ -101,6 +101,44 @@ func TestLoginPolicies(t *testing.T) {
 			{5 * sec, disconnect("u", "web"), "removed"},
 			{6 * sec, hb("u", "web", core.KindWeb, staleToken("login")), "replaced"},
 		}},
+		{"multi: an implicit login with no fence in force sets none", core.Config{}, []step{
+			{0, implicitLogin("u", "web"), "ok"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{2 * sec, hb("u", "web", core.KindWeb, fixedToken("from-another-tab")), "ok"},
+		}},
+		{"multi: an implicit login under a fence fences its device with its own token", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{2 * sec, implicitLogin("u", "web"), "ok"},
+			{3 * sec, disconnect("u", "web"), "removed"},
+			{4 * sec, hb("u", "web", core.KindWeb, fixedToken("from-another-tab")), "replaced"},
+			{4 * sec, hb("u", "web", core.KindWeb, withToken), "ok"},
+		}},
+		{"multi: an implicit login under a fence extends it to KickFence after its start", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "login"), "saved"},
+			{1 * sec, disconnect("u", "web"), "removed"},
+			{30 * min, implicitLogin("u", "web"), "ok"},
+			{30*min + sec, disconnect("u", "web"), "removed"},
+			{70 * min, hb("u", "web", core.KindWeb, staleToken("login")), "replaced"},
+			{90 * min, hb("u", "web", core.KindWeb, staleToken("login")), "replaced"},
+			{91 * min, hb("u", "web", core.KindWeb, staleToken("login")), "ok"},
+		}},
+		{"multi: a session whose window passed leaves its fence behind", core.Config{}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{0, saveToken("u", "web", "first"), "saved"},
+			{5 * min, hb("u", "web", core.KindWeb, fixedToken("from-another-tab")), "replaced"},
+			{6 * min, sweep, "swept"},
+			{7 * min, hb("u", "web", core.KindWeb, fixedToken("from-another-tab")), "replaced"},
+			{7 * min, hb("u", "web", core.KindWeb, staleToken("first")), "ok"},
+		}},
+		{"a kick outlasts the kicked device's own fence", core.Config{KickFence: 2 * min}, []step{
+			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+			{1 * min, login("u", "phone", core.KindIOS, "gw2", core.PolicyExclusive), "ok kicked=web@gw1 [u:OFFLINE→ONLINE]"},
+			{2*min + sec, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{3 * min, hb("u", "web", core.KindWeb, withToken), "replaced"},
+			{3*min + sec, hb("u", "web", core.KindWeb, withToken), "ok"},
+		}},
 		{"exclusive: a superseded token is refused, not asked to log in", core.Config{Policy: core.PolicyExclusive}, []step{
 			{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
 			{0, saveToken("u", "web", "first"), "saved"},
@@ -193,6 +231,11 @@ func implicitLogin(user, dev string) func(*env) string {
 		e.tokens[user+"/"+dev] = ack.Token
 		return "ok" + changes(ack.Changes)
 	}
+}
+
+// fixedToken sends token, one the engine never handed out.
+func fixedToken(token string) beatOpt {
+	return func(hb *core.Heartbeat, _ *env) { hb.Token = token }
 }
 
 func loginWithToken(user, dev, token string) func(*env) string {

@@ -118,7 +118,10 @@ func (m *Model) user(id string, now int64) *modelUser {
 }
 
 // fence mirrors lib.lua's fence: until end, every token of device dev but
-// token is refused; a fence in force keeps its later end.
+// token is refused; a fence in force keeps its later end. The model keeps
+// every fence in force here; Redis stores one only where the device's
+// session record does not imply it (lua/lib.lua), which no observation
+// tells apart.
 func (u *modelUser) fence(dev string, end int64, token string) {
 	if f, ok := u.fences[dev]; ok && f.end > end {
 		end = f.end
@@ -290,8 +293,10 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 			token = issue
 		}
 		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.s.interval[hb.Kind]}
-		if fenced && f.token != token {
-			u.fence(hb.Device, f.end, token)
+		// an implicit login under a fence fences its device as a login
+		// does; with no fence in force it sets none (lua/lib.lua)
+		if fenced {
+			u.fence(hb.Device, now+m.s.fence, token)
 		}
 	}
 	r.seen, r.background = now, hb.Background

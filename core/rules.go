@@ -34,7 +34,8 @@ const (
 const dynamicPrefix = "\x01"
 
 // fencePrefix starts the hash field of a device's fence, which the device
-// hash keeps apart from its session record (lua/lib.lua).
+// hash keeps apart from its session record when the record does not imply
+// the fence (lua/lib.lua).
 const fencePrefix = "\x02"
 
 // fence is a device's fence: until end, a heartbeat of the device with no
@@ -55,7 +56,7 @@ func decodeRecord(static, dynamic string) (record, error) {
 	if err != nil || !inRange(int64(k), len(kindNames)) {
 		return record{}, replyErr("device record kind %q", f[0])
 	}
-	r := record{kind: Kind(k), gateway: f[1], token: f[2], meta: f[5], background: d[2] == "1", gone: d[3] == "1"}
+	r := record{kind: Kind(k), gateway: f[1], token: f[2], meta: f[5], background: d[2] == "1", gone: d[3] == "1" || d[3] == "3"}
 	for _, n := range []struct {
 		s   string
 		out *int64

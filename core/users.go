@@ -245,7 +245,7 @@ func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 	}
 	b := e.s.keys.userBucket(l.User)
 	args := append(e.userArgs(b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
-		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token, itoa(e.s.fence))
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token)
 	vals, err := e.eval(ctx, "login", []scriptCall{{e.scripts.login, e.userKeys(b), args}})
 	if err != nil {
 		return LoginResult{}, err

@@ -1,10 +1,10 @@
 -- heartbeat.lua: applies a batch of heartbeats of users in one bucket.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
--- ARGV[1..11] common parameters (lib.lua)
--- ARGV[12] token seed: an implicit login of heartbeat i (from 0) without a
+-- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[13] token seed: an implicit login of heartbeat i (from 0) without a
 -- token gets the token seed .. "." .. i
--- ARGV[13] n, the number of heartbeats; then 10 fields each:
+-- ARGV[14] n, the number of heartbeats; then 10 fields each:
 --   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
 --   background 0/1, interval ms (kind and interval apply to a new session
 --   only: a session keeps those of its login), metadata ("" keep, "=" .. encoded to set), client time ms
@@ -42,8 +42,9 @@ local function quick(user, dev, token, at, a)
   local dkey = DPRE .. user
   local got = redis.call('HMGET', dkey, dev, DYN .. dev)
   if not got[1] or not got[2] then return nil end
-  local seen, active, bg, gone = string.match(got[2], DYNAMIC_FIELDS)
-  if gone ~= '0' then return nil end
+  local seen, active, bg, flags = string.match(got[2], DYNAMIC_FIELDS)
+  -- not gone (0, or 2: fenced, a flag the beat keeps)
+  if flags ~= '0' and flags ~= '2' then return nil end
   local _, gw, tok, _, iv, meta = string.match(got[1], STATIC_FIELDS)
   if not tok then return nil end
   if tok ~= token and (token ~= '' or not MULTI) then return nil end
@@ -64,17 +65,17 @@ local function quick(user, dev, token, at, a)
     if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
     if t > last then active = ts end
   end
-  redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. bg .. US .. '0')
+  redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. bg .. US .. flags)
   -- the key lives until its latest deadline: GT keeps a later one of another device
   redis.call('PEXPIRE', dkey, win + GRACE, 'GT')
   return tok
 end
 
 local results = {}
-local seed = ARGV[12]
-local n = tonumber(ARGV[13])
+local seed = ARGV[13]
+local n = tonumber(ARGV[14])
 for i = 0, n - 1 do
-  local a = 14 + i * 10
+  local a = 15 + i * 10
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, nil
   local fast
@@ -110,10 +111,10 @@ for i = 0, n - 1 do
     else
       if issued == '' then issued = seed .. '.' .. i end
       r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
-        kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]) }
-      -- an implicit login under a fence: the new session's token is the
-      -- one that may come back after it ends
-      if f and f.token ~= issued then fence(u, dev, f.fin, issued) end
+        kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]), fenced = f ~= nil }
+      -- an implicit login under a fence fences its device as a login does:
+      -- its token is the one that may come back after it ends
+      if f then fence(u, dev, now + P.kick, issued) end
     end
     if code ~= '' then
       issued = ''

@@ -10,7 +10,8 @@
 --   ARGV[8]  MaxDevices           ARGV[9]  MaxSkew ms
 --   ARGV[10] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
 --   ARGV[11] the bucket's counts hash (P:{uB}:cnt): published status → users
--- Script-specific ARGV start at ARGV[12].
+--   ARGV[12] KickFence ms (the fence below)
+-- Script-specific ARGV start at ARGV[13].
 --
 -- Device record, in two hash fields so that a heartbeat rewrites only the
 -- small part that changes, and both stay under Redis's 64-byte listpack
@@ -18,22 +19,31 @@
 -- \1 and \2 prefixes cannot collide with one). Fields joined by \31:
 --   field DEVICE:      kind, gateway, token, loginAt, interval ms,
 --                      metadata ("k\30v\30k\30v")
---   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, gone 0/1
---                      (logged out: kept only to refuse its token until its
---                      window ends, the instant lastActive then holds)
--- The device's fence lives in a third field, apart from the session record,
--- so that a later session cannot take it away (design section 8), and in
--- the same hash, which every full path reads whole anyway: a fence costs no
--- call of its own, and the heartbeat's quick path never reads it.
---   field \2 .. DEVICE: fence end ms, the token in force ("" none). Until
---                      the fence ends, a heartbeat of the device that has
---                      no live session and carries any other token is
---                      refused. Every login fences its device with its own
---                      token for KickFence (refusing the tokens of the
---                      device's earlier sessions, whether kicked or already
---                      ended), a kick by another device's login fences the
---                      kicked device with none, and an implicit login under
---                      a fence makes its token the one in force.
+--   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, flags: 1 if
+--                      gone (logged out: kept only to refuse its token until
+--                      its window ends, the instant lastActive then holds),
+--                      plus 2 if the session's start fenced its device
+-- Each device has a fence: until it ends, a heartbeat of the device that
+-- has no live session and carries a token other than the fence's (any
+-- token, when the fence's is "") is refused. A login fences its device with
+-- its own token until its login instant + KickFence (refusing the tokens of
+-- the device's earlier sessions, whether kicked or already ended), and so
+-- does an implicit login under a fence in force (its token becomes the one
+-- that may come back); a kick by another device's login fences the kicked
+-- device with none; a fence already in force keeps a later end. An implicit
+-- login with no fence in force sets none, so that the keys of devices that
+-- only ever heartbeat still expire soon after their window (design section
+-- 5). A fence outlives the session records of its device (design section
+-- 8), yet costs a live session nothing: a record flagged as fenced implies
+-- the fence its start set, (loginAt + KickFence, token), which is the
+-- device's fence while the record is stored, so only a fence that says
+-- more than the device's record is written, as a field of its own in the
+-- same hash (which every full path reads whole anyway; the heartbeat's
+-- quick path never reads it):
+--   field \2 .. DEVICE: fence end ms, the token in force ("" none); written
+--                      when the record goes (disconnect, kick, window
+--                      passed) before the fence ends, for a kick, or when
+--                      the fence ends later than its record implies.
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
 --   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
@@ -93,7 +103,7 @@ local function params(now, nows)
     now = now, nows = nows, idle = tonumber(ARGV[2]), push = tonumber(ARGV[3]),
     leave = tonumber(ARGV[4]), coalesce = tonumber(ARGV[5]), grace = tonumber(ARGV[6]),
     dpre = ARGV[7], maxdev = tonumber(ARGV[8]), skew = tonumber(ARGV[9]),
-    policy = tonumber(ARGV[10]), cnt = ARGV[11],
+    policy = tonumber(ARGV[10]), cnt = ARGV[11], kick = tonumber(ARGV[12]),
   }
 end
 
@@ -107,10 +117,11 @@ local STATE_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031(
 
 local function decode(static, dynamic)
   local kind, gw, token, login, iv, meta = string.match(static, STATIC_FIELDS)
-  local seen, active, bg, gone = string.match(dynamic, DYNAMIC_FIELDS)
+  local seen, active, bg, flags = string.match(dynamic, DYNAMIC_FIELDS)
+  flags = tonumber(flags)
   return {
     kind = kind, gw = gw, token = token, login = tonumber(login), iv = tonumber(iv), meta = meta or '',
-    seen = tonumber(seen), active = tonumber(active), bg = bg == '1', gone = gone == '1',
+    seen = tonumber(seen), active = tonumber(active), bg = bg == '1', gone = flags % 2 == 1, fenced = flags >= 2,
   }
 end
 
@@ -119,7 +130,8 @@ local function encodeStatic(r)
 end
 
 local function encodeDynamic(r)
-  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', r.gone and '1' or '0' }, US)
+  local flags = (r.gone and 1 or 0) + (r.fenced and 2 or 0)
+  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', tostring(flags) }, US)
 end
 
 local function window(r, P)
@@ -142,12 +154,14 @@ local function state(r, now, P)
 end
 
 -- load reads a user's devices, fences, manual status and published state.
--- Records whose window has passed, and fences that have ended, are marked
--- for deletion (compare-and-delete: the check and the delete happen inside
--- one script).
+-- Records whose window has passed, and fence fields that have ended, are
+-- marked for deletion (compare-and-delete: the check and the delete happen
+-- inside one script). u.fences holds each device's fence in force, whether
+-- its record implies it or a field of its own says it (u.fenceRaw: the
+-- fields as stored, which store compares against).
 local function load(user, st, P)
-  local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {},
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {}, fenced = {} }
+  local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {}, fenceRaw = {},
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {} }
   local flat = redis.call('HGETALL', u.dkey)
   local static, dynamic = {}, {}
   for i = 1, #flat, 2 do
@@ -156,19 +170,25 @@ local function load(user, st, P)
       dynamic[string.sub(flat[i], 2)] = flat[i + 1]
     elseif b == 2 then
       local id = string.sub(flat[i], 2)
+      u.fenceRaw[id] = flat[i + 1]
       local fin, token = string.match(flat[i + 1], '^([^\031]*)\031(.*)$')
       fin = tonumber(fin)
-      if P.now > fin then
-        u.fenced[id] = false
-      else
-        u.fences[id] = { fin = fin, token = token }
-      end
+      if P.now <= fin then u.fences[id] = { fin = fin, token = token } end
     else
       static[flat[i]] = flat[i + 1]
     end
   end
   for id, s in pairs(static) do
     local r = decode(s, dynamic[id] or '0\0310\0310\0311')
+    if r.fenced then
+      -- the fence the record's session start set, while the record is
+      -- stored (a field of the device's, if any, was written by that start
+      -- too)
+      local fin = r.login + P.kick
+      local f = u.fences[id]
+      if f and f.fin > fin then fin = f.fin end
+      if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
+    end
     if P.now > deadline(r, P) then
       u.dirty[id] = false
     else
@@ -242,10 +262,13 @@ end
 
 -- store writes back the dirty device records and fences, the key expiry
 -- (the latest deadline or fence end, plus the grace), and the user state.
--- The due index is written only when the user must be visited sooner than
--- its score says (or its score has passed): a score left early costs the
--- sweeper one visit that re-indexes, and saves a write per beat. A fence
--- needs no visit: it only refuses tokens, and the key's expiry covers it.
+-- A device's fence field is kept only when its fence says more than the
+-- device's record as stored now implies (the record is gone, or set no
+-- fence, or holds another token, or its fence ends later). The due index is written only
+-- when the user must be visited sooner than its score says (or its score
+-- has passed): a score left early costs the sweeper one visit that
+-- re-indexes, and saves a write per beat. A fence needs no visit: it only
+-- refuses tokens, and the key's expiry covers it.
 local function store(u, st, due, P)
   local now = P.now
   for id, r in pairs(u.dirty) do
@@ -258,12 +281,14 @@ local function store(u, st, due, P)
   for id, r in pairs(u.seen) do
     if u.dirty[id] == nil then redis.call('HSET', u.dkey, DYN .. id, encodeDynamic(r)) end
   end
-  for id, f in pairs(u.fenced) do
-    if f == false then
-      redis.call('HDEL', u.dkey, FENCE .. id)
-    else
-      redis.call('HSET', u.dkey, FENCE .. id, fmt(f.fin) .. US .. f.token)
-    end
+  for id, f in pairs(u.fences) do
+    local r, want = u.devs[id], false
+    if not (r and r.fenced and r.token == f.token and r.login + P.kick >= f.fin) then want = fmt(f.fin) .. US .. f.token end
+    if want and want ~= u.fenceRaw[id] then redis.call('HSET', u.dkey, FENCE .. id, want) end
+    if not want and u.fenceRaw[id] then redis.call('HDEL', u.dkey, FENCE .. id) end
+  end
+  for id, _ in pairs(u.fenceRaw) do
+    if u.fences[id] == nil then redis.call('HDEL', u.dkey, FENCE .. id) end
   end
   local last, nxt = nil, nil
   local function take(t)
@@ -338,8 +363,5 @@ end
 local function fence(u, id, fin, token)
   local f = u.fences[id]
   if f and f.fin > fin then fin = f.fin end
-  f = { fin = fin, token = token }
-  u.fences[id] = f
-  u.fenced[id] = f
+  u.fences[id] = { fin = fin, token = token }
 end
-

@@ -1,12 +1,12 @@
 -- login.lua: logs a device in under a policy, kicking what the policy removes.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..11] common parameters (lib.lua)
--- ARGV[12] user  ARGV[13] device  ARGV[14] kind  ARGV[15] gateway
--- ARGV[16] policy (0 multi, 1 exclusive, 2 exclusive per kind)
--- ARGV[17] background 0/1  ARGV[18] interval ms  ARGV[19] encoded metadata
--- ARGV[20] the new session token
--- ARGV[21] KickFence ms: how long the device's earlier tokens, and those of
--- the devices it kicks, stay refused (the fence field of lib.lua)
+-- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[13] user  ARGV[14] device  ARGV[15] kind  ARGV[16] gateway
+-- ARGV[17] policy (0 multi, 1 exclusive, 2 exclusive per kind)
+-- ARGV[18] background 0/1  ARGV[19] interval ms  ARGV[20] encoded metadata
+-- ARGV[21] the new session token
+-- The device's earlier tokens, and those of the devices it kicks, stay
+-- refused for KickFence (ARGV[12]; the fence of lib.lua).
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- changes nothing and returns no kicks;
@@ -14,14 +14,14 @@
 -- own earlier session included); events holds user, from, to.
 local P = params()
 local now = P.now
-local user, dev, kind, policy = ARGV[12], ARGV[13], ARGV[14], tonumber(ARGV[16])
+local user, dev, kind, policy = ARGV[13], ARGV[14], ARGV[15], tonumber(ARGV[17])
 local function class(k)
   if k == '3' or k == '4' then return 'mobile' end
   return k
 end
 local u = load(user, KEYS[1], P)
 local mine = u.devs[dev]
-if mine and not mine.gone and mine.token == ARGV[20] then
+if mine and not mine.gone and mine.token == ARGV[21] then
   -- a driver retried a login that already applied: change nothing
   return { now, '', {}, {} }
 end
@@ -37,7 +37,7 @@ for id, r in pairs(u.devs) do
 end
 if keep >= P.maxdev then return { now, 'TOOMANY', {}, {} } end
 local out, events = {}, {}
-local fin = now + tonumber(ARGV[21])
+local fin = now + P.kick
 table.sort(kicked)
 for _, id in ipairs(kicked) do
   local r = u.devs[id]
@@ -50,11 +50,11 @@ for _, id in ipairs(kicked) do
     fence(u, id, fin, '')
   end
 end
-set(u, dev, { kind = kind, gw = ARGV[15], token = ARGV[20], login = now, seen = now, active = now,
-  bg = ARGV[17] == '1', iv = tonumber(ARGV[18]), gone = false, meta = ARGV[19] })
+set(u, dev, { kind = kind, gw = ARGV[16], token = ARGV[21], login = now, seen = now, active = now,
+  bg = ARGV[18] == '1', iv = tonumber(ARGV[19]), gone = false, fenced = true, meta = ARGV[20] })
 -- Every token the device had before is superseded, that of a session just
 -- kicked or of one that ended earlier (its record may be gone): the fence
--- keeps only the new one.
-fence(u, dev, fin, ARGV[20])
+-- keeps only the new one, and the new record implies it.
+fence(u, dev, fin, ARGV[21])
 settle(u, 'change', KEYS[1], KEYS[2], P, events)
 return { now, '', out, events }
