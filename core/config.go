@@ -69,11 +69,11 @@ type Config struct {
 	// SweepInterval is how often Run sweeps user buckets. Default 5 s.
 	SweepInterval time.Duration
 	// SweepBatch is the most users (or scopes) one sweep script call
-	// settles; a user step also stops early after about 1 ms of server time.
-	// Default 64 (about 1 ms of Redis time at about 15 µs per user).
+	// settles; a user step also stops early after about 0.5 ms of server
+	// time. Default 64.
 	SweepBatch int
 	// SweepBudget is about the most scope entries one sweep script call
-	// examines. Default 512.
+	// examines: about 0.5 ms of server time at the default 256.
 	SweepBudget int
 	// ReleaseAfter is how many sweeps in a row a scope must be found empty
 	// before its keys are deleted. Default 3.
@@ -294,7 +294,7 @@ func newSettings(cfg Config) (*settings, error) {
 	}{
 		{"MaxDevices", cfg.MaxDevices, 16, 1, 1024, &s.maxDevices},
 		{"SweepBatch", cfg.SweepBatch, 64, 1, 10000, &s.batch},
-		{"SweepBudget", cfg.SweepBudget, 512, 1, 100000, &s.budget},
+		{"SweepBudget", cfg.SweepBudget, 256, 1, 100000, &s.budget},
 		{"ReleaseAfter", cfg.ReleaseAfter, 3, 1, 1000, &s.release},
 		{"LastGoodCounts", cfg.LastGoodCounts, 10000, -1, 10000000, &s.lastGood},
 		{"ChangeLog", cfg.ChangeLog, 0, 0, 100000000, &s.changeLog},

@@ -9,9 +9,10 @@ import (
 )
 
 // sweepStepMicros is the server time after which a user sweep step stops
-// early (sweep_users.lua reads the server's clock every few users): far
-// under the 2 ms a single call may hold Redis, on a slow or busy host too.
-const sweepStepMicros = 1000
+// early (sweep_users.lua reads the server's clock every few users): a
+// quarter of the 2 ms a single call may hold Redis, so that a slow or busy
+// host still stays under it.
+const sweepStepMicros = 500
 
 // SweepUsers runs one sweep pass over every user bucket (design section 10):
 // each bucket takes one cheap call when nothing is due; otherwise bounded
