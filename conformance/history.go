@@ -328,7 +328,7 @@ func (r *round) checkMembersKept() *failure {
 			live, why := r.mustBeLive(rd, rd.sc, d)
 			k := int64(len(live))
 			if layout == core.LayoutApprox {
-				k -= tolerance(k)
+				k -= r.tolerance(k)
 			}
 			if n < k {
 				return r.fail(propNoEarlyRemove, append(why, rd), "%s of %s at %s is %d, but %v were touched within %v",

@@ -53,6 +53,9 @@ type linState struct {
 type linChecker struct {
 	cfg core.Config
 	x   *runner
+	// tolerance bounds an approximate count's error: the loosest of the
+	// round's backends
+	tolerance func(exact int64) int64
 }
 
 func (c *linChecker) newBox() *modelBox {
@@ -108,7 +111,7 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 	}
 	b := c.take(s)
 	q := c.apply(b, p)
-	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x)); !ok {
+	if ok, _ := agree(q.outcome(c.x), p.outcome(c.x), c.tolerance); !ok {
 		if !staleRead(p, q) {
 			return false, nil
 		}
@@ -231,7 +234,7 @@ func (r *round) partition() map[string][]*raceOp {
 
 // checkLinearizable checks each partition of the round's history.
 func (r *round) checkLinearizable() *failure {
-	c := &linChecker{cfg: r.cfg, x: r.x}
+	c := &linChecker{cfg: r.cfg, x: r.x, tolerance: r.tolerance}
 	c.cfg.Clock, c.cfg.Rand = nil, nil
 	model := c.model()
 	parts := r.partition()

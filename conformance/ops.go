@@ -55,12 +55,13 @@ type obs struct {
 	issued [][2]string
 }
 
-// tolerance is how far a HyperLogLog estimate may be from the exact count.
-func tolerance(exact int64) int64 { return 1 + exact/50 }
+// redisTolerance is how far Redis's HyperLogLog estimate of a scope's
+// members may be from the exact count.
+func redisTolerance(exact int64) int64 { return 1 + exact/50 }
 
 // agree reports whether a (the model's) and b (the target's) observed the
-// same, and if not, why.
-func agree(a, b obs) (bool, string) {
+// same, and if not, why; tolerance bounds the error of an approximate count.
+func agree(a, b obs, tolerance func(exact int64) int64) (bool, string) {
 	if a.text != b.text {
 		return false, "observations differ"
 	}

@@ -186,6 +186,16 @@ func CheckRace(ctx context.Context, targets []Target, opts Options) RaceReport {
 	return rep
 }
 
+// tolerance bounds an approximate count's error in the round: the loosest
+// of its backends'.
+func (r *round) tolerance(exact int64) int64 {
+	t := redisTolerance(exact)
+	for _, be := range r.bes {
+		t = max(t, be.tolerance(exact))
+	}
+	return t
+}
+
 // round is one recorded history.
 type round struct {
 	n       int

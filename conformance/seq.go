@@ -247,7 +247,7 @@ func (sys *system) do(o op) stepResult {
 	eo := o.run(&x, sys.engine)
 	sys.x.book.record(mo.issued)
 	sys.logf("%3d. %-9s %s\n        → %s", sys.n, at, o, render(mo))
-	if ok, why := agree(mo, eo); !ok {
+	if ok, why := agree(mo, eo, sys.s.be.tolerance); !ok {
 		sys.logf("        target: %s", render(eo))
 		sys.fail("agrees with the model: "+opKind(o), why)
 		return stepResult{ok: false}
