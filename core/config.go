@@ -187,7 +187,7 @@ type settings struct {
 
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
-	userParams [10]string // the common user-script arguments after "now"
+	userParams [11]string // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
 	intervalS  [len(kindNames)]string
 	users      []userBucketKeys // by bucket
 }
@@ -365,8 +365,8 @@ func newSettings(cfg Config) (*settings, error) {
 }
 
 func (s *settings) precompute() {
-	s.userParams = [10]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
-		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), itoa(s.fence)}
+	s.userParams = [11]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
+		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence)}
 	for k, iv := range s.interval {
 		s.intervalS[k] = itoa(iv)
 	}

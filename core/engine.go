@@ -85,9 +85,9 @@ func (e *Engine) newToken() (string, error) {
 func (e *Engine) userArgs(b uint32, more int) []string {
 	args := make([]string, 0, 12+more)
 	args = append(args, e.nowArg())
-	args = append(args, e.s.userParams[:9]...)
-	args[6] = e.s.users[b].devPrefix
-	return append(args, e.s.users[b].counts, e.s.userParams[9])
+	args = append(args, e.s.userParams[:]...)
+	args[6], args[10] = e.s.users[b].devPrefix, e.s.users[b].counts
+	return args
 }
 
 func (e *Engine) userKeys(b uint32) []string { return e.s.users[b].keys }

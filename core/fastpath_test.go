@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
@@ -20,9 +18,7 @@ import (
 // one: the quick path is only for beats that change nothing but liveness
 // while nothing is due.
 func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
-	srv := redistest.Server(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
+	srv, c := realClient(t)
 	clk := &manualClock{t: t0}
 	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
 	if err != nil {

@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/redistest"
 )
 
 // TestLiveSessionStoresNoFence checks on a real redis-server that a device
@@ -20,9 +17,7 @@ import (
 // appears when the record goes before the fence ends, or when the fence says
 // more than the record (a kick; an end later than the record implies).
 func TestLiveSessionStoresNoFence(t *testing.T) {
-	srv := redistest.Server(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { c.Close() })
+	srv, c := realClient(t)
 	clk := &manualClock{t: t0}
 	engine := func(fence time.Duration) *core.Engine {
 		e, err := core.New(goredis.New(c), core.Config{Clock: clk, KickFence: fence})

@@ -70,11 +70,20 @@ func miniBackend() backend {
 	}}
 }
 
+// realClient starts a redis-server of the test's own (skipping the test
+// where none is installed) and returns it with a go-redis client on it,
+// closed at the end of the test.
+func realClient(tb testing.TB) (*redistest.Instance, *redis.Client) {
+	tb.Helper()
+	srv := redistest.Server(tb)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	tb.Cleanup(func() { c.Close() })
+	return srv, c
+}
+
 func realBackend() backend {
 	return backend{"redis-server", func(tb testing.TB, cfg core.Config, clk *manualClock) (core.Presence, func(time.Time)) {
-		srv := redistest.Server(tb)
-		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-		tb.Cleanup(func() { c.Close() })
+		_, c := realClient(tb)
 		e, err := core.New(goredis.New(c), cfg)
 		if err != nil {
 			tb.Fatal(err)

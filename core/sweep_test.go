@@ -12,7 +12,6 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/redistest"
 )
 
 // newRecordedEngine returns an engine whose store records every call.
@@ -197,9 +196,7 @@ func TestSweepReleasesLockOnFailure(t *testing.T) {
 // where HSCAN walks a large hash in steps (miniredis returns it whole).
 func newRecordedRealEngine(tb testing.TB, cfg core.Config, clk *manualClock) (*core.Engine, *recorder) {
 	tb.Helper()
-	srv := redistest.Server(tb)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	tb.Cleanup(func() { c.Close() })
+	_, c := realClient(tb)
 	rec := &recorder{inner: goredis.New(c)}
 	cfg.Clock = clk
 	e, err := core.New(rec, cfg)

@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/redistest"
 )
 
 // TestCompactWalkSeesChangesMidWalk sweeps a compact scope whose walk takes
@@ -42,25 +39,18 @@ func TestCompactWalkSeesChangesMidWalk(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			srv := redistest.Server(t)
+			_, c := realClient(t)
 			clk := &manualClock{t: t0}
 			cfg := scopeConfigSpread(tt.shards, false)
 			cfg.SweepBudget, cfg.ReleaseAfter, cfg.Clock = budget, 1, clk
 			newEngine := func(s core.Store) *core.Engine {
-				c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-				t.Cleanup(func() { c.Close() })
-				if s == nil {
-					s = goredis.New(c)
-				}
 				e, err := core.New(s, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return e
 			}
-			other := &meddler{t: t, e: newEngine(nil)}
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-			t.Cleanup(func() { c.Close() })
+			other := &meddler{t: t, e: newEngine(goredis.New(c))}
 			rec := &recorder{inner: goredis.New(c)}
 			e := newEngine(rec)
 			// load the sweep script, so that every step below is one call

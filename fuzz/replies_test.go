@@ -287,7 +287,7 @@ func code(v core.Value) (refusal error, ok bool) {
 // recordOK: a device record of lua/lib.lua in its two hash fields, joined
 // by \x1f: static (field DEVICE) kind, gateway, token, loginAt, interval,
 // metadata, with kind a kind and loginAt and interval integers; dynamic
-// (field "\x01" DEVICE) lastSeen, lastActive, background, gone, with the
+// (field "\x01" DEVICE) lastSeen, lastActive, background, flags (gone, fenced), with the
 // instants integers.
 func (ck *checker) recordOK(static, dynamic core.Value) bool {
 	s, ok1 := vStr(static)
