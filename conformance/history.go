@@ -75,13 +75,16 @@ func before(a, b *raceOp) bool { return a.ret < b.call }
 func overlapsSpan(o, from, to *raceOp) bool { return o.ret >= from.call && o.call <= to.ret }
 
 // sessionOps are the accepted operations that refresh a device's last
-// heartbeat: heartbeats and logins of it.
+// heartbeat: heartbeats and logins of it. A login that carries its token
+// (a driver's retry) does not count: when a live session of the device
+// already holds that token, as an earlier heartbeat with the same token
+// may have made it, the login is a repeat and changes nothing.
 func (r *round) sessionOps(user, dev string) []*raceOp {
 	var out []*raceOp
 	for _, o := range r.hist {
 		switch o.kind {
 		case rkLogin:
-			if o.err == nil && o.login.User == user && o.login.Device == dev {
+			if o.err == nil && o.login.User == user && o.login.Device == dev && o.login.Token == "" {
 				out = append(out, o)
 			}
 		case rkBeat:

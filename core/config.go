@@ -188,6 +188,7 @@ type settings struct {
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
 	userParams [11]string // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
+	beatParams [4]string  // the arguments of lua/beat.lua after now and the bucket's device prefix
 	intervalS  [len(kindNames)]string
 	users      []userBucketKeys // by bucket
 }
@@ -367,6 +368,7 @@ func newSettings(cfg Config) (*settings, error) {
 func (s *settings) precompute() {
 	s.userParams = [11]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
 		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence)}
+	s.beatParams = [4]string{itoa(s.push), itoa(s.grace), itoa(s.idle), itoa(s.skew)}
 	for k, iv := range s.interval {
 		s.intervalS[k] = itoa(iv)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +94,63 @@ func hgetalls(t *testing.T, addr string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// beatOf builds one beat of a batch step.
+func beatOf(user, dev string, kind core.Kind, opts ...beatOpt) func(*env) core.Heartbeat {
+	return func(e *env) core.Heartbeat {
+		h := core.Heartbeat{User: user, Device: dev, Kind: kind}
+		for _, o := range opts {
+			o(&h, e)
+		}
+		return h
+	}
+}
+
+// batch sends beats in one HeartbeatBatch and renders each ack as hb does.
+func batch(beats ...func(*env) core.Heartbeat) func(*env) string {
+	return func(e *env) string {
+		hbs := make([]core.Heartbeat, len(beats))
+		for i, b := range beats {
+			hbs[i] = b(e)
+		}
+		acks, err := e.p.HeartbeatBatch(e.ctx, hbs)
+		if err != nil {
+			return errName(err)
+		}
+		var out []string
+		for _, a := range acks {
+			if a.Err != nil {
+				out = append(out, errName(a.Err))
+				continue
+			}
+			out = append(out, "ok"+changes(a.Changes))
+		}
+		return strings.Join(out, " ")
+	}
+}
+
+// TestBatchKeepsEachUsersOrder checks that a batch applies each user's
+// beats in order, although steady beats and the others go by different
+// scripts: a user with several beats in a batch has them all applied by
+// one. Here u's first beat goes to the background (not steady) and its
+// second comes back (steady on its own); applied out of order, u would end
+// in the background.
+func TestBatchKeepsEachUsersOrder(t *testing.T) {
+	runTable(t, core.Config{}, []step{
+		{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+		{0, login("v", "web", core.KindWeb, "gw1"), "ok"},
+		{5 * sec, batch(beatOf("u", "web", core.KindWeb, withToken, active), beatOf("v", "web", core.KindWeb, withToken, active)),
+			"ok [u:OFFLINE→ONLINE] ok [v:OFFLINE→ONLINE]"},
+		{10 * sec, batch(
+			beatOf("u", "web", core.KindWeb, withToken, background),
+			beatOf("v", "web", core.KindWeb, withToken, active),
+			beatOf("u", "web", core.KindWeb, withToken, active),
+			beatOf("u", "web", core.KindWeb, staleToken("v/web")),
+			beatOf("v", "web", core.KindWeb, withToken)),
+			"ok ok ok replaced ok"},
+		{10 * sec, status("u"), "ONLINE web:ONLINE"},
+		{20 * sec, status("u"), "ONLINE web:ONLINE"},
+		{20 * sec, status("v"), "ONLINE web:ONLINE"},
+	})
 }

@@ -226,9 +226,11 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 		}
 	}
 	// Tokens of implicit logins come from one seed per bucket, as the
-	// engine's one call per bucket takes them: seed.i for the i-th beat.
+	// engine takes them: seed.j for the j-th beat of the bucket's run,
+	// ordered by user.
 	sort.SliceStable(order, func(x, y int) bool {
-		return m.s.keys.userBucket(beats[order[x]].User) < m.s.keys.userBucket(beats[order[y]].User)
+		bx, by := m.s.keys.userBucket(beats[order[x]].User), m.s.keys.userBucket(beats[order[y]].User)
+		return bx < by || (bx == by && beats[order[x]].User < beats[order[y]].User)
 	})
 	issue := make([]string, len(beats))
 	for lo := 0; lo < len(order); {

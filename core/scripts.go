@@ -28,13 +28,14 @@ func (s *Script) Source() string { return s.source }
 func (s *Script) SHA() string { return s.sha }
 
 // scriptSet holds every script of the engine. Scripts that share helpers get
-// lib.lua (and scopelib.lua) prepended, so each is self-contained.
+// base.lua, lib.lua (and scopelib.lua) prepended, so each is self-contained;
+// the steady beat gets base.lua alone.
 type scriptSet struct {
-	heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
-	touch, leave, count, members, active, sweepScopes            *Script
-	logAppend, logRead                                           *Script
-	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish     *Script
-	countSet, counts, ping                                       *Script
+	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
+	touch, leave, count, members, active, sweepScopes                  *Script
+	logAppend, logRead                                                 *Script
+	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish           *Script
+	countSet, counts, ping                                             *Script
 
 	bySHA map[string]*Script
 }
@@ -54,9 +55,10 @@ func loadScript(name string, libs ...string) *Script {
 }
 
 func loadScripts() scriptSet {
-	user := []string{"lib"}
-	scope := []string{"lib", "scopelib"}
+	user := []string{"base", "lib"}
+	scope := []string{"base", "lib", "scopelib"}
 	s := scriptSet{
+		beat:        loadScript("beat", "base"),
 		heartbeat:   loadScript("heartbeat", user...),
 		login:       loadScript("login", user...),
 		logout:      loadScript("logout", user...),
@@ -89,7 +91,7 @@ func loadScripts() scriptSet {
 }
 
 func (s scriptSet) all() []*Script {
-	return []*Script{s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
+	return []*Script{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
 		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts, s.ping}
 }

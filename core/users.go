@@ -22,12 +22,24 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 		return Ack{}, err
 	}
 	b := e.s.keys.userBucket(hb.User)
-	seed, err := e.seedFor(hb.Token == "")
+	// drawn before the steady beat, so that a beat draws one token whichever
+	// script applies it, as the model's does
+	issue, err := e.issueFor(hb.Token == "", 0)
 	if err != nil {
 		return Ack{}, err
 	}
-	args := append(e.userArgs(b, 12), seed, "1")
-	calls := []Call{{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: e.appendBeat(args, hb)}}
+	if e.mayBeSteady(hb) {
+		token, err := e.steadyBeat(ctx, b, hb)
+		if err != nil {
+			return Ack{}, err
+		}
+		if token != "" {
+			e.metrics.Heartbeats(1, 0)
+			return Ack{Token: token}, nil
+		}
+	}
+	args := append(e.userArgs(b, 12), "1")
+	calls := []Call{{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: e.appendBeat(args, hb, issue)}}
 	res, err := e.evalCalls(ctx, "heartbeat", calls)
 	if err != nil {
 		return Ack{}, err
@@ -41,6 +53,22 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	return acks[0], acks[0].Err
 }
 
+// steadyBeat offers hb to lua/beat.lua, and returns the token in force if
+// the beat was steady and applied, or "" if heartbeat.lua must decide it.
+func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string, error) {
+	args := e.appendSteady(e.steadyArgs(b, 1), hb)
+	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys[:1], Args: args}}
+	res, err := e.evalCalls(ctx, "heartbeat", calls)
+	if err != nil {
+		return "", err
+	}
+	var token [1]string
+	if err := decodeSteady(res[0].Value, token[:]); err != nil {
+		return "", err
+	}
+	return token[0], nil
+}
+
 // HeartbeatBatch records up to MaxBatch heartbeats in one round trip (one
 // script call per user bucket), as a gateway merging the beats of one tick
 // does. Each beat's refusal is in its Ack.Err; the error is for the batch
@@ -50,8 +78,8 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		return nil, err
 	}
 	acks := make([]Ack, len(beats))
-	// Valid beats, ordered by bucket (stable, so a user's beats keep their
-	// order), make one call per run of equal buckets.
+	// Valid beats, ordered by bucket and user (stable, so a user's beats
+	// keep their order), make one call per run of equal buckets.
 	order := make([]int, 0, len(beats))
 	bucket := make([]uint32, len(beats))
 	for i, hb := range beats {
@@ -60,7 +88,9 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 			order = append(order, i)
 		}
 	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(bucket[x], bucket[y]) })
+	slices.SortStableFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(bucket[x], bucket[y]), strings.Compare(beats[x].User, beats[y].User))
+	})
 	var runs [][]int
 	for lo := 0; lo < len(order); {
 		hi := lo + 1
@@ -70,9 +100,12 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		runs = append(runs, order[lo:hi])
 		lo = hi
 	}
-	calls := make([]Call, len(runs))
-	for r, run := range runs {
-		b := bucket[run[0]]
+	// An implicit login's token is seed.j for the j-th beat of its run,
+	// one seed per run that has a beat without a token: drawn before the
+	// steady beats, so that a beat's token does not depend on which script
+	// applies it.
+	issue := make([]string, len(beats))
+	for _, run := range runs {
 		tokenless := false
 		for _, i := range run {
 			tokenless = tokenless || beats[i].Token == ""
@@ -81,9 +114,22 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		if err != nil {
 			return nil, err
 		}
-		args := append(e.userArgs(b, 2+10*len(run)), seed, strconv.Itoa(len(run)))
+		for j, i := range run {
+			if beats[i].Token == "" {
+				issue[i] = seed + "." + strconv.Itoa(j)
+			}
+		}
+	}
+	runs, err := e.steadyBeats(ctx, beats, runs, acks)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]Call, len(runs))
+	for r, run := range runs {
+		b := bucket[run[0]]
+		args := append(e.userArgs(b, 1+11*len(run)), strconv.Itoa(len(run)))
 		for _, i := range run {
-			args = e.appendBeat(args, beats[i])
+			args = e.appendBeat(args, beats[i], issue[i])
 		}
 		calls[r] = Call{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: args}
 	}
@@ -107,8 +153,72 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 	return acks, nil
 }
 
-// seedFor returns a fresh token seed when a call has a beat without a
-// token (its implicit login gets seed.i), else "".
+// steadyBeats offers the beats of each run (one bucket's valid beats, in
+// order) that may be steady to lua/beat.lua, one call per run in one round
+// trip, and sets the acks of those it applied. It returns the runs of the
+// beats left for heartbeat.lua, in their order. A user with several beats
+// in the batch has them all left there, so that one script applies them
+// together and in order, as the batch did before it had two scripts.
+func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, runs [][]int, acks []Ack) ([][]int, error) {
+	var calls []Call
+	var offered [][]int
+	for _, run := range runs {
+		var these []int
+		for k, i := range run {
+			// a run holds a user's beats next to each other
+			repeated := (k > 0 && beats[run[k-1]].User == beats[i].User) ||
+				(k+1 < len(run) && beats[run[k+1]].User == beats[i].User)
+			if !repeated && e.mayBeSteady(beats[i]) {
+				these = append(these, i)
+			}
+		}
+		if len(these) == 0 {
+			continue
+		}
+		b := e.s.keys.userBucket(beats[run[0]].User)
+		args := e.steadyArgs(b, len(these))
+		for _, i := range these {
+			args = e.appendSteady(args, beats[i])
+		}
+		calls = append(calls, Call{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys[:1], Args: args})
+		offered = append(offered, these)
+	}
+	if len(calls) == 0 {
+		return runs, nil
+	}
+	res, err := e.evalCalls(ctx, "heartbeat", calls)
+	if err != nil {
+		return nil, err
+	}
+	applied := make([]bool, len(beats))
+	for c, these := range offered {
+		tokens := make([]string, len(these))
+		if err := decodeSteady(res[c].Value, tokens); err != nil {
+			return nil, err
+		}
+		for j, i := range these {
+			if tokens[j] != "" {
+				acks[i].Token, applied[i] = tokens[j], true
+			}
+		}
+	}
+	left := runs[:0:0]
+	for _, run := range runs {
+		var rest []int
+		for _, i := range run {
+			if !applied[i] {
+				rest = append(rest, i)
+			}
+		}
+		if len(rest) > 0 {
+			left = append(left, rest)
+		}
+	}
+	return left, nil
+}
+
+// seedFor returns a fresh token seed when a run of beats has one without a
+// token (its implicit login gets seed.j), else "".
 func (e *Engine) seedFor(needed bool) (string, error) {
 	if !needed {
 		return "", nil
@@ -116,21 +226,76 @@ func (e *Engine) seedFor(needed bool) (string, error) {
 	return e.newToken()
 }
 
-// appendBeat appends one heartbeat's fields (lua/heartbeat.lua) to args.
-func (e *Engine) appendBeat(args []string, hb Heartbeat) []string {
-	meta, at := "", ""
+// issueFor returns the token the implicit login of a lone beat at
+// position j would issue, when it carries no token (needed), else "".
+func (e *Engine) issueFor(needed bool, j int) (string, error) {
+	seed, err := e.seedFor(needed)
+	if err != nil || !needed {
+		return "", err
+	}
+	return seed + "." + strconv.Itoa(j), nil
+}
+
+// mayBeSteady reports whether lua/beat.lua may apply hb. Every beat may,
+// but one without a token under an exclusive policy: heartbeat.lua refuses
+// it whatever is stored, so it changes nothing and can go there at once,
+// out of its place among the user's other beats.
+func (e *Engine) mayBeSteady(hb Heartbeat) bool {
+	return hb.Token != "" || e.s.cfg.Policy == PolicyMulti
+}
+
+// steadyArgs returns the arguments of lua/beat.lua for bucket b before its
+// beats, with room for n beats.
+func (e *Engine) steadyArgs(b uint32, n int) []string {
+	args := make([]string, 0, 2+len(e.s.beatParams)+8*n)
+	args = append(args, e.nowArg(), e.s.users[b].devPrefix)
+	return append(args, e.s.beatParams[:]...)
+}
+
+// appendSteady appends one heartbeat's fields (lua/beat.lua) to args.
+func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
+	meta, at := beatExtras(hb)
+	return append(args, hb.User, hb.Device, hb.Token, hb.Gateway, meta,
+		flag(hb.Active), flag(hb.Background), at)
+}
+
+// appendBeat appends one heartbeat's fields (lua/heartbeat.lua) to args:
+// issue is the token its implicit login issues when it carries none.
+func (e *Engine) appendBeat(args []string, hb Heartbeat, issue string) []string {
+	meta, at := beatExtras(hb)
+	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
+		flag(hb.Active), flag(hb.Background), e.s.intervalS[hb.Kind], meta, at, issue)
+}
+
+// beatExtras returns a beat's metadata ("" keep, "=" .. encoded to set) and
+// client time ("" none) as the scripts take them.
+func beatExtras(hb Heartbeat) (meta, at string) {
 	if hb.Meta != nil {
 		meta = "=" + encodeMeta(hb.Meta)
 	}
 	if !hb.At.IsZero() {
 		at = itoa(hb.At.UnixMilli())
 	}
-	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
-		flag(hb.Active), flag(hb.Background), e.s.intervalS[hb.Kind], meta, at)
+	return meta, at
 }
 
 // kindCodes are the kinds as scripts take them.
 var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
+
+// decodeSteady reads a reply of lua/beat.lua into tokens, one for each beat
+// offered: the token in force, or "" for a beat heartbeat.lua must decide.
+func decodeSteady(v Value, tokens []string) error {
+	items, err := v.AsArray(len(tokens))
+	if err != nil {
+		return replyErr("steady heartbeat: %v", err)
+	}
+	for j := range tokens {
+		if tokens[j], err = items[j].AsString(); err != nil {
+			return replyErr("steady heartbeat result %d: %v", j, err)
+		}
+	}
+	return nil
+}
 
 // decodeBeats reads a heartbeat reply {now, results} for the beats at
 // positions run into acks.

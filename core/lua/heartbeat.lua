@@ -1,14 +1,15 @@
--- heartbeat.lua: applies a batch of heartbeats of users in one bucket.
+-- heartbeat.lua: applies a batch of heartbeats of users in one bucket:
+-- those beat.lua left to it, which may log a device in, change its state or
+-- the user's status, or be refused. It decides any beat.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
 -- ARGV[1..12] common parameters (lib.lua)
--- ARGV[13] token seed: an implicit login of heartbeat i (from 0) without a
--- token gets the token seed .. "." .. i
--- ARGV[14] n, the number of heartbeats; then 10 fields each:
+-- ARGV[13] n, the number of heartbeats; then 11 fields each:
 --   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
 --   background 0/1, interval ms (kind and interval apply to a new session
---   only: a session keeps those of its login), metadata ("" keep, "=" .. encoded to set), client time ms
---   ("" none)
+--   only: a session keeps those of its login), metadata ("" keep, "=" ..
+--   encoded to set), client time ms ("" none), the token an implicit login
+--   of a beat without one issues
 -- Returns {now, results}: results holds code, token, from, to for each
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
 -- refused heartbeat changes nothing); token the session token in force;
@@ -16,12 +17,7 @@
 local now = clock(ARGV[1])
 local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
--- The quick path reads only these parameters; the full path builds all of
--- them (params), once, when a beat first needs it: converting them costs
--- as much as the quick path's own work.
-local IDLE, PUSH, GRACE = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
-local DPRE, MULTI = ARGV[7], ARGV[10] == '0'
-local P = nil
+local P = params(now, nows)
 
 -- activity is the instant a beat's user action counts at, and its string:
 -- now, or the client's earlier time ARGV "at" (never a later one).
@@ -30,64 +26,15 @@ local function activity(at)
   return now, nows
 end
 
--- quick applies the beat at ARGV[a] when it only extends a live session
--- that carries no new gateway or metadata, and changes neither the device's
--- state nor the user's status while nothing is pending or due: then the
--- user's other devices and state need not be read, and the due index keeps
--- its score (it is already at or before every deadline). It parses with one
--- pattern per record and writes strings it was given, because splitting and
--- number formatting are what a beat costs most in Lua. Returns the token in
--- force, or nil when the full path must decide.
-local function quick(user, dev, token, at, a)
-  local dkey = DPRE .. user
-  local got = redis.call('HMGET', dkey, dev, DYN .. dev)
-  if not got[1] or not got[2] then return nil end
-  local seen, active, bg, flags = string.match(got[2], DYNAMIC_FIELDS)
-  -- not gone (0, or 2: fenced, a flag the beat keeps)
-  if flags ~= '0' and flags ~= '2' then return nil end
-  local _, gw, tok, _, iv, meta = string.match(got[1], STATIC_FIELDS)
-  if not tok then return nil end
-  if tok ~= token and (token ~= '' or not MULTI) then return nil end
-  local g, m = ARGV[a + 3], ARGV[a + 8]
-  if (g ~= '' and g ~= gw) or (m ~= '' and string.sub(m, 2) ~= meta) then return nil end
-  local back = bg == '1'
-  if back ~= (ARGV[a + 6] == '1') then return nil end
-  local win = PUSH
-  if not back then win = 2 * tonumber(iv) end
-  if now > tonumber(seen) + win then return nil end
-  local s = redis.call('HGET', KEYS[1], user)
-  if not s then return nil end
-  local _, pend, _, _, _, idx = string.match(s, STATE_FIELDS)
-  if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
-  local last = tonumber(active)
-  if ARGV[a + 5] == '1' then
-    local t, ts = activity(at)
-    if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
-    if t > last then active = ts end
-  end
-  redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. bg .. US .. flags)
-  -- the key lives until its latest deadline: GT keeps a later one of another device
-  redis.call('PEXPIRE', dkey, win + GRACE, 'GT')
-  return tok
-end
-
 local results = {}
-local seed = ARGV[13]
-local n = tonumber(ARGV[14])
+local n = tonumber(ARGV[13])
 for i = 0, n - 1 do
-  local a = 15 + i * 10
+  local a = 14 + i * 11
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, nil
-  local fast
-  if at ~= '' and math.abs(tonumber(at) - now) > tonumber(ARGV[9]) then
+  if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
     code = 'SKEW'
   else
-    fast = quick(user, dev, token, at, a)
-  end
-  if fast then
-    issued = fast
-  elseif code == '' then
-    P = P or params(now, nows)
     events = {}
     local u = load(user, KEYS[1], P)
     local r, f = u.devs[dev], u.fences[dev]
@@ -109,7 +56,7 @@ for i = 0, n - 1 do
     elseif live(u, P) >= P.maxdev then
       code = 'TOOMANY'
     else
-      if issued == '' then issued = seed .. '.' .. i end
+      if issued == '' then issued = ARGV[a + 10] end
       r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
         kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]), fenced = f ~= nil }
       -- an implicit login under a fence fences its device as a login does:

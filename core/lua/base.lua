@@ -1,0 +1,69 @@
+-- base.lua: the formats of the user records and the clock, which every user
+-- script needs: the core prepends this file to each (before lib.lua, which
+-- the steady beat of beat.lua does without), so every script stays
+-- self-contained for EVAL.
+--
+-- Device record, in two hash fields so that a heartbeat rewrites only the
+-- small part that changes, and both stay under Redis's 64-byte listpack
+-- limit in the common case (device IDs hold no control characters, so the
+-- \1 and \2 prefixes cannot collide with one). Fields joined by \31:
+--   field DEVICE:      kind, gateway, token, loginAt, interval ms,
+--                      metadata ("k\30v\30k\30v")
+--   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, flags: 1 if
+--                      gone (logged out: kept only to refuse its token until
+--                      its window ends, the instant lastActive then holds),
+--                      plus 2 if the session's start fenced its device
+-- Each device has a fence: until it ends, a heartbeat of the device that
+-- has no live session and carries a token other than the fence's (any
+-- token, when the fence's is "") is refused. A login fences its device with
+-- its own token until its login instant + KickFence (refusing the tokens of
+-- the device's earlier sessions, whether kicked or already ended), and so
+-- does an implicit login under a fence in force (its token becomes the one
+-- that may come back); a kick by another device's login fences the kicked
+-- device with none; a fence already in force keeps a later end. An implicit
+-- login with no fence in force sets none, so that the keys of devices that
+-- only ever heartbeat still expire soon after their window (design section
+-- 5). A fence outlives the session records of its device (design section
+-- 8), yet costs a live session nothing: a record flagged as fenced implies
+-- the fence its start set, (loginAt + KickFence, token), which is the
+-- device's fence while the record is stored, so only a fence that says
+-- more than the device's record is written, as a field of its own in the
+-- same hash (which every full path reads whole anyway; the steady beat
+-- of beat.lua never reads it):
+--   field \2 .. DEVICE: fence end ms, the token in force ("" none); written
+--                      when the record goes (disconnect, kick, window
+--                      passed) before the fence ends, for a kick, or when
+--                      the fence ends later than its record implies.
+-- User state (field of the bucket's st hash), fields joined by \31:
+--   last published status, pending status ("" none), pending due ms,
+--   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
+--   the user's score in the due index ("" none). The entry exists while any
+--   of these differs from its zero.
+-- Statuses: 0 OFFLINE, 1 PUSH_ONLINE, 2 AWAY, 3 ONLINE, 4 DND.
+
+local US = '\31'
+
+local DYN = '\1'
+local FENCE = '\2'
+
+-- One pattern per record: a single match costs a third of a split.
+local STATIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031?(.*)$'
+local DYNAMIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
+local STATE_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
+
+-- The fields a steady beat (beat.lua) reads, and no more: a capture costs a
+-- new string. It keeps the background flag and the flags of the dynamic
+-- record it rewrites as one string, and matches only a record that is not
+-- gone (flags 0, or 2: fenced, which the beat keeps).
+local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)\031([01]\031[02])$' -- lastSeen, lastActive, background and flags
+local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)' -- gateway, token, interval
+local STEADY_STATE = '^[^\031]*\031([^\031]*)\031[^\031]*\031[^\031]*\031[^\031]*\031([^\031]*)$' -- pending, index score
+
+local function fmt(n) return string.format('%.0f', n) end
+
+-- clock returns arg as the current instant, or the server's clock when arg is "".
+local function clock(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
