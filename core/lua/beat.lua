@@ -26,11 +26,11 @@ local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
 local DPRE, PUSH, GRACE, IDLE, SKEW = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
--- steady applies the beat at ARGV[a] if it is steady, and returns the token
--- in force, or nil. It parses with one pattern per record and writes
+-- steady applies the beat at ARGV[a] if it is steady, given its user's
+-- state entry s (false: none), and returns the token in force, or nil. It parses with one pattern per record and writes
 -- strings it was given, because splitting and number formatting are what a
 -- beat costs most in Lua.
-local function steady(a)
+local function steady(a, s)
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 7]
   local t, ts = now, nows
   if at ~= '' then
@@ -54,7 +54,6 @@ local function steady(a)
   local win = PUSH
   if not back then win = 2 * tonumber(iv) end
   if now > tonumber(seen) + win then return nil end
-  local s = redis.call('HGET', KEYS[1], user)
   if not s then return nil end
   local pend, idx = string.match(s, STEADY_STATE)
   if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
@@ -69,8 +68,13 @@ local function steady(a)
   return tok
 end
 
+-- The users' state entries, read at once: the engine sends at most one
+-- beat of a user in a call, so no beat here changes another's entry.
+local users = {}
+for a = 7, #ARGV, 8 do users[#users + 1] = ARGV[a] end
+local states = redis.call('HMGET', KEYS[1], unpack(users))
 local out = {}
-for a = 7, #ARGV, 8 do
-  out[#out + 1] = steady(a) or ''
+for i = 1, #users do
+  out[i] = steady(7 + (i - 1) * 8, states[i]) or ''
 end
 return out
