@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,9 @@ type Suite struct {
 	// MemoryItems is the number of devices, and of members of one scope,
 	// whose memory is measured. Default 100,000; brief 10,000.
 	MemoryItems int
+	// Clock is how the engines of the throughput and cache workloads read
+	// "now": ClockServer (default) or ClockScript.
+	Clock string
 	// Backlogs are the numbers of expired entries swept. Default 50,000
 	// and 1,000,000; brief 5,000.
 	Backlogs []int
@@ -78,6 +82,7 @@ type Settings struct {
 	MemoryItems      int           `json:"memory_items"`
 	Backlogs         []int         `json:"backlogs"`
 	Brief            bool          `json:"brief"`
+	Clock            string        `json:"clock"`
 }
 
 // ErrNoURL is returned by Suite.Run without a URL.
@@ -90,6 +95,7 @@ func (s *Suite) settings() (Settings, error) {
 	st := Settings{
 		Adapters: s.Adapters, Groups: s.Only, Concurrency: s.Concurrency, BatchConcurrency: s.BatchConcurrency,
 		Batch: s.Batch, Duration: s.Duration, Users: s.Users, MemoryItems: s.MemoryItems, Backlogs: s.Backlogs, Brief: s.Brief,
+		Clock: cmp.Or(s.Clock, ClockServer),
 	}
 	pick := func(v *int, def, brief int) {
 		if *v <= 0 {
@@ -104,6 +110,9 @@ func (s *Suite) settings() (Settings, error) {
 	pick(&st.Batch, core.MaxBatch, 200)
 	pick(&st.Users, 20_000, 2_000)
 	pick(&st.MemoryItems, 100_000, 10_000)
+	if st.Clock != ClockServer && st.Clock != ClockScript {
+		return st, fmt.Errorf("benchkit: unknown clock %q (want %s or %s)", st.Clock, ClockServer, ClockScript)
+	}
 	if st.Batch > core.MaxBatch {
 		return st, fmt.Errorf("benchkit: batch %d exceeds core.MaxBatch %d", st.Batch, core.MaxBatch)
 	}

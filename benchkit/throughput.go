@@ -72,7 +72,7 @@ func (r *runner) throughputOf(ctx context.Context, adapter string) error {
 		return err
 	}
 	defer conn.Close()
-	e, err := core.New(conn.Store, core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0)})
+	e, err := NewEngine(ctx, conn.Store, core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0)}, r.st.Clock)
 	if err != nil {
 		return err
 	}

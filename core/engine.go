@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,8 @@ type Engine struct {
 	metrics Metrics
 	log     *slog.Logger
 	rand    io.Reader
+
+	lastNow atomic.Pointer[msArg] // nowArg's latest
 
 	mu       sync.Mutex
 	lastGood map[Scope]Count
@@ -63,12 +66,25 @@ func (e *Engine) ChangeChannel() string { return e.s.keys.prefix + ":changes" }
 func (e *Engine) KickChannel(gateway string) string { return e.s.keys.prefix + ":kick:" + gateway }
 
 // nowArg is the "now" argument of every script: the injected clock's
-// instant, or "" for the server's clock.
+// instant, or "" for the server's clock. The calls of one millisecond share
+// its string, so that a busy engine formats it once.
 func (e *Engine) nowArg() string {
 	if e.s.cfg.Clock == nil {
 		return ""
 	}
-	return itoa(e.s.cfg.Clock.Now().UnixMilli())
+	ms := e.s.cfg.Clock.Now().UnixMilli()
+	if last := e.lastNow.Load(); last != nil && last.ms == ms {
+		return last.s
+	}
+	s := itoa(ms)
+	e.lastNow.Store(&msArg{ms: ms, s: s})
+	return s
+}
+
+// msArg is an instant in ms and its decimal string.
+type msArg struct {
+	ms int64
+	s  string
 }
 
 // newToken returns 16 hex digits of randomness for a session or lock token.

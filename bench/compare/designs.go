@@ -250,7 +250,7 @@ func (c *comparison) throughput(ctx context.Context) error {
 	n := c.o.users
 	var designs []design
 	for _, a := range c.o.adapters {
-		e, err := core.New(c.conns[a].Store, core.Config{Prefix: c.prefix("engine-" + a)})
+		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("engine-" + a)}, c.o.clock)
 		if err != nil {
 			return err
 		}
@@ -333,7 +333,7 @@ func (c *comparison) reads(ctx context.Context, load benchkit.Load, add func(ben
 	}
 	var readers []reader
 	for _, a := range c.o.adapters {
-		e, err := core.New(c.conns[a].Store, core.Config{Prefix: c.prefix("room-" + a), Classes: benchkit.BenchClasses(0)})
+		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("room-" + a), Classes: benchkit.BenchClasses(0)}, c.o.clock)
 		if err != nil {
 			return err
 		}

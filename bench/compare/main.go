@@ -42,6 +42,7 @@ type options struct {
 	memoryItems  int
 	room         int
 	brief        bool
+	clock        string
 	jsonPath     string
 	mdPath       string
 	quiet        bool
@@ -63,6 +64,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.memoryItems, "memory-items", 0, "online devices whose memory is measured per design (default 100000; brief 5000)")
 	fs.IntVar(&o.room, "room", 1000, "members of the room whose count is read")
 	fs.BoolVar(&o.brief, "brief", false, "a few seconds in all, for CI")
+	fs.StringVar(&o.clock, "clock", benchkit.ClockServer, "how the engine reads \"now\": server (serverclock's offset of the server's clock) or script (each script reads TIME)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the report as Markdown tables to this file")
@@ -91,6 +93,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		if o.brief {
 			o.duration = 300 * time.Millisecond
 		}
+	}
+	if o.clock != benchkit.ClockServer && o.clock != benchkit.ClockScript {
+		return o, fmt.Errorf("--clock must be %s or %s", benchkit.ClockServer, benchkit.ClockScript)
 	}
 	if o.batch > core.MaxBatch || o.room < 1 || o.room > core.MaxPage {
 		return o, fmt.Errorf("--batch must be at most %d and --room 1 to %d", core.MaxBatch, core.MaxPage)
@@ -132,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	c.rep = &Report{Schema: "presence-compare/1", Started: time.Now().UTC().Truncate(time.Second), Host: benchkit.Host(),
 		Settings: map[string]any{"concurrency": o.concurrency, "batch_concurrency": o.batchConc, "batch": o.batch,
-			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief}}
+			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief, "clock": o.clock}}
 	if c.rep.Server, err = c.admin.Describe(ctx); err != nil {
 		return err
 	}
@@ -169,8 +174,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // writeMarkdown writes the comparison as Markdown tables.
 func (c *comparison) writeMarkdown(w io.Writer) error {
 	r := c.rep
-	fmt.Fprintf(w, "Run %s, Redis %s (default configuration, no persistence) at %s, %s, %d CPUs shared by client and server, load average %.2f at start, %.2f at end.\n",
-		r.Started.Format("2006-01-02 15:04 MST"), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0])
+	fmt.Fprintf(w, "Run %s, Redis %s (default configuration, no persistence) at %s, %s, %d CPUs shared by client and server, load average %.2f at start, %.2f at end; the engine's clock: %s.\n",
+		r.Started.Format("2006-01-02 15:04 MST"), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0], c.o.clock)
 	fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item |")
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
 	for _, t := range r.Throughput {

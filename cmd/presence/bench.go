@@ -41,6 +41,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memItems := fs.Int("memory-items", 0, "devices and scope members whose memory is measured (default 100000; brief 10000)")
 	backlogs := fs.String("backlogs", "", "comma-separated expired backlogs to sweep (default 50000,1000000; brief 5000)")
 	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
+	clock := fs.String("clock", benchkit.ClockServer, "how the throughput engines read \"now\": server (serverclock's offset of the server's clock) or script (each script reads TIME)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	mdPath := fs.String("markdown", "", "also write the report as Markdown tables to this file")
@@ -53,7 +54,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
 	}
 	s := benchkit.Suite{URL: *url, Concurrency: *conc, BatchConcurrency: *bconc, Batch: *batch, Duration: *dur,
-		Users: *users, MemoryItems: *memItems, Brief: *brief, Adapters: splitList(*adapters), Only: splitList(*only)}
+		Users: *users, MemoryItems: *memItems, Brief: *brief, Clock: *clock, Adapters: splitList(*adapters), Only: splitList(*only)}
 	if !*quiet {
 		s.Log = stderr
 	}
