@@ -30,13 +30,17 @@ const (
 )
 
 // dynamicPrefix starts the hash field of a record's dynamic part
-// (lua/lib.lua explains the split).
+// (lua/base.lua explains the split).
 const dynamicPrefix = "\x01"
 
 // fencePrefix starts the hash field of a device's fence, which the device
 // hash keeps apart from its session record when the record does not imply
-// the fence (lua/lib.lua).
+// the fence (lua/base.lua).
 const fencePrefix = "\x02"
+
+// steadyField is the device hash's copy of the user's due score, which
+// the steady beat reads (lua/base.lua); it shows no device.
+const steadyField = "\x03"
 
 // fence is a device's fence: until end, a heartbeat of the device with no
 // live session is refused unless it carries token (none when "").

@@ -627,8 +627,9 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 		switch {
 		case strings.HasPrefix(id, dynamicPrefix):
 			dynamic[id[len(dynamicPrefix):]] = raw
-		case strings.HasPrefix(id, fencePrefix):
-			// a fence only refuses tokens: it shows no device
+		case strings.HasPrefix(id, fencePrefix), id == steadyField:
+			// a fence only refuses tokens, and the copy of the due score
+			// serves the steady beat: neither shows a device
 		default:
 			static[id] = raw
 		}

@@ -3,7 +3,8 @@
 -- to heartbeat.lua. Most beats are steady, and this script is small on
 -- purpose: it reads no common parameters it does not need and none of
 -- lib.lua, whose setup costs as much as a steady beat's own work.
--- KEYS[1] the bucket's user-state hash (P:{uB}:st)
+-- KEYS[1] the bucket's user-state hash (P:{uB}:st), for routing: a steady
+-- beat reads its user's device hash alone
 -- ARGV[1] now in ms since the epoch, or "" to read the server's TIME
 -- ARGV[2] prefix of device-hash keys of this bucket ("P:{uB}:d:")
 -- ARGV[3] PushWindow ms   ARGV[4] key grace ms
@@ -26,11 +27,11 @@ local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
 local DPRE, PUSH, GRACE, IDLE, SKEW = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 
--- steady applies the beat at ARGV[a] if it is steady, given its user's
--- state entry s (false: none), and returns the token in force, or nil. It parses with one pattern per record and writes
+-- steady applies the beat at ARGV[a] if it is steady, and returns the
+-- token in force, or nil. It parses with one pattern per record and writes
 -- strings it was given, because splitting and number formatting are what a
 -- beat costs most in Lua.
-local function steady(a, s)
+local function steady(a)
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 7]
   local t, ts = now, nows
   if at ~= '' then
@@ -40,8 +41,10 @@ local function steady(a, s)
     if t >= now then t, ts = now, nows end
   end
   local dkey = DPRE .. user
-  local got = redis.call('HMGET', dkey, dev, DYN .. dev)
-  if not got[1] or not got[2] then return nil end
+  local got = redis.call('HMGET', dkey, dev, DYN .. dev, STEADY)
+  -- the user's due score while nothing is pending: something is due at or
+  -- before it, so a beat past it is not steady
+  if not got[1] or not got[2] or not got[3] or tonumber(got[3]) <= now then return nil end
   local seen, active, kept = string.match(got[2], STEADY_DYNAMIC)
   if not seen then return nil end
   local back = string.byte(kept, 1) == 49 -- '1'
@@ -54,9 +57,6 @@ local function steady(a, s)
   local win = PUSH
   if not back then win = 2 * tonumber(iv) end
   if now > tonumber(seen) + win then return nil end
-  if not s then return nil end
-  local pend, idx = string.match(s, STEADY_STATE)
-  if pend ~= '' or not idx or idx == '' or tonumber(idx) <= now then return nil end
   if ARGV[a + 5] == '1' then
     local last = tonumber(active)
     if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
@@ -68,13 +68,8 @@ local function steady(a, s)
   return tok
 end
 
--- The users' state entries, read at once: the engine sends at most one
--- beat of a user in a call, so no beat here changes another's entry.
-local users = {}
-for a = 7, #ARGV, 8 do users[#users + 1] = ARGV[a] end
-local states = redis.call('HMGET', KEYS[1], unpack(users))
 local out = {}
-for i = 1, #users do
-  out[i] = steady(7 + (i - 1) * 8, states[i]) or ''
+for a = 7, #ARGV, 8 do
+  out[#out + 1] = steady(a) or ''
 end
 return out

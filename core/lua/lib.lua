@@ -105,7 +105,8 @@ end
 -- fields as stored, which store compares against).
 local function load(user, st, P)
   local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {}, fenceRaw = {},
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, dirty = {}, seen = {} }
+    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, steadyRaw = false,
+    dirty = {}, seen = {} }
   local flat = redis.call('HGETALL', u.dkey)
   local static, dynamic = {}, {}
   for i = 1, #flat, 2 do
@@ -118,6 +119,8 @@ local function load(user, st, P)
       local fin, token = string.match(flat[i + 1], '^([^\031]*)\031(.*)$')
       fin = tonumber(fin)
       if P.now <= fin then u.fences[id] = { fin = fin, token = token } end
+    elseif b == 3 then
+      u.steadyRaw = flat[i + 1]
     else
       static[flat[i]] = flat[i + 1]
     end
@@ -268,6 +271,14 @@ local function store(u, st, due, P)
   end
   if raw ~= u.raw then
     if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
+  end
+  -- the steady beat's copy of the score (base.lua): a score without a
+  -- pending change comes from a live record, so the copy is only written on
+  -- a key that holds one, and has the expiry set above
+  local copy = false
+  if u.pend == nil and u.idx ~= nil then copy = fmt(u.idx) end
+  if copy ~= u.steadyRaw then
+    if copy then redis.call('HSET', u.dkey, STEADY, copy) else redis.call('HDEL', u.dkey, STEADY) end
   end
 end
 
