@@ -15,7 +15,8 @@ import (
 // now, active now if hb.Active, backgrounded if hb.Background. Under
 // PolicyMulti a device without a session is logged in implicitly. A
 // refused heartbeat (ErrSessionReplaced, ErrNoSession, ErrTooManyDevices,
-// ErrClockSkew, or an *InputError) changes nothing.
+// ErrClockSkew, or an *InputError) changes nothing. A steady beat, one that
+// only extends a live session, takes one round trip; any other takes two.
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	if err := e.checkHeartbeat(hb); err != nil {
 		e.metrics.Heartbeats(0, 1)
@@ -69,9 +70,10 @@ func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string
 	return token[0], nil
 }
 
-// HeartbeatBatch records up to MaxBatch heartbeats in one round trip (one
-// script call per user bucket), as a gateway merging the beats of one tick
-// does. Each beat's refusal is in its Ack.Err; the error is for the batch
+// HeartbeatBatch records up to MaxBatch heartbeats, as a gateway merging
+// the beats of one tick does: one script call per user bucket in one round
+// trip for the steady beats (lua/beat.lua), and a second round trip for the
+// beats that change something or are refused (lua/heartbeat.lua). Each beat's refusal is in its Ack.Err; the error is for the batch
 // as a whole (invalid batch size, Redis unavailable).
 func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
 	if err := checkBatch("beats", len(beats)); err != nil {
@@ -120,7 +122,7 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 			}
 		}
 	}
-	runs, err := e.steadyBeats(ctx, beats, runs, acks)
+	runs, err := e.steadyBeats(ctx, beats, bucket, runs, acks)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,7 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 // beats left for heartbeat.lua, in their order. A user with several beats
 // in the batch has them all left there, so that one script applies them
 // together and in order, as the batch did before it had two scripts.
-func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, runs [][]int, acks []Ack) ([][]int, error) {
+func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack) ([][]int, error) {
 	var calls []Call
 	var offered [][]int
 	for _, run := range runs {
@@ -175,7 +177,7 @@ func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, runs [][]in
 		if len(these) == 0 {
 			continue
 		}
-		b := e.s.keys.userBucket(beats[run[0]].User)
+		b := bucket[run[0]]
 		args := e.steadyArgs(b, len(these))
 		for _, i := range these {
 			args = e.appendSteady(args, beats[i])

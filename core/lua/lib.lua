@@ -218,9 +218,11 @@ end
 -- refuses tokens, and the key's expiry covers it.
 local function store(u, st, due, P)
   local now = P.now
+  local dels = {} -- fields of the device hash to delete, in one HDEL at the end
   for id, r in pairs(u.dirty) do
     if r == false then
-      redis.call('HDEL', u.dkey, id, DYN .. id)
+      dels[#dels + 1] = id
+      dels[#dels + 1] = DYN .. id
     else
       redis.call('HSET', u.dkey, id, encodeStatic(r), DYN .. id, encodeDynamic(r))
     end
@@ -232,10 +234,10 @@ local function store(u, st, due, P)
     local r, want = u.devs[id], false
     if not (r and r.fenced and r.token == f.token and r.login + P.kick >= f.fin) then want = fmt(f.fin) .. US .. f.token end
     if want and want ~= u.fenceRaw[id] then redis.call('HSET', u.dkey, FENCE .. id, want) end
-    if not want and u.fenceRaw[id] then redis.call('HDEL', u.dkey, FENCE .. id) end
+    if not want and u.fenceRaw[id] then dels[#dels + 1] = FENCE .. id end
   end
   for id, _ in pairs(u.fenceRaw) do
-    if u.fences[id] == nil then redis.call('HDEL', u.dkey, FENCE .. id) end
+    if u.fences[id] == nil then dels[#dels + 1] = FENCE .. id end
   end
   local last, nxt = nil, nil
   local function take(t)
@@ -278,8 +280,9 @@ local function store(u, st, due, P)
   local copy = false
   if u.pend == nil and u.idx ~= nil then copy = fmt(u.idx) end
   if copy ~= u.steadyRaw then
-    if copy then redis.call('HSET', u.dkey, STEADY, copy) else redis.call('HDEL', u.dkey, STEADY) end
+    if copy then redis.call('HSET', u.dkey, STEADY, copy) else dels[#dels + 1] = STEADY end
   end
+  if #dels > 0 then redis.call('HDEL', u.dkey, unpack(dels)) end
 end
 
 -- settle observes the user's current status and stores everything; a
