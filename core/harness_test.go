@@ -189,6 +189,40 @@ func hb(user, dev string, kind core.Kind, opts ...beatOpt) func(*env) string {
 	}
 }
 
+// beatOf builds one beat of a batch step.
+func beatOf(user, dev string, kind core.Kind, opts ...beatOpt) func(*env) core.Heartbeat {
+	return func(e *env) core.Heartbeat {
+		h := core.Heartbeat{User: user, Device: dev, Kind: kind}
+		for _, o := range opts {
+			o(&h, e)
+		}
+		return h
+	}
+}
+
+// batch sends beats in one HeartbeatBatch and renders each ack as hb does.
+func batch(beats ...func(*env) core.Heartbeat) func(*env) string {
+	return func(e *env) string {
+		hbs := make([]core.Heartbeat, len(beats))
+		for i, b := range beats {
+			hbs[i] = b(e)
+		}
+		acks, err := e.p.HeartbeatBatch(e.ctx, hbs)
+		if err != nil {
+			return errName(err)
+		}
+		var out []string
+		for _, a := range acks {
+			if a.Err != nil {
+				out = append(out, errName(a.Err))
+				continue
+			}
+			out = append(out, "ok"+changes(a.Changes))
+		}
+		return strings.Join(out, " ")
+	}
+}
+
 // saveToken files the current token of user/device under name, for a later staleToken.
 func saveToken(user, dev, name string) func(*env) string {
 	return func(e *env) string {

@@ -23,9 +23,9 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 		return Ack{}, err
 	}
 	b := e.s.keys.userBucket(hb.User)
-	// drawn before the steady beat, so that a beat draws one token whichever
+	// drawn before the steady beat, so that a beat draws one seed whichever
 	// script applies it, as the model's does
-	issue, err := e.issueFor(hb.Token == "", 0)
+	seed, err := e.seedFor(hb.Token == "")
 	if err != nil {
 		return Ack{}, err
 	}
@@ -40,7 +40,7 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 		}
 	}
 	args := append(e.userArgs(b, 12), "1")
-	calls := []Call{{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: e.appendBeat(args, hb, issue)}}
+	calls := []Call{{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: e.appendBeat(args, hb, seed, 0)}}
 	res, err := e.evalCalls(ctx, "heartbeat", calls)
 	if err != nil {
 		return Ack{}, err
@@ -106,20 +106,19 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 	// one seed per run that has a beat without a token: drawn before the
 	// steady beats, so that a beat's token does not depend on which script
 	// applies it.
-	issue := make([]string, len(beats))
+	seed := make([]string, len(beats)) // by beat: its run's seed
+	pos := make([]int, len(beats))     // by beat: its position in its run
 	for _, run := range runs {
 		tokenless := false
 		for _, i := range run {
 			tokenless = tokenless || beats[i].Token == ""
 		}
-		seed, err := e.seedFor(tokenless)
+		s, err := e.seedFor(tokenless)
 		if err != nil {
 			return nil, err
 		}
 		for j, i := range run {
-			if beats[i].Token == "" {
-				issue[i] = seed + "." + strconv.Itoa(j)
-			}
+			seed[i], pos[i] = s, j
 		}
 	}
 	runs, err := e.steadyBeats(ctx, beats, bucket, runs, acks)
@@ -131,7 +130,7 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 		b := bucket[run[0]]
 		args := append(e.userArgs(b, 1+11*len(run)), strconv.Itoa(len(run)))
 		for _, i := range run {
-			args = e.appendBeat(args, beats[i], issue[i])
+			args = e.appendBeat(args, beats[i], seed[i], pos[i])
 		}
 		calls[r] = Call{SHA: e.scripts.heartbeat.sha, Keys: e.userKeys(b), Args: args}
 	}
@@ -228,16 +227,6 @@ func (e *Engine) seedFor(needed bool) (string, error) {
 	return e.newToken()
 }
 
-// issueFor returns the token the implicit login of a lone beat at
-// position j would issue, when it carries no token (needed), else "".
-func (e *Engine) issueFor(needed bool, j int) (string, error) {
-	seed, err := e.seedFor(needed)
-	if err != nil || !needed {
-		return "", err
-	}
-	return seed + "." + strconv.Itoa(j), nil
-}
-
 // mayBeSteady reports whether lua/beat.lua may apply hb. Every beat may,
 // but one without a token under an exclusive policy: heartbeat.lua refuses
 // it whatever is stored, so it changes nothing and can go there at once,
@@ -262,9 +251,15 @@ func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
 }
 
 // appendBeat appends one heartbeat's fields (lua/heartbeat.lua) to args:
-// issue is the token its implicit login issues when it carries none.
-func (e *Engine) appendBeat(args []string, hb Heartbeat, issue string) []string {
+// a beat without a token, at position j of its run, carries seed.j, the
+// token its implicit login issues. It is formatted here, for the beats the
+// steady script left, and not for those it applied.
+func (e *Engine) appendBeat(args []string, hb Heartbeat, seed string, j int) []string {
 	meta, at := beatExtras(hb)
+	issue := ""
+	if hb.Token == "" {
+		issue = seed + "." + strconv.Itoa(j)
+	}
 	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
 		flag(hb.Active), flag(hb.Background), e.s.intervalS[hb.Kind], meta, at, issue)
 }
