@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,16 +20,15 @@ type cannedStore struct {
 
 func newCannedStore(beats int) *cannedStore {
 	items := make([]core.Value, 0, 4*beats)
-	tokens := make([]core.Value, 0, beats)
 	for i := 0; i < beats; i++ {
 		items = append(items, core.StringValue(""), core.StringValue("tok"), core.IntValue(-1), core.IntValue(-1))
-		tokens = append(tokens, core.StringValue("tok"))
 	}
+	tokens := strings.TrimSuffix(strings.Repeat("tok\x1f", beats), "\x1f")
 	reply := core.ArrayValue(core.IntValue(1_700_000_000_000), core.ArrayValue(items...))
 	s := &cannedStore{steady: make([]core.Result, 64), other: make([]core.Result, 64)}
 	for i := range s.other {
 		s.other[i] = core.Result{Value: reply}
-		s.steady[i] = core.Result{Value: core.ArrayValue(tokens...)}
+		s.steady[i] = core.Result{Value: core.StringValue(tokens)}
 	}
 	for _, sc := range core.Scripts() {
 		if sc.Name() == "beat" {

@@ -281,16 +281,24 @@ var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 
 // decodeSteady reads a reply of lua/beat.lua into tokens, one for each beat
 // offered: the token in force, or "" for a beat heartbeat.lua must decide.
+// The reply is one string, the tokens joined by unitSep.
 func decodeSteady(v Value, tokens []string) error {
-	items, err := v.AsArray(len(tokens))
+	s, err := v.AsString()
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)
 	}
-	for j := range tokens {
-		if tokens[j], err = items[j].AsString(); err != nil {
-			return replyErr("steady heartbeat result %d: %v", j, err)
+	last := len(tokens) - 1
+	for j := range last {
+		i := strings.IndexByte(s, unitSep[0])
+		if i < 0 {
+			return replyErr("steady heartbeat: %d tokens for %d beats", j+1, len(tokens))
 		}
+		tokens[j], s = s[:i], s[i+1:]
 	}
+	if strings.IndexByte(s, unitSep[0]) >= 0 {
+		return replyErr("steady heartbeat: more tokens than the %d beats", len(tokens))
+	}
+	tokens[last] = s
 	return nil
 }
 

@@ -330,12 +330,12 @@ func countKeyOK(v core.Value) bool {
 // replyUsers are the users of the reply target's requests.
 var replyUsers = []string{"u1", "u2", "u3", "u4"}
 
-// items is how many results a heartbeat or status call asks for: the
-// target sends one heartbeat at a time, and a status call ends with its
+// items is how many results a heartbeat (beat or heartbeat script) or
+// status call asks for: the target sends one heartbeat at a time, and a status call ends with its
 // users (counted from the end, so that the common arguments before them may
 // change without the target noticing).
 func items(name string, args []string) int {
-	if name == "heartbeat" {
+	if name == "heartbeat" || name == "beat" {
 		return 1
 	}
 	n := 0
@@ -360,6 +360,10 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 	switch name {
 	case "touch", "unlock":
 		return true, nil // the engine reads nothing of it
+	case "beat":
+		// one string: a token or "" per beat offered, joined by \x1f
+		s, ok := vStr(v)
+		return ok && strings.Count(s, "\x1f") == items(name, args)-1, nil
 	case "leave":
 		return isInt(v), nil
 	case "heartbeat":
@@ -585,6 +589,12 @@ func genRecord(s *source, now int64) (static, dynamic core.Value) {
 func genReply(s *source, name string, args []string) core.Value {
 	now := genInt(s, t0.UnixMilli())
 	switch name {
+	case "beat":
+		tokens := make([]string, items(name, args))
+		for i := range tokens {
+			tokens[i] = pick(s, "tok", "")
+		}
+		return core.StringValue(strings.Join(tokens, "\x1f"))
 	case "leave":
 		return genInt(s, int64(s.intn(2)))
 	case "touch":

@@ -13,8 +13,10 @@
 -- sends one only under the multi-device policy), gateway ("" keep),
 -- metadata ("" keep, "=" .. encoded to set), active 0/1, background 0/1,
 -- client time ms ("" none)
--- Returns for each beat the session token in force when it was applied,
--- or "" when heartbeat.lua must decide it. A beat is steady when its device
+-- Returns one string: for each beat, the session token in force when it was
+-- applied, or "" when heartbeat.lua must decide it, joined by \31 (tokens
+-- hold no control characters). One string, because Redis turns a table
+-- reply into RESP at about five times the cost of a string. A beat is steady when its device
 -- has a live session that the beat's token names, the beat carries no new
 -- gateway or metadata, and it changes neither the device's state nor the
 -- user's status while nothing is pending or due: then the user's other
@@ -25,7 +27,11 @@
 local now = clock(ARGV[1])
 local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
-local DPRE, PUSH, GRACE, IDLE, SKEW = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+-- Numbers are parsed where a beat needs them, by arithmetic: tonumber
+-- parses a string twice, and parsing (strtod) was a steady beat's largest
+-- single cost. The common ones are parsed once, on first use.
+local DPRE, GRACE = ARGV[2], ARGV[4] + 0
+local PUSH, IDLE, SKEW
 
 -- steady applies the beat at ARGV[a] if it is steady, and returns the
 -- token in force, or nil. It parses with one pattern per record and writes
@@ -35,7 +41,8 @@ local function steady(a)
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 7]
   local t, ts = now, nows
   if at ~= '' then
-    t, ts = tonumber(at), at
+    SKEW = SKEW or ARGV[6] + 0
+    t, ts = at + 0, at
     if math.abs(t - now) > SKEW then return nil end
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t, ts = now, nows end
@@ -44,7 +51,7 @@ local function steady(a)
   local got = redis.call('HMGET', dkey, dev, DYN .. dev, STEADY)
   -- the user's due score while nothing is pending: something is due at or
   -- before it, so a beat past it is not steady
-  if not got[1] or not got[2] or not got[3] or tonumber(got[3]) <= now then return nil end
+  if not got[1] or not got[2] or not got[3] or now >= got[3] + 0 then return nil end
   local seen, active, kept = string.match(got[2], STEADY_DYNAMIC)
   if not seen then return nil end
   local back = string.byte(kept, 1) == 49 -- '1'
@@ -54,12 +61,20 @@ local function steady(a)
   local g, m = ARGV[a + 3], ARGV[a + 4]
   if g ~= '' and g ~= gw then return nil end
   if m ~= '' and string.sub(m, 2) ~= select(6, string.match(got[1], STATIC_FIELDS)) then return nil end
-  local win = PUSH
-  if not back then win = 2 * tonumber(iv) end
-  if now > tonumber(seen) + win then return nil end
+  local win
+  if back then
+    PUSH = PUSH or ARGV[3] + 0
+    win = PUSH
+  else
+    win = 2 * iv
+  end
+  if now > seen + win then return nil end
   if ARGV[a + 5] == '1' then
-    local last = tonumber(active)
-    if not back and (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
+    local last = active + 0
+    if not back then
+      IDLE = IDLE or ARGV[5] + 0
+      if (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
+    end
     if t > last then active = ts end
   end
   redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. kept)
@@ -72,4 +87,4 @@ local out = {}
 for a = 7, #ARGV, 8 do
   out[#out + 1] = steady(a) or ''
 end
-return out
+return table.concat(out, US)
