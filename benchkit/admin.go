@@ -14,11 +14,16 @@ import (
 // Admin reads what a Redis server reports about itself. It has a client of
 // its own, so that its reads never queue behind a workload's.
 type Admin struct {
-	c *redis.Client
+	c     *redis.Client
+	instr InstructionCounter
 }
 
 // NewAdmin returns an Admin over c. It does not own c.
 func NewAdmin(c *redis.Client) *Admin { return &Admin{c: c} }
+
+// CountInstructions makes Measure report the server's instructions per
+// item, read from count (nil: none, the default).
+func (a *Admin) CountInstructions(count InstructionCounter) { a.instr = count }
 
 // Client returns the Admin's client.
 func (a *Admin) Client() *redis.Client { return a.c }

@@ -110,6 +110,7 @@ type ThroughputRow struct {
 	P99us       float64        `json:"p99_us"`
 	Maxus       float64        `json:"max_us"`
 	ServerCPUus float64        `json:"server_cpu_us_per_item"`
+	ServerInstr float64        `json:"server_instructions_per_item,omitempty"` // when the Admin counts them
 	Commands    []CommandDelta `json:"commands,omitempty"`
 }
 

@@ -19,11 +19,13 @@ const StatusesBatch = 100
 const scopesPerClass = 100
 
 // Measure runs op under load and returns its row, with the server's
-// per-item command costs (INFO commandstats deltas) when admin is not nil.
+// per-item command costs (INFO commandstats deltas) when admin is not nil,
+// and its instructions per item when admin counts them.
 func Measure(ctx context.Context, admin *Admin, workload, adapter string, batch int, load Load, op Op) (ThroughputRow, error) {
 	var (
 		before map[string]CommandStat
 		cpu0   time.Duration
+		instr0 int64
 	)
 	if admin != nil {
 		var err error
@@ -33,12 +35,24 @@ func Measure(ctx context.Context, admin *Admin, workload, adapter string, batch 
 		if cpu0, err = admin.ServerCPU(ctx); err != nil {
 			return ThroughputRow{}, err
 		}
+		if admin.instr != nil {
+			if instr0, err = admin.instr(ctx); err != nil {
+				return ThroughputRow{}, err
+			}
+		}
 	}
 	res, err := Run(ctx, load, op)
 	if err != nil {
 		return ThroughputRow{}, fmt.Errorf("%s through %s: %w", workload, adapter, err)
 	}
 	row := NewThroughputRow(workload, adapter, load.withDefaults().Concurrency, batch, &res)
+	if admin != nil && admin.instr != nil {
+		instr1, err := admin.instr(ctx)
+		if err != nil {
+			return ThroughputRow{}, err
+		}
+		row.ServerInstr = round(float64(instr1-instr0)/float64(max(res.Items, 1)), 0)
+	}
 	if admin != nil {
 		cpu1, err := admin.ServerCPU(ctx)
 		if err != nil {

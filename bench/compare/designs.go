@@ -250,7 +250,7 @@ func (c *comparison) throughput(ctx context.Context) error {
 	n := c.o.users
 	var designs []design
 	for _, a := range c.o.adapters {
-		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("engine-" + a)}, c.o.clock)
+		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("engine-" + a), UserBuckets: c.o.userBuckets}, c.o.clock)
 		if err != nil {
 			return err
 		}
@@ -289,7 +289,7 @@ func (c *comparison) throughput(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.logf("%-24s %-16s %10.0f /s  p50 %6.0f µs  p99 %6.0f µs  %.2f µs CPU", row.Adapter, row.Workload, row.ItemsPerSec, row.P50us, row.P99us, row.ServerCPUus)
+		c.logf("%-24s %-16s %10.0f /s  p50 %6.0f µs  p99 %6.0f µs  %.2f µs CPU  %.0f instructions", row.Adapter, row.Workload, row.ItemsPerSec, row.P50us, row.P99us, row.ServerCPUus, row.ServerInstr)
 		row.Commands = nil
 		c.rep.Throughput = append(c.rep.Throughput, row)
 		return nil
@@ -443,7 +443,7 @@ func (c *comparison) memory(ctx context.Context) error {
 		return err
 	}
 	ep := c.prefix("mem-engine")
-	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: ep, Clock: clk})
+	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: ep, Clock: clk, UserBuckets: c.o.userBuckets})
 	if err != nil {
 		return err
 	}

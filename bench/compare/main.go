@@ -49,6 +49,8 @@ type options struct {
 	adapters     []string
 	skipMemory   bool
 	skipCompeter bool
+	userBuckets  int
+	callgrindPID int
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -68,6 +70,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the report as Markdown tables to this file")
+	fs.IntVar(&o.userBuckets, "user-buckets", 0, "the engine's Config.UserBuckets (default 16; on a single node, 1 lets a batch be one script call)")
+	fs.IntVar(&o.callgrindPID, "callgrind-pid", 0, "pid of the redis-server, run under valgrind --tool=callgrind: report its instructions per item (bench/instructions.sh)")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -96,6 +100,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.clock != benchkit.ClockServer && o.clock != benchkit.ClockScript {
 		return o, fmt.Errorf("--clock must be %s or %s", benchkit.ClockServer, benchkit.ClockScript)
+	}
+	if o.userBuckets < 0 || o.callgrindPID < 0 {
+		return o, errors.New("--user-buckets and --callgrind-pid must not be negative")
 	}
 	if o.batch > core.MaxBatch || o.room < 1 || o.room > core.MaxPage {
 		return o, fmt.Errorf("--batch must be at most %d and --room 1 to %d", core.MaxBatch, core.MaxPage)
@@ -130,14 +137,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ac := redis.NewClient(opt)
 	defer ac.Close()
-	c := &comparison{o: o, admin: benchkit.NewAdmin(ac), addr: opt.Addr, log: stderr,
+	admin := benchkit.NewAdmin(ac)
+	if o.callgrindPID > 0 {
+		admin.CountInstructions(benchkit.Callgrind(o.callgrindPID))
+	}
+	c := &comparison{o: o, admin: admin, addr: opt.Addr, log: stderr,
 		run: "cmp" + strconv.FormatInt(time.Now().UnixMilli()%1e9, 36)}
 	if o.quiet {
 		c.log = io.Discard
 	}
 	c.rep = &Report{Schema: "presence-compare/1", Started: time.Now().UTC().Truncate(time.Second), Host: benchkit.Host(),
 		Settings: map[string]any{"concurrency": o.concurrency, "batch_concurrency": o.batchConc, "batch": o.batch,
-			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief, "clock": o.clock}}
+			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief, "clock": o.clock,
+			"user_buckets": o.userBuckets, "callgrind": o.callgrindPID > 0}}
 	if c.rep.Server, err = c.admin.Describe(ctx); err != nil {
 		return err
 	}
@@ -176,11 +188,20 @@ func (c *comparison) writeMarkdown(w io.Writer) error {
 	r := c.rep
 	fmt.Fprintf(w, "Run %s, Redis %s (default configuration, no persistence) at %s, %s, %d CPUs shared by client and server, load average %.2f at start, %.2f at end; the engine's clock: %s.\n",
 		r.Started.Format("2006-01-02 15:04 MST"), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0], c.o.clock)
-	fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
-	for _, t := range r.Throughput {
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
-			t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus)
+	if c.o.callgrindPID > 0 {
+		fmt.Fprintln(w, "\nThe server ran under callgrind, about fifty times slower: its instructions per item are the figure, not the rates.")
+		fmt.Fprintln(w, "\n| design | workload | workers | batch | server instructions/item |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|")
+		for _, t := range r.Throughput {
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch, t.ServerInstr)
+		}
+	} else {
+		fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
+		for _, t := range r.Throughput {
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
+				t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus)
+		}
 	}
 	if len(r.Memory) > 0 {
 		fmt.Fprintln(w, "\n| memory of user presence | online devices | bytes/device | keys |")
