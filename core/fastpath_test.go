@@ -13,10 +13,10 @@ import (
 )
 
 // TestSteadyBeatSkipsTheUserRead checks on a real redis-server which beats
-// take the heartbeat script's quick path (the device's own two fields and
-// the user's state entry, no HGETALL of the user) and which need the full
-// one: the quick path is only for beats that change nothing but liveness
-// while nothing is due.
+// lua/beat.lua applies (the device's own fields, no HGETALL of the user)
+// and which need heartbeat.lua: beat.lua takes the beats that change
+// nothing but liveness while nothing is due, and those past the user's
+// index when only the deadlines of the user's one device were due.
 func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
 	srv, c := realClient(t)
 	clk := &manualClock{t: t0}
@@ -40,6 +40,22 @@ func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
 			return "ok" + changes(ack.Changes)
 		}
 	}
+	setManual := func(m core.Manual, ttl time.Duration) func() string {
+		return func() string {
+			if _, err := e.SetManual(ctx, "u", m, ttl); err != nil {
+				return errName(err)
+			}
+			return "ok"
+		}
+	}
+	loginDevice := func(device string) func() string {
+		return func() string {
+			if _, err := e.Login(ctx, core.Login{User: "u", Device: device, Kind: core.KindIOS}); err != nil {
+				return errName(err)
+			}
+			return "ok"
+		}
+	}
 	// The web interval is 30 s: the beat at t0+5s publishes the change
 	// CoalesceWindow held back and indexes the user at its deadline,
 	// t0+65s+1ms.
@@ -58,9 +74,20 @@ func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
 		{"new gateway", 30 * sec, beat(func(hb *core.Heartbeat) { hb.Gateway = "gw-2" }), "ok", true},
 		{"gateway kept", 35 * sec, beat(func(hb *core.Heartbeat) { hb.Gateway = "gw-2" }), "ok", false},
 		{"superseded token", 40 * sec, beat(func(hb *core.Heartbeat) { hb.Token = "bogus" }), "replaced", true},
-		{"index passed", 90 * sec, beat(nil), "ok", true},
-		{"re-indexed", 100 * sec, beat(nil), "ok", false},
-		{"to the background", 110 * sec, beat(func(hb *core.Heartbeat) { hb.Background = true }), "ok", true},
+		// the index (t0+65s+1ms) passed while only the device's own
+		// deadlines were due: the steady beat re-indexes the user at
+		// t0+150s+1ms, the new end of the device's window
+		{"index passed, the user's only device", 90 * sec, beat(nil), "ok", false},
+		{"under the new index", 100 * sec, beat(nil), "ok", false},
+		{"a manual status that expires", 105 * sec, setManual(core.ManualDND, time.Hour), "ok", true},
+		{"its change is published", 110 * sec, beat(nil), "ok [u:ONLINE→DND]", true},
+		{"nothing due", 151 * sec, beat(nil), "ok", false},
+		{"index passed, a manual status expires", 171 * sec, beat(nil), "ok", true},
+		{"manual status cleared", 172 * sec, setManual(core.ManualNone, 0), "ok", true},
+		{"a second device", 173 * sec, loginDevice("phone"), "ok", true},
+		{"before the new index", 180 * sec, beat(nil), "ok", false},
+		{"index passed, two devices", 232 * sec, beat(nil), "ok", true},
+		{"to the background", 240 * sec, beat(func(hb *core.Heartbeat) { hb.Background = true }), "ok", true},
 	}
 	for _, s := range steps {
 		clk.t = t0.Add(s.at)
@@ -93,6 +120,53 @@ func hgetalls(t *testing.T, addr string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestSteadyBeatLeavesOtherDevicesDue checks that a steady beat past its
+// user's index re-indexes the user only when nothing but its own device's
+// deadlines was due. Here the phone's window ends at t0+120s, and the web
+// device, in the background, beats past it: the user's change to
+// PUSH_ONLINE must still be published by then (the next sweep), as it
+// would not be if the web beat re-indexed the user at its own deadline.
+func TestSteadyBeatLeavesOtherDevicesDue(t *testing.T) {
+	runTable(t, core.Config{}, []step{
+		{0, login("u", "web", core.KindWeb, "gw1"), "ok"},
+		{0, login("u", "phone", core.KindIOS, "gw1"), "ok"},
+		{5 * sec, hb("u", "web", core.KindWeb, withToken, active), "ok [u:OFFLINE→ONLINE]"},
+		{10 * sec, hb("u", "web", core.KindWeb, withToken, background), "ok"},
+		{60 * sec, hb("u", "web", core.KindWeb, withToken, background), "ok"},
+		{130 * sec, hb("u", "web", core.KindWeb, withToken, background), "ok"},
+		{140 * sec, sweep, "swept [u:ONLINE→PUSH_ONLINE]"},
+	})
+}
+
+// TestSteadyBeatKeepsTheIdleInstantDue checks that a re-indexing steady
+// beat indexes its user at the device's idle instant when that comes
+// before its window's end, and leaves a beat past that instant to
+// heartbeat.lua. u and v beat without activity at the interval (active at
+// t0+5s, idle from t0+305s); v beats once more, idle. The sweep at
+// t0+307.5s publishes v's change, which v's beat observed (CoalesceWindow
+// holds it 1 s), and observes u's; the next one publishes u's.
+func TestSteadyBeatKeepsTheIdleInstantDue(t *testing.T) {
+	users := []string{"u", "v"}
+	var steps []step
+	for _, u := range users {
+		steps = append(steps, step{0, login(u, "web", core.KindWeb, "gw1"), "ok"})
+	}
+	for _, u := range users {
+		steps = append(steps, step{5 * sec, hb(u, "web", core.KindWeb, withToken, active), "ok [" + u + ":OFFLINE→ONLINE]"})
+	}
+	for at := 35 * sec; at <= 275*sec; at += 30 * sec {
+		for _, u := range users {
+			steps = append(steps, step{at, hb(u, "web", core.KindWeb, withToken), "ok"})
+		}
+	}
+	steps = append(steps,
+		step{306 * sec, hb("v", "web", core.KindWeb, withToken), "ok"},
+		step{307*sec + 500*time.Millisecond, sweep, "swept [v:ONLINE→AWAY]"},
+		step{309 * sec, sweep, "swept [u:ONLINE→AWAY]"},
+	)
+	runTable(t, core.Config{}, steps)
 }
 
 // TestBatchKeepsEachUsersOrder checks that a batch applies each user's

@@ -58,7 +58,7 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 // the beat was steady and applied, or "" if heartbeat.lua must decide it.
 func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string, error) {
 	args := e.appendSteady(e.steadyArgs(b, 1), hb)
-	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys[:1], Args: args}}
+	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys, Args: args}}
 	res, err := e.evalCalls(ctx, "heartbeat", calls)
 	if err != nil {
 		return "", err
@@ -181,7 +181,7 @@ func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, bucket []ui
 		for _, i := range these {
 			args = e.appendSteady(args, beats[i])
 		}
-		calls = append(calls, Call{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys[:1], Args: args})
+		calls = append(calls, Call{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys, Args: args})
 		offered = append(offered, these)
 	}
 	if len(calls) == 0 {

@@ -3,8 +3,9 @@
 -- to heartbeat.lua. Most beats are steady, and this script is small on
 -- purpose: it reads no common parameters it does not need and none of
 -- lib.lua, whose setup costs as much as a steady beat's own work.
--- KEYS[1] the bucket's user-state hash (P:{uB}:st), for routing: a steady
--- beat reads its user's device hash alone
+-- KEYS[1] the bucket's user-state hash (P:{uB}:st), KEYS[2] its due index
+-- (P:{uB}:due): a steady beat reads its user's device hash alone, and
+-- writes these only to re-index its user (rearm, below)
 -- ARGV[1] now in ms since the epoch, or "" to read the server's TIME
 -- ARGV[2] prefix of device-hash keys of this bucket ("P:{uB}:d:")
 -- ARGV[3] PushWindow ms   ARGV[4] key grace ms
@@ -21,9 +22,12 @@
 -- gateway or metadata, and it changes neither the device's state nor the
 -- user's status while nothing is pending or due: then the user's other
 -- devices and state need not be read, and the due index keeps its score
--- (it is already at or before every deadline). The engine sends at most
--- one beat of a user in a call, so that a user's beats in a batch are
--- applied together, in order, by one script or the other.
+-- (it is already at or before every deadline). A beat at or past that
+-- score is steady too when the device is its user's only one and nothing
+-- else was due: it re-indexes the user (rearm), as heartbeat.lua would,
+-- so that a device beating at its interval stays on this path. The engine
+-- sends at most one beat of a user in a call, so that a user's beats in a
+-- batch are applied together, in order, by one script or the other.
 local now = clock(ARGV[1])
 local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
@@ -32,6 +36,37 @@ if nows == '' then nows = fmt(now) end
 -- single cost. The common ones are parsed once, on first use.
 local DPRE, GRACE = ARGV[2], ARGV[4] + 0
 local PUSH, IDLE, SKEW
+
+-- rearm re-indexes a user whose due score (score, the steady copy) has
+-- passed while nothing was due but the deadlines of its one device, which
+-- steady beats have moved since: the device hash holds that device's two
+-- fields and the copy alone (no other device, no gone record, no fence
+-- field), the state entry holds the same score, nothing is pending and no
+-- manual status expires. It writes what store in lib.lua would: the index
+-- at the device's next deadline (its window's end after this beat, or in
+-- the foreground its idle instant, whichever is first), the state entry
+-- and the copy, with the device's new dynamic record dyn. It returns
+-- false, having written nothing, when those conditions do not hold or the
+-- device has gone idle, which heartbeat.lua must publish.
+local function rearm(user, dkey, dev, score, dyn, win, back, active)
+  if redis.call('HLEN', dkey) ~= 3 then return false end
+  local entry = redis.call('HGET', KEYS[1], user)
+  if not entry then return false end
+  local pub, pend, pdue, manual, mexp, idx = string.match(entry, STATE_FIELDS)
+  if pend ~= '' or mexp ~= '0' or idx ~= score then return false end
+  local nxt = now + win + 1
+  if not back then
+    IDLE = IDLE or ARGV[5] + 0
+    local idle = active + IDLE
+    if idle <= now then return false end
+    if idle < nxt then nxt = idle end
+  end
+  local s = fmt(nxt)
+  redis.call('ZADD', KEYS[2], s, user)
+  redis.call('HSET', KEYS[1], user, pub .. US .. pend .. US .. pdue .. US .. manual .. US .. mexp .. US .. s)
+  redis.call('HSET', dkey, DYN .. dev, dyn, STEADY, s)
+  return true
+end
 
 -- steady applies the beat at ARGV[a] if it is steady, and returns the
 -- token in force, or nil. It parses with one pattern per record and writes
@@ -49,9 +84,10 @@ local function steady(a)
   end
   local dkey = DPRE .. user
   local got = redis.call('HMGET', dkey, dev, DYN .. dev, STEADY)
-  -- the user's due score while nothing is pending: something is due at or
-  -- before it, so a beat past it is not steady
-  if not got[1] or not got[2] or not got[3] or now >= got[3] + 0 then return nil end
+  -- got[3], the user's due score while nothing is pending: something may
+  -- be due at or after it, so a beat there must re-index the user
+  if not got[1] or not got[2] or not got[3] then return nil end
+  local due = now >= got[3] + 0
   local seen, active, kept = string.match(got[2], STEADY_DYNAMIC)
   if not seen then return nil end
   local back = string.byte(kept, 1) == 49 -- '1'
@@ -77,7 +113,12 @@ local function steady(a)
     end
     if t > last then active = ts end
   end
-  redis.call('HSET', dkey, DYN .. dev, nows .. US .. active .. US .. kept)
+  local dyn = nows .. US .. active .. US .. kept
+  if not due then
+    redis.call('HSET', dkey, DYN .. dev, dyn)
+  elseif not rearm(user, dkey, dev, got[3], dyn, win, back, active) then
+    return nil
+  end
   -- the key lives until its latest deadline: GT keeps a later one of another device
   redis.call('PEXPIRE', dkey, win + GRACE, 'GT')
   return tok
