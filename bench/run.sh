@@ -112,5 +112,19 @@ start_redis
 (cd bench/compare && go run . --redis "$url" $brief --concurrency 128 --quiet --json "$out/compare-128.json" --markdown "$out/compare-128.md") | tee "$out/compare-128.txt"
 stop_redis
 
+echo "== bench/compare $brief --user-buckets 1 (one user bucket, as on a single node: a batch is one script call)"
+start_redis
+(cd bench/compare && go run . --redis "$url" $brief --user-buckets 1 --skip-memory --quiet --json "$out/compare-1bucket.json" --markdown "$out/compare-1bucket.md") | tee "$out/compare-1bucket.txt"
+stop_redis
+
+if [ -z "$brief" ]; then
+  if command -v valgrind >/dev/null 2>&1; then
+    echo "== bench/instructions.sh (the server's instructions per beat, under callgrind)"
+    bash bench/instructions.sh | tee "$out/instructions.txt"
+  else
+    echo "== bench/instructions.sh skipped: valgrind not installed"
+  fi
+fi
+
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench/run.sh: reports in $out"

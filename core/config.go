@@ -57,7 +57,11 @@ type Config struct {
 	Policy Policy
 
 	// UserBuckets is the number of user buckets: each bucket's keys share a
-	// cluster slot, and the sweeper visits each bucket. Default 16.
+	// cluster slot, and the sweeper visits each bucket. A batch of
+	// heartbeats is one script call per bucket it spans, so on a single
+	// node, where nothing needs spreading, 1 makes each batch of package
+	// batcher one call. The keys depend on it: choose it before going
+	// live. Default 16.
 	UserBuckets int
 	// ScopeBuckets is the number of scope buckets, likewise. Default 16.
 	ScopeBuckets int
