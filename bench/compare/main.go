@@ -210,7 +210,7 @@ func (c *comparison) writeMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "| %s | %d | %.1f | %d |\n", m.Workload, m.Items, m.BytesPerItem, m.Keys)
 		}
 	}
-	if len(r.Targets) > 0 {
+	if len(r.Targets) > 0 && c.o.callgrindPID == 0 { // rates under callgrind say nothing
 		fmt.Fprintln(w)
 		benchkit.WriteTargetsMarkdown(w, r.Targets)
 	}
