@@ -287,6 +287,9 @@ func decodeSteady(v Value, tokens []string) error {
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)
 	}
+	if len(tokens) == 0 {
+		return nil
+	}
 	last := len(tokens) - 1
 	for j := range last {
 		i := strings.IndexByte(s, unitSep[0])
