@@ -251,3 +251,24 @@ func loginWithToken(user, dev, token string) func(*env) string {
 		return out + changes(res.Changes)
 	}
 }
+
+// TestRetriedLoginFencesASessionAnImplicitLoginMade checks that a login
+// retried with Login.Token supersedes the device's earlier tokens even when
+// the live session holding that token was made by a heartbeat (an implicit
+// login, which sets no fence): a first attempt of the login would have
+// fenced the device, so the retry must leave it fenced too. The race suite
+// found the sequence (seed 2444999146096993).
+func TestRetriedLoginFencesASessionAnImplicitLoginMade(t *testing.T) {
+	disconnectX := func(e *env) string {
+		r, err := e.p.Disconnect(e.ctx, "u", "p", "X")
+		return ended(r, err)
+	}
+	runTable(t, core.Config{}, []step{
+		{0, implicitLogin("u", "p"), "ok"}, // files T0 as u/p's token
+		{2 * sec, disconnect("u", "p"), "removed"},
+		{3 * sec, hb("u", "p", core.KindWeb, fixedToken("X")), "ok"},
+		{4 * sec, loginWithToken("u", "p", "X"), "ok [u:OFFLINE→ONLINE]"},
+		{5 * sec, disconnectX, "removed"},
+		{6 * sec, hb("u", "p", core.KindWeb, withToken), "replaced"}, // T0
+	})
+}

@@ -340,7 +340,13 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	now := m.now()
 	u := m.user(l.User, now)
 	if r, ok := u.devs[l.Device]; ok && !r.gone && r.token == token {
-		return LoginResult{Token: token}, nil
+		// a retry of a login that applied; a session an implicit login
+		// made with this token lacks the fence that login set
+		if f, ok := u.fences[l.Device]; ok && f.token == token {
+			return LoginResult{Token: token}, nil
+		}
+		u.fence(l.Device, now+m.s.fence, token)
+		return LoginResult{Token: token, Changes: m.settle(l.User, u, causeChange, now)}, nil
 	}
 	var kicked []string
 	keep := 0

@@ -9,7 +9,8 @@
 -- refused for KickFence (ARGV[12]; the fence of lib.lua).
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
--- changes nothing and returns no kicks;
+-- kicks nothing and changes nothing but the device's fence, which it
+-- sets if the session holding that token has none;
 -- kicked holds device, kind, gateway for each removed session (the device's
 -- own earlier session included); events holds user, from, to.
 local P = params()
@@ -22,8 +23,15 @@ end
 local u = load(user, KEYS[1], P)
 local mine = u.devs[dev]
 if mine and not mine.gone and mine.token == ARGV[21] then
-  -- a driver retried a login that already applied: change nothing
-  return { now, '', {}, {} }
+  -- a driver retried a login that already applied: change nothing, but
+  -- for the fence that login set, which a session with this token that an
+  -- implicit login made (a heartbeat carrying it) does not have
+  local f = u.fences[dev]
+  if f and f.token == ARGV[21] then return { now, '', {}, {} } end
+  fence(u, dev, now + P.kick, ARGV[21])
+  local events = {}
+  settle(u, 'change', KEYS[1], KEYS[2], P, events)
+  return { now, '', {}, events }
 end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
