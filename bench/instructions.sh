@@ -28,16 +28,9 @@ for tool in redis-server valgrind callgrind_control; do
   fi
 done
 
-port=""
-lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-for _ in $(seq 1 50); do
-  p=$(( (RANDOM % (lo - 20000)) + 20000 ))
-  if [ "$p" != 6379 ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-    port=$p
-    break
-  fi
-done
-[ -n "$port" ] || { echo "bench/instructions.sh: no free port" >&2; exit 1; }
+. bench/ports.sh
+port=$(free_port)
+
 
 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
   redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no >"$out/instructions-server.log" 2>&1 &

@@ -15,11 +15,6 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// virtualClock is the engine's clock in a benchmark that moves time itself.
-type virtualClock struct{ t time.Time }
-
-func (c *virtualClock) Now() time.Time { return c.t }
-
 // BenchmarkBeatAtTheInterval measures what a device beating at its
 // interval costs the server, in instructions (callgrind) rather than time,
 // so that the figure does not depend on the host: each round, in virtual
@@ -34,7 +29,7 @@ func BenchmarkBeatAtTheInterval(b *testing.B) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute})
 	defer c.Close()
 	ctx := context.Background()
-	clk := &virtualClock{t: time.UnixMilli(1_764_590_000_000)}
+	clk := benchkit.NewVirtualClock(time.UnixMilli(1_764_590_000_000))
 	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
 	if err != nil {
 		b.Fatal(err)
@@ -52,7 +47,7 @@ func BenchmarkBeatAtTheInterval(b *testing.B) {
 	}
 	// logged in, and the coalesced change to ONLINE published
 	round()
-	clk.t = clk.t.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	round()
 	admin := benchkit.NewAdmin(c)
 	count := benchkit.Callgrind(pid)
@@ -63,7 +58,7 @@ func BenchmarkBeatAtTheInterval(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		clk.t = clk.t.Add(30*time.Second + 200*time.Millisecond)
+		clk.Advance(30*time.Second + 200*time.Millisecond)
 		round()
 	}
 	b.StopTimer()

@@ -73,8 +73,9 @@ func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string
 // HeartbeatBatch records up to MaxBatch heartbeats, as a gateway merging
 // the beats of one tick does: one script call per user bucket in one round
 // trip for the steady beats (lua/beat.lua), and a second round trip for the
-// beats that change something or are refused (lua/heartbeat.lua). Each beat's refusal is in its Ack.Err; the error is for the batch
-// as a whole (invalid batch size, Redis unavailable).
+// beats that change something or are refused (lua/heartbeat.lua). Each
+// beat's refusal is in its Ack.Err; the error is for the batch as a whole
+// (invalid batch size, Redis unavailable).
 func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
 	if err := checkBatch("beats", len(beats)); err != nil {
 		return nil, err

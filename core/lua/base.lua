@@ -66,6 +66,11 @@ local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\
 
 local function fmt(n) return string.format('%.0f', n) end
 
+-- stateEntry joins the fields of a user's state entry (above), each a string.
+local function stateEntry(pub, pend, due, manual, mexp, idx)
+  return pub .. US .. pend .. US .. due .. US .. manual .. US .. mexp .. US .. idx
+end
+
 -- clock returns arg as the current instant, or the server's clock when arg is "".
 -- Arithmetic parses a numeric string once, where tonumber parses it twice.
 local function clock(arg)

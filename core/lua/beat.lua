@@ -17,8 +17,8 @@
 -- Returns one string: for each beat, the session token in force when it was
 -- applied, or "" when heartbeat.lua must decide it, joined by \31 (tokens
 -- hold no control characters). One string, because Redis turns a table
--- reply into RESP at about five times the cost of a string. A beat is steady when its device
--- has a live session that the beat's token names, the beat carries no new
+-- reply into RESP at about five times the cost of a string.
+-- A beat is steady when its device has a live session that the beat's token names, the beat carries no new
 -- gateway or metadata, and it changes neither the device's state nor the
 -- user's status while nothing is pending or due: then the user's other
 -- devices and state need not be read, and the due index keeps its score
@@ -63,7 +63,7 @@ local function rearm(user, dkey, dev, score, dyn, win, back, active)
   end
   local s = fmt(nxt)
   redis.call('ZADD', KEYS[2], s, user)
-  redis.call('HSET', KEYS[1], user, pub .. US .. pend .. US .. pdue .. US .. manual .. US .. mexp .. US .. s)
+  redis.call('HSET', KEYS[1], user, stateEntry(pub, pend, pdue, manual, mexp, s))
   redis.call('HSET', dkey, DYN .. dev, dyn, STEADY, s)
   return true
 end

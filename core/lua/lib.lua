@@ -269,7 +269,7 @@ local function store(u, st, due, P)
     local p, i = '', ''
     if u.pend ~= nil then p = tostring(u.pend) end
     if u.idx ~= nil then i = fmt(u.idx) end
-    raw = table.concat({ tostring(u.pub), p, fmt(u.due), tostring(u.manual), fmt(u.mexp), i }, US)
+    raw = stateEntry(tostring(u.pub), p, fmt(u.due), tostring(u.manual), fmt(u.mexp), i)
   end
   if raw ~= u.raw then
     if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
