@@ -22,12 +22,26 @@ const (
 	AdapterGoRedis = "goredis"
 	AdapterRedigo  = "redigo"
 	AdapterRueidis = "rueidis"
+	// AdapterRueidisFlush is the rueidis adapter on a client set up as
+	// Centrifuge's Redis shard sets up its own: every command pipelined
+	// (AlwaysPipelining) and each write to the socket held up to 100 µs
+	// (MaxFlushDelay) to gather more. It trades latency for fewer system
+	// calls on both sides, which pays with many concurrent callers.
+	AdapterRueidisFlush = "rueidis-flush"
 )
 
 // Adapters lists every adapter, in the order reports show them.
 func Adapters() []string { return []string{AdapterGoRedis, AdapterRedigo, AdapterRueidis} }
 
-// ErrUnknownAdapter is returned for an adapter name not in Adapters.
+// Variants lists the client settings Dial accepts besides Adapters(): the
+// same adapters on differently configured clients.
+func Variants() []string { return []string{AdapterRueidisFlush} }
+
+// CentrifugeFlushDelay is the MaxFlushDelay Centrifuge v0.40.1 gives its
+// rueidis clients, which AdapterRueidisFlush copies.
+const CentrifugeFlushDelay = 100 * time.Microsecond
+
+// ErrUnknownAdapter is returned for an adapter name not in Adapters or Variants.
 var ErrUnknownAdapter = errors.New("benchkit: unknown adapter")
 
 // Conn is one adapter's store with the client beneath it.
@@ -79,17 +93,21 @@ func Dial(ctx context.Context, name, url string, poolSize int) (*Conn, error) {
 			},
 		}
 		c = &Conn{Name: name, Store: redigostore.New(pool), close: func() { _ = pool.Close() }}
-	case AdapterRueidis:
-		cl, err := rueidis.NewClient(rueidis.ClientOption{
+	case AdapterRueidis, AdapterRueidisFlush:
+		copt := rueidis.ClientOption{
 			InitAddress: []string{opt.Addr}, SelectDB: opt.DB, Password: opt.Password, Username: opt.Username,
-		})
+		}
+		if name == AdapterRueidisFlush {
+			copt.AlwaysPipelining, copt.MaxFlushDelay = true, CentrifugeFlushDelay
+		}
+		cl, err := rueidis.NewClient(copt)
 		if err != nil {
 			return nil, &DialError{Adapter: name, Err: err}
 		}
 		st := rueidisstore.New(cl)
 		c = &Conn{Name: name, Store: st, Rueidis: st, RueidisClient: cl, close: cl.Close}
 	default:
-		return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknownAdapter, name, strings.Join(Adapters(), ", "))
+		return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknownAdapter, name, strings.Join(append(Adapters(), Variants()...), ", "))
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -33,8 +33,8 @@ func Groups() []string { return []string{GroupMemory, GroupThroughput, GroupSwee
 type Suite struct {
 	// URL is the server, redis://host:port[/db]. Required.
 	URL string
-	// Adapters are the adapters the throughput workloads run through.
-	// Default all of Adapters().
+	// Adapters are the adapters the throughput workloads run through, from
+	// Adapters() and Variants(). Default all of Adapters().
 	Adapters []string
 	// Only restricts the run to these groups (Groups()). Default all.
 	Only []string
@@ -132,7 +132,7 @@ func (s *Suite) settings() (Settings, error) {
 		st.Adapters = Adapters()
 	}
 	for _, a := range st.Adapters {
-		if !slices.Contains(Adapters(), a) {
+		if !slices.Contains(Adapters(), a) && !slices.Contains(Variants(), a) {
 			return st, fmt.Errorf("%w %q", ErrUnknownAdapter, a)
 		}
 	}

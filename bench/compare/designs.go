@@ -517,8 +517,11 @@ func (c *comparison) targets() []benchkit.TargetRow {
 			if e := cpu[name]; e > 0 && cpu["centrifuge"] > 0 {
 				note += fmt.Sprintf("; server CPU %.1f vs %.1f µs/beat (%.2f× by CPU)", e, cpu["centrifuge"], cpu["centrifuge"]/e)
 			}
-			if a == benchkit.AdapterRueidis {
+			switch a {
+			case benchkit.AdapterRueidis:
 				note += "; same driver as Centrifuge"
+			case benchkit.AdapterRueidisFlush:
+				note += "; same driver and client settings as Centrifuge"
 			}
 			if via != "" {
 				note += "; single beats from the same workers, merged by package batcher"

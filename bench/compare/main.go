@@ -107,7 +107,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.batch > core.MaxBatch || o.room < 1 || o.room > core.MaxPage {
 		return o, fmt.Errorf("--batch must be at most %d and --room 1 to %d", core.MaxBatch, core.MaxPage)
 	}
-	o.adapters = benchkit.Adapters()
+	o.adapters = append(benchkit.Adapters(), benchkit.Variants()...)
 	return o, nil
 }
 

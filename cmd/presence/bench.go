@@ -31,7 +31,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	url := fs.String("redis", "", "redis://host:port[/db] of the server to measure (required)")
 	allowMini := fs.Bool("allow-miniredis", false, "without --redis, run on an embedded miniredis: a smoke test, not a measurement")
-	adapters := fs.String("adapters", strings.Join(benchkit.Adapters(), ","), "adapters for the throughput workloads")
+	adapters := fs.String("adapters", strings.Join(benchkit.Adapters(), ","), "adapters for the throughput workloads; also "+strings.Join(benchkit.Variants(), ",")+" (rueidis with Centrifuge's client settings)")
 	only := fs.String("only", strings.Join(benchkit.Groups(), ","), "workload groups to run")
 	conc := fs.Int("concurrency", 0, "workers of single-item workloads (default 16; brief 8)")
 	bconc := fs.Int("batch-concurrency", 0, "workers of batched workloads (default 4; brief 2)")
