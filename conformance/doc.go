@@ -14,7 +14,10 @@
 // Count, Members page by page, ActiveWithin), and calls with one invalid
 // argument. Each sequence draws its own configuration (policy, bucket and
 // shard counts, spread shards, sweep step sizes, LeaveDelay,
-// CoalesceWindow, device cap). Every step runs on the model and on the
+// CoalesceWindow, device cap), and a quarter of them draw their steps from
+// one user's two devices alone (a phone in the background, a browser tab
+// in the foreground), so that one device's window passes while the other
+// keeps beating. Every step runs on the model and on the
 // target's engine, which share a virtual clock and a seeded token source,
 // and every observation must agree: statuses and device lists, counts
 // (approx ones within a HyperLogLog tolerance), member pages, published

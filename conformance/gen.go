@@ -22,12 +22,15 @@ type seqConfig struct {
 	LeaveDelay, Coalesce      time.Duration
 	KickFence                 time.Duration
 	MaxDevices                int
+	// Focus draws the sequence's steps from randomFocusedOp instead of
+	// randomOp.
+	Focus bool
 }
 
 func (c seqConfig) String() string {
-	return fmt.Sprintf("seed=%d policy=%s userBuckets=%d scopeBuckets=%d shards=%d spread=%t sweepBatch=%d sweepBudget=%d releaseAfter=%d leaveDelay=%v coalesce=%v kickFence=%v maxDevices=%d",
+	return fmt.Sprintf("seed=%d policy=%s userBuckets=%d scopeBuckets=%d shards=%d spread=%t sweepBatch=%d sweepBudget=%d releaseAfter=%d leaveDelay=%v coalesce=%v kickFence=%v maxDevices=%d focus=%t",
 		c.Seed, c.Policy, c.UserBuckets, c.ScopeBuckets, c.Shards, c.Spread, c.SweepBatch, c.SweepBudget,
-		c.ReleaseAfter, c.LeaveDelay, c.Coalesce, c.KickFence, c.MaxDevices)
+		c.ReleaseAfter, c.LeaveDelay, c.Coalesce, c.KickFence, c.MaxDevices, c.Focus)
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
@@ -47,7 +50,16 @@ func randomConfig(r *rand.Rand) seqConfig {
 		Coalesce:     pick(r, -1, time.Second, 4*time.Second),
 		KickFence:    pick(r, 40*time.Second, 90*time.Second, time.Hour),
 		MaxDevices:   pick(r, 2, 3, 16),
+		Focus:        r.Intn(4) == 0,
 	}
+}
+
+// nextOp draws the next step of a sequence of configuration c.
+func (c seqConfig) nextOp(r *rand.Rand) op {
+	if c.Focus {
+		return randomFocusedOp(r)
+	}
+	return randomOp(r)
 }
 
 // Timing of the generated configurations. Every duration that a key's
@@ -222,4 +234,51 @@ func randomOp(r *rand.Rand) op {
 		return sweepOp{scopes: true}
 	}
 	return invalidOp{which: r.Intn(len(invalidNames))}
+}
+
+// The devices of a focused sequence's one user: a phone that stays in the
+// background and a browser tab in the foreground.
+const (
+	focusUser  = "u1"
+	focusPhone = "d1"
+	focusTab   = "d2"
+)
+
+// randomFocusedOp draws one step of a sequence that plays one user's two
+// devices against each other: one device's deadline passes while the other
+// keeps beating, its due score reached by the beats of one device and the
+// sweeps together. Sequences over every user, device and scope seldom line
+// these up (a steady beat that re-indexed its user past another device's
+// deadline went unnoticed by them).
+func randomFocusedOp(r *rand.Rand) op {
+	n := r.Intn(100)
+	switch {
+	case n < 30:
+		if r.Intn(4) == 0 {
+			return advanceOp{evenMillis(r, 2*time.Millisecond, time.Second)}
+		}
+		return advanceOp{evenMillis(r, time.Second, 15*time.Second)}
+	case n < 50:
+		return beatOp{beats: []beatSpec{{user: focusUser, dev: focusPhone, kind: core.KindIOS, bg: true,
+			tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}, skew: maxSkew}
+	case n < 68:
+		return beatOp{beats: []beatSpec{{user: focusUser, dev: focusTab, kind: core.KindWeb, active: r.Intn(2) == 0,
+			tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}, skew: maxSkew}
+	case n < 72:
+		if r.Intn(2) == 0 {
+			return loginOp{user: focusUser, dev: focusPhone, kind: core.KindIOS, bg: true}
+		}
+		return loginOp{user: focusUser, dev: focusTab, kind: core.KindWeb}
+	case n < 75:
+		return endOp{logout: r.Intn(2) == 0, user: focusUser, dev: pick(r, focusPhone, focusTab), tok: tokCur}
+	case n < 77:
+		o := manualOp{user: focusUser, m: pick(r, core.ManualNone, core.ManualDND)}
+		if o.m != core.ManualNone {
+			o.ttl = evenMillis(r, time.Second, 30*time.Second)
+		}
+		return o
+	case n < 92:
+		return sweepOp{scopes: false}
+	}
+	return statusOp{users: []string{focusUser}}
 }

@@ -96,9 +96,9 @@ func (s *seqSuite) commands() commands.Commands {
 		InitialStateGen: func(p *gopter.GenParameters) *gopter.GenResult {
 			return gopter.NewGenResult(randomConfig(p.Rng), gopter.NoShrinker)
 		},
-		GenCommandFunc: func(commands.State) gopter.Gen {
+		GenCommandFunc: func(st commands.State) gopter.Gen {
 			return func(p *gopter.GenParameters) *gopter.GenResult {
-				return gopter.NewGenResult(command{randomOp(p.Rng)}, gopter.NoShrinker)
+				return gopter.NewGenResult(command{st.(seqConfig).nextOp(p.Rng)}, gopter.NoShrinker)
 			}
 		},
 	}

@@ -26,6 +26,9 @@ type plantBug struct {
 	scripts []string // script names; empty: every script that contains the text
 	edits   []edit
 	publish func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error
+	// raceBlind says why the race suite is not expected to catch the bug;
+	// "" means it must.
+	raceBlind string
 }
 
 var plantedBugs = []plantBug{
@@ -65,6 +68,18 @@ var plantedBugs = []plantBug{
 		// The last published status is never recorded, so the same change
 		// is published again at the next settle.
 		edits: []edit{{"u.pub, u.pend, u.due = cur, nil, 0", "u.pend, u.due = nil, 0"}},
+	},
+	{
+		name:    "a steady beat that re-indexes a user with other devices",
+		scripts: []string{"beat"},
+		// The steady beat past its user's due score re-indexes the user at
+		// its own device's next deadline even when another device's comes
+		// first, so that device's expiry is published late.
+		edits: []edit{{"if redis.call('HLEN', dkey) ~= 3 then return false end", "if false then return false end"}},
+		// Caught by the focused sequences (randomFocusedOp) within steps
+		// like: a background phone and a foreground tab beat, the tab's
+		// window passes, the phone beats and publishes nothing.
+		raceBlind: "its rounds seldom let one device's window pass while another of its user beats steadily",
 	},
 	{
 		name: "a publisher that sends every event twice",
@@ -154,6 +169,9 @@ func TestTeethRace(t *testing.T) {
 	srv := redistest.Server(t)
 	for _, b := range plantedBugs {
 		t.Run(b.name, func(t *testing.T) {
+			if b.raceBlind != "" {
+				t.Skip("not a race-suite catch: " + b.raceBlind)
+			}
 			opts := conformance.Options{RaceDuration: 5 * time.Second, Seed: 1, Wrap: b.wrap(t)}
 			r := conformance.CheckRace(context.Background(), conformance.AdapterTargets(srv.Addr), opts)
 			if r.Err != nil {
