@@ -86,7 +86,9 @@ func (r *runner) throughputOf(ctx context.Context, adapter string) error {
 		return err
 	}
 	defer conn.Close()
-	e, err := NewEngine(ctx, conn.Store, core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0)}, r.st.Clock)
+	// LastGoodCounts -1: a count the engine remembers and serves when Redis
+	// fails (Count.Stale) is no read of Redis; it must fail the row.
+	e, err := NewEngine(ctx, conn.Store, core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0), LastGoodCounts: -1}, r.st.Clock)
 	if err != nil {
 		return err
 	}
