@@ -245,11 +245,11 @@ const (
 )
 
 // randomFocusedOp draws one step of a sequence that plays one user's two
-// devices against each other: one device's deadline passes while the other
-// keeps beating, its due score reached by the beats of one device and the
-// sweeps together. Sequences over every user, device and scope seldom line
-// these up (a steady beat that re-indexed its user past another device's
-// deadline went unnoticed by them).
+// devices against each other, so that one device's deadline passes while
+// the other keeps beating and the sweeps run between them. Sequences over
+// every user, device and scope seldom line these up (a steady beat that
+// re-indexed its user past another device's deadline went unnoticed by
+// them).
 func randomFocusedOp(r *rand.Rand) op {
 	n := r.Intn(100)
 	switch {
