@@ -22,7 +22,10 @@ local P = params(now, nows)
 -- activity is the instant a beat's user action counts at, and its string:
 -- now, or the client's earlier time ARGV "at" (never a later one).
 local function activity(at)
-  if at ~= '' and tonumber(at) < now then return tonumber(at), at end
+  if at ~= '' then
+    local t = at + 0
+    if t < now then return t, at end
+  end
   return now, nows
 end
 
@@ -32,7 +35,7 @@ for i = 0, n - 1 do
   local a = 14 + i * 11
   local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
   local code, issued, events = '', token, nil
-  if at ~= '' and math.abs(tonumber(at) - now) > P.skew then
+  if at ~= '' and math.abs(at - now) > P.skew then
     code = 'SKEW'
   else
     events = {}
