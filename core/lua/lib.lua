@@ -80,7 +80,7 @@ end
 
 local function encodeDynamic(r)
   local flags = (r.gone and 1 or 0) + (r.fenced and 2 or 0)
-  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', tostring(flags) }, US)
+  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', num(flags) }, US)
 end
 
 local function window(r, P)
@@ -265,16 +265,22 @@ local function store(u, st, due, P)
   if nxt == nil then
     if u.idx ~= nil then redis.call('ZREM', due, u.user) end
     u.idx = nil
-  elseif u.idx == nil or nxt < u.idx or u.idx <= now then
-    redis.call('ZADD', due, nxt, u.user)
+  end
+  -- the score as a string, formatted once for the index, the state entry
+  -- and the steady copy
+  local idxs = ''
+  if nxt ~= nil and (u.idx == nil or nxt < u.idx or u.idx <= now) then
+    idxs = fmt(nxt)
+    redis.call('ZADD', due, idxs, u.user)
     u.idx = nxt
+  elseif u.idx ~= nil then
+    idxs = fmt(u.idx)
   end
   local raw = false
   if u.pub ~= 0 or u.pend ~= nil or u.manual ~= 0 or u.idx ~= nil then
-    local p, i = '', ''
-    if u.pend ~= nil then p = tostring(u.pend) end
-    if u.idx ~= nil then i = fmt(u.idx) end
-    raw = stateEntry(tostring(u.pub), p, fmt(u.due), tostring(u.manual), fmt(u.mexp), i)
+    local p = ''
+    if u.pend ~= nil then p = num(u.pend) end
+    raw = stateEntry(num(u.pub), p, num(u.due), num(u.manual), num(u.mexp), idxs)
   end
   if raw ~= u.raw then
     if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
@@ -283,7 +289,7 @@ local function store(u, st, due, P)
   -- pending change comes from a live record, so the copy is only written on
   -- a key that holds one, and has the expiry set above
   local copy = false
-  if u.pend == nil and u.idx ~= nil then copy = fmt(u.idx) end
+  if u.pend == nil and u.idx ~= nil then copy = idxs end
   if copy ~= u.steadyRaw then
     if copy then redis.call('HSET', u.dkey, STEADY, copy) else dels[#dels + 1] = STEADY end
   end
