@@ -66,12 +66,6 @@ local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\
 
 local function fmt(n) return string.format('%.0f', n) end
 
--- num formats a whole number as fmt does, but the small ones every state
--- entry holds (statuses, manual modes, zero) come from a table: a
--- string.format costs a swept user about 2,800 instructions each.
-local SMALL = { [0] = '0', '1', '2', '3', '4' }
-local function num(n) return SMALL[n] or fmt(n) end
-
 -- stateEntry joins the fields of a user's state entry (above), each a string.
 local function stateEntry(pub, pend, due, manual, mexp, idx)
   return pub .. US .. pend .. US .. due .. US .. manual .. US .. mexp .. US .. idx

@@ -47,6 +47,13 @@ end
 -- tonumber and 141,000 without. Every field parsed so is one the scripts or
 -- the engine wrote as a number.
 
+-- num formats a whole number as fmt does, but the small ones every state
+-- entry holds (statuses, manual modes, zero) come from a table: a
+-- string.format costs about 2,800 instructions. (Here, not in base.lua:
+-- the steady beat of beat.lua would build the table on every call.)
+local SMALL = { [0] = '0', '1', '2', '3', '4' }
+local function num(n) return SMALL[n] or fmt(n) end
+
 -- params reads the common ARGV; a script that has read the clock already
 -- passes its instant (now, and nows, its decimal string), so that every
 -- part of one call sees the same one.
