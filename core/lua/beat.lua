@@ -18,9 +18,10 @@
 -- applied, or "" when heartbeat.lua must decide it, joined by \31 (tokens
 -- hold no control characters). One string, because Redis turns a table
 -- reply into RESP at about five times the cost of a string.
--- A beat is steady when its device has a live session that the beat's token names, the beat carries no new
--- gateway or metadata, and it changes neither the device's state nor the
--- user's status while nothing is pending or due: then the user's other
+-- A beat is steady when its device has a live session that the beat's
+-- token names, the beat carries no new gateway or metadata, and it changes
+-- neither the device's state nor the user's status while nothing is
+-- pending or due: then the user's other
 -- devices and state need not be read, and the due index keeps its score
 -- (it is already at or before every deadline). A beat at or past that
 -- score is steady too when the device is its user's only one and nothing
