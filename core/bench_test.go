@@ -12,7 +12,7 @@ import (
 
 // cannedStore answers every heartbeat call with accepted beats and no
 // change, without allocating, so that benchmarks measure the core alone: a
-// steady beat call (lua/beat.lua) applies every beat it is offered.
+// steady beat call (lua/heartbeat_steady.lua) applies every beat it is offered.
 type cannedStore struct {
 	steadySHA     string
 	steady, other []core.Result

@@ -156,7 +156,7 @@ const (
 	// bucket of the window in one script call.
 	maxBucketsPerWindow = 1000
 	// maxCompactWindow bounds a compact window: shards store touch instants
-	// modulo 2^31 ms (lib.lua's stamp), whose ages stay exact below 12.4 days.
+	// modulo 2^31 ms (userlib.lua's stamp), whose ages stay exact below 12.4 days.
 	maxCompactWindow = 7 * 24 * time.Hour
 )
 
@@ -192,7 +192,7 @@ type settings struct {
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
 	userParams [11]string // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
-	beatParams [4]string  // the arguments of lua/beat.lua after now and the bucket's device prefix
+	beatParams [4]string  // the arguments of lua/heartbeat_steady.lua after now and the bucket's device prefix
 	intervalS  [len(kindNames)]string
 	users      []userBucketKeys // by bucket
 }

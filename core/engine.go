@@ -97,7 +97,7 @@ func (e *Engine) newToken() (string, error) {
 }
 
 // userArgs returns the common arguments of the user scripts of bucket b
-// (their order is documented in lua/lib.lua), with room for more.
+// (their order is documented in lua/userlib.lua), with room for more.
 func (e *Engine) userArgs(b uint32, more int) []string {
 	args := make([]string, 0, 12+more)
 	args = append(args, e.nowArg())

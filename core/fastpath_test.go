@@ -13,8 +13,8 @@ import (
 )
 
 // TestSteadyBeatSkipsTheUserRead checks on a real redis-server which beats
-// lua/beat.lua applies (the device's own fields, no HGETALL of the user)
-// and which need heartbeat.lua: beat.lua takes the beats that change
+// lua/heartbeat_steady.lua applies (the device's own fields, no HGETALL of the user)
+// and which need heartbeat_full.lua: heartbeat_steady.lua takes the beats that change
 // nothing but liveness while nothing is due, and those past the user's
 // index when only the deadlines of the user's one device were due.
 func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
@@ -143,7 +143,7 @@ func TestSteadyBeatLeavesOtherDevicesDue(t *testing.T) {
 // TestSteadyBeatKeepsTheIdleInstantDue checks that a re-indexing steady
 // beat indexes its user at the device's idle instant when that comes
 // before its window's end, and leaves a beat past that instant to
-// heartbeat.lua. u and v beat without activity at the interval (active at
+// heartbeat_full.lua. u and v beat without activity at the interval (active at
 // t0+5s, idle from t0+305s); v beats once more, idle. The sweep at
 // t0+307.5s publishes v's change, which v's beat observed (CoalesceWindow
 // holds it 1 s), and observes u's; the next one publishes u's.

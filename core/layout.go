@@ -5,7 +5,7 @@ import "strconv"
 // Layout of keys. Every key is the prefix, a hash tag, and a suffix:
 //
 //	P:{uB}:d:USER           hash   device ID → device record, and device ID → its fence where the
-//	                               record does not imply it (lua/lib.lua); expires 10 s past the
+//	                               record does not imply it (lua/userlib.lua); expires 10 s past the
 //	                               latest window or fence
 //	P:{uB}:st               hash   USER → published status, pending change, manual status, due score
 //	P:{uB}:due              zset   USER → next instant the user needs a sweep (or earlier)

@@ -117,10 +117,10 @@ func (m *Model) user(id string, now int64) *modelUser {
 	return u
 }
 
-// fence mirrors lib.lua's fence: until end, every token of device dev but
+// fence mirrors userlib.lua's fence: until end, every token of device dev but
 // token is refused; a fence in force keeps its later end. The model keeps
 // every fence in force here; Redis stores one only where the device's
-// session record does not imply it (lua/lib.lua), which no observation
+// session record does not imply it (lua/userlib.lua), which no observation
 // tells apart.
 func (u *modelUser) fence(dev string, end int64, token string) {
 	if f, ok := u.fences[dev]; ok && f.end > end {
@@ -147,7 +147,7 @@ func (m *Model) aggregate(u *modelUser, now int64) Status {
 	return aggregate(states, u.manual)
 }
 
-// settle mirrors lib.lua's settle: observe, then store expiry, state and index.
+// settle mirrors userlib.lua's settle: observe, then store expiry, state and index.
 func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 	m.users[id] = u
 	from, to, published := u.st.observe(m.aggregate(u, now), c, now, m.s)
@@ -296,7 +296,7 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 		}
 		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.s.interval[hb.Kind]}
 		// an implicit login under a fence fences its device as a login
-		// does; with no fence in force it sets none (lua/lib.lua)
+		// does; with no fence in force it sets none (lua/userlib.lua)
 		if fenced {
 			u.fence(hb.Device, now+m.s.fence, token)
 		}

@@ -7,10 +7,10 @@ import (
 )
 
 // This file holds the presence rules in Go: the same rules as the Lua
-// library (lua/lib.lua), used to derive states from stored records and by
+// library (lua/userlib.lua), used to derive states from stored records and by
 // the reference model. The conformance suite checks that both agree.
 
-// record is a stored device session (the encoding is described in lua/lib.lua).
+// record is a stored device session (the encoding is described in lua/recordlib.lua).
 type record struct {
 	kind       Kind
 	gateway    string
@@ -30,16 +30,16 @@ const (
 )
 
 // dynamicPrefix starts the hash field of a record's dynamic part
-// (lua/base.lua explains the split).
+// (lua/recordlib.lua explains the split).
 const dynamicPrefix = "\x01"
 
 // fencePrefix starts the hash field of a device's fence, which the device
 // hash keeps apart from its session record when the record does not imply
-// the fence (lua/base.lua).
+// the fence (lua/recordlib.lua).
 const fencePrefix = "\x02"
 
 // steadyField is the device hash's copy of the user's due score, which
-// the steady beat reads (lua/base.lua); it shows no device.
+// the steady beat reads (lua/recordlib.lua); it shows no device.
 const steadyField = "\x03"
 
 // fence is a device's fence: until end, a heartbeat of the device with no

@@ -18,7 +18,9 @@ type Script struct {
 	sha    string
 }
 
-// Name returns the script's file name without ".lua".
+// Name returns the name the engine's tools know the script by: its file's
+// name without ".lua", but "beat" for heartbeat_steady.lua and "heartbeat"
+// for heartbeat_full.lua, the names tests and tools look the two up by.
 func (s *Script) Name() string { return s.name }
 
 // Source returns the full source sent by EVAL.
@@ -28,8 +30,9 @@ func (s *Script) Source() string { return s.source }
 func (s *Script) SHA() string { return s.sha }
 
 // scriptSet holds every script of the engine. Scripts that share helpers get
-// base.lua, lib.lua (and scopelib.lua) prepended, so each is self-contained;
-// the steady beat gets base.lua alone.
+// recordlib.lua, userlib.lua (and scopelib.lua) prepended, so each is
+// self-contained; the steady beat gets recordlib.lua alone, because whatever
+// a prepended file defines, the script builds on every call.
 type scriptSet struct {
 	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
 	touch, leave, count, members, active, sweepScopes                  *Script
@@ -40,9 +43,11 @@ type scriptSet struct {
 	bySHA map[string]*Script
 }
 
-func loadScript(name string, libs ...string) *Script {
+// loadScript joins the helper files libs and the script file, each named
+// without ".lua", into one script named after its file.
+func loadScript(file string, libs ...string) *Script {
 	var src []byte
-	for _, f := range append(libs, name) {
+	for _, f := range append(libs, file) {
 		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
 		if err != nil {
 			panic("presence: missing embedded script " + f) // the embed pattern guarantees it
@@ -51,15 +56,15 @@ func loadScript(name string, libs ...string) *Script {
 		src = append(src, '\n')
 	}
 	sum := sha1.Sum(src)
-	return &Script{name: name, source: string(src), sha: hex.EncodeToString(sum[:])}
+	return &Script{name: file, source: string(src), sha: hex.EncodeToString(sum[:])}
 }
 
 func loadScripts() scriptSet {
-	user := []string{"base", "lib"}
-	scope := []string{"base", "lib", "scopelib"}
+	user := []string{"recordlib", "userlib"}
+	scope := []string{"recordlib", "userlib", "scopelib"}
 	s := scriptSet{
-		beat:        loadScript("beat", "base"),
-		heartbeat:   loadScript("heartbeat", user...),
+		beat:        loadScript("heartbeat_steady", "recordlib"),
+		heartbeat:   loadScript("heartbeat_full", user...),
 		login:       loadScript("login", user...),
 		logout:      loadScript("logout", user...),
 		manual:      loadScript("manual", user...),
@@ -83,6 +88,8 @@ func loadScripts() scriptSet {
 		counts:      loadScript("counts"),
 		ping:        loadScript("ping"),
 	}
+	// the names the heartbeat's two scripts are known by (Name)
+	s.beat.name, s.heartbeat.name = "beat", "heartbeat"
 	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {
 		s.bySHA[sc.sha] = sc

@@ -54,8 +54,8 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	return acks[0], acks[0].Err
 }
 
-// steadyBeat offers hb to lua/beat.lua, and returns the token in force if
-// the beat was steady and applied, or "" if heartbeat.lua must decide it.
+// steadyBeat offers hb to lua/heartbeat_steady.lua, and returns the token in force if
+// the beat was steady and applied, or "" if heartbeat_full.lua must decide it.
 func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string, error) {
 	args := e.appendSteady(e.steadyArgs(b, 1), hb)
 	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys, Args: args}}
@@ -72,8 +72,8 @@ func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string
 
 // HeartbeatBatch records up to MaxBatch heartbeats, as a gateway merging
 // the beats of one tick does: one script call per user bucket in one round
-// trip for the steady beats (lua/beat.lua), and a second round trip for the
-// beats that change something or are refused (lua/heartbeat.lua). Each
+// trip for the steady beats (lua/heartbeat_steady.lua), and a second round trip for the
+// beats that change something or are refused (lua/heartbeat_full.lua). Each
 // beat's refusal is in its Ack.Err; the error is for the batch as a whole
 // (invalid batch size, Redis unavailable).
 func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
@@ -156,9 +156,9 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 }
 
 // steadyBeats offers the beats of each run (one bucket's valid beats, in
-// order) that may be steady to lua/beat.lua, one call per run in one round
+// order) that may be steady to lua/heartbeat_steady.lua, one call per run in one round
 // trip, and sets the acks of those it applied. It returns the runs of the
-// beats left for heartbeat.lua, in their order. A user with several beats
+// beats left for heartbeat_full.lua, in their order. A user with several beats
 // in the batch has them all left there, so that one script applies them
 // together and in order, as the batch did before it had two scripts.
 func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack) ([][]int, error) {
@@ -228,15 +228,15 @@ func (e *Engine) seedFor(needed bool) (string, error) {
 	return e.newToken()
 }
 
-// mayBeSteady reports whether lua/beat.lua may apply hb. Every beat may,
-// but one without a token under an exclusive policy: heartbeat.lua refuses
+// mayBeSteady reports whether lua/heartbeat_steady.lua may apply hb. Every beat may,
+// but one without a token under an exclusive policy: heartbeat_full.lua refuses
 // it whatever is stored, so it changes nothing and can go there at once,
 // out of its place among the user's other beats.
 func (e *Engine) mayBeSteady(hb Heartbeat) bool {
 	return hb.Token != "" || e.s.cfg.Policy == PolicyMulti
 }
 
-// steadyArgs returns the arguments of lua/beat.lua for bucket b before its
+// steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b before its
 // beats, with room for n beats.
 func (e *Engine) steadyArgs(b uint32, n int) []string {
 	args := make([]string, 0, 2+len(e.s.beatParams)+8*n)
@@ -244,14 +244,14 @@ func (e *Engine) steadyArgs(b uint32, n int) []string {
 	return append(args, e.s.beatParams[:]...)
 }
 
-// appendSteady appends one heartbeat's fields (lua/beat.lua) to args.
+// appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua) to args.
 func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
 	meta, at := beatExtras(hb)
 	return append(args, hb.User, hb.Device, hb.Token, hb.Gateway, meta,
 		flag(hb.Active), flag(hb.Background), at)
 }
 
-// appendBeat appends one heartbeat's fields (lua/heartbeat.lua) to args:
+// appendBeat appends one heartbeat's fields (lua/heartbeat_full.lua) to args:
 // a beat without a token, at position j of its run, carries seed.j, the
 // token its implicit login issues. It is formatted here, for the beats the
 // steady script left, and not for those it applied.
@@ -280,8 +280,8 @@ func beatExtras(hb Heartbeat) (meta, at string) {
 // kindCodes are the kinds as scripts take them.
 var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 
-// decodeSteady reads a reply of lua/beat.lua into tokens, one for each beat
-// offered: the token in force, or "" for a beat heartbeat.lua must decide.
+// decodeSteady reads a reply of lua/heartbeat_steady.lua into tokens, one for each beat
+// offered: the token in force, or "" for a beat heartbeat_full.lua must decide.
 // The reply is one string, the tokens joined by unitSep.
 func decodeSteady(v Value, tokens []string) error {
 	s, err := v.AsString()

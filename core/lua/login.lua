@@ -1,12 +1,12 @@
 -- login.lua: logs a device in under a policy, kicking what the policy removes.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] user  ARGV[14] device  ARGV[15] kind  ARGV[16] gateway
 -- ARGV[17] policy (0 multi, 1 exclusive, 2 exclusive per kind)
 -- ARGV[18] background 0/1  ARGV[19] interval ms  ARGV[20] encoded metadata
 -- ARGV[21] the new session token
 -- The device's earlier tokens, and those of the devices it kicks, stay
--- refused for KickFence (ARGV[12]; the fence of lib.lua).
+-- refused for KickFence (ARGV[12]; the fence of userlib.lua).
 -- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- kicks nothing and changes nothing but the device's fence, which it

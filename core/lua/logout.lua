@@ -1,6 +1,6 @@
 -- logout.lua: ends a device's session by logout or by disconnect.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] user  ARGV[14] device  ARGV[15] "logout" or "disconnect"
 -- ARGV[16] session token ("" for any; a stale token may not end a newer session)
 -- Returns {now, code, removed 0/1, events}: code "" or REPLACED (nothing

@@ -1,6 +1,6 @@
 -- manual.lua: sets or clears a user's manual status.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] user  ARGV[14] manual (0 none, 1 DND, 2 INVISIBLE)
 -- ARGV[15] lifetime ms (0: until cleared)
 -- Returns {now, events}; events holds user, from, to.

@@ -1,4 +1,4 @@
--- scopelib.lua: helpers shared by the scope scripts (appended after lib.lua).
+-- scopelib.lua: helpers shared by the scope scripts (appended after userlib.lua).
 
 -- buckets lists the approx bucket keys that cover [from, now].
 local function buckets(key, tail, from, now, bucket)

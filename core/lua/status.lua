@@ -1,6 +1,6 @@
 -- status.lua: reads users of one bucket; changes nothing.
 -- KEYS[1] the bucket's user-state hash (routing only)
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] n; ARGV[14..] the users
 -- Returns {now, users}: for each user {manual, manual expiry ms, devices},
 -- devices being the raw hash as field, record, field, record ...; the core

@@ -1,7 +1,7 @@
 -- sweep_users.lua: one bounded step of the sweep of one user bucket.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
 -- KEYS[3] the bucket's sweep lock
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] lock token  ARGV[14] lock lease ms  ARGV[15] at most this many users
 -- ARGV[16] server time budget of the step in µs (0: none)
 -- Returns {now, visited, more 0/1, lock, events}: lock is "idle" (nothing

@@ -1,5 +1,5 @@
--- lib.lua: helpers shared by the scripts; the core prepends this file (after
--- base.lua) to each of them but beat.lua, so every script stays
+-- userlib.lua: helpers shared by the scripts; the core prepends this file (after
+-- recordlib.lua) to each of them but heartbeat_steady.lua, so every script stays
 -- self-contained for EVAL.
 --
 -- Common ARGV of every user script (P below):
@@ -11,7 +11,7 @@
 --   ARGV[8]  MaxDevices           ARGV[9]  MaxSkew ms
 --   ARGV[10] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
 --   ARGV[11] the bucket's counts hash (P:{uB}:cnt): published status → users
---   ARGV[12] KickFence ms (the fence: base.lua)
+--   ARGV[12] KickFence ms (the fence: recordlib.lua)
 -- Script-specific ARGV start at ARGV[13].
 
 local function split(s, sep)
@@ -49,8 +49,8 @@ end
 
 -- num formats a whole number as fmt does, but the small ones every state
 -- entry holds (statuses, manual modes, zero) come from a table: a
--- string.format costs about 2,800 instructions. (Here, not in base.lua:
--- the steady beat of beat.lua would build the table on every call.)
+-- string.format costs about 2,800 instructions. (Here, not in recordlib.lua:
+-- the steady beat of heartbeat_steady.lua would build the table on every call.)
 local SMALL = { [0] = '0', '1', '2', '3', '4' }
 local function num(n) return SMALL[n] or fmt(n) end
 
@@ -292,7 +292,7 @@ local function store(u, st, due, P)
   if raw ~= u.raw then
     if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
   end
-  -- the steady beat's copy of the score (base.lua): a score without a
+  -- the steady beat's copy of the score (recordlib.lua): a score without a
   -- pending change comes from a live record, so the copy is only written on
   -- a key that holds one, and has the expiry set above
   local copy = false

@@ -1,8 +1,8 @@
--- beat.lua: the steady heartbeat. Applies the beats of users in one bucket
+-- heartbeat_steady.lua: the steady heartbeat. Applies the beats of users in one bucket
 -- that only extend a live session, and leaves every other beat, unchanged,
--- to heartbeat.lua. Most beats are steady, and this script is small on
+-- to heartbeat_full.lua. Most beats are steady, and this script is small on
 -- purpose: it reads no common parameters it does not need and none of
--- lib.lua, whose setup costs as much as a steady beat's own work.
+-- userlib.lua, whose setup costs as much as a steady beat's own work.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st), KEYS[2] its due index
 -- (P:{uB}:due): a steady beat reads its user's device hash alone, and
 -- writes these only to re-index its user (rearm, below)
@@ -15,7 +15,7 @@
 -- metadata ("" keep, "=" .. encoded to set), active 0/1, background 0/1,
 -- client time ms ("" none)
 -- Returns one string: for each beat, the session token in force when it was
--- applied, or "" when heartbeat.lua must decide it, joined by \31 (tokens
+-- applied, or "" when heartbeat_full.lua must decide it, joined by \31 (tokens
 -- hold no control characters). One string, because Redis turns a table
 -- reply into RESP at about five times the cost of a string.
 -- A beat is steady when its device has a live session that the beat's
@@ -25,7 +25,7 @@
 -- devices and state need not be read, and the due index keeps its score
 -- (it is already at or before every deadline). A beat at or past that
 -- score is steady too when the device is its user's only one and nothing
--- else was due: it re-indexes the user (rearm), as heartbeat.lua would,
+-- else was due: it re-indexes the user (rearm), as heartbeat_full.lua would,
 -- so that a device beating at its interval stays on this path. The engine
 -- sends at most one beat of a user in a call, so that a user's beats in a
 -- batch are applied together, in order, by one script or the other.
@@ -43,12 +43,12 @@ local PUSH, IDLE, SKEW
 -- steady beats have moved since: the device hash holds that device's two
 -- fields and the copy alone (no other device, no gone record, no fence
 -- field), the state entry holds the same score, nothing is pending and no
--- manual status expires. It writes what store in lib.lua would: the index
+-- manual status expires. It writes what store in userlib.lua would: the index
 -- at the device's next deadline (its window's end after this beat, or in
 -- the foreground its idle instant, whichever is first), the state entry
 -- and the copy, with the device's new dynamic record dyn. It returns
 -- false, having written nothing, when those conditions do not hold or the
--- device has gone idle, which heartbeat.lua must publish.
+-- device has gone idle, which heartbeat_full.lua must publish.
 local function rearm(user, dkey, dev, score, dyn, win, back, active)
   if redis.call('HLEN', dkey) ~= 3 then return false end
   local entry = redis.call('HGET', KEYS[1], user)

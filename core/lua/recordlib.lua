@@ -1,6 +1,6 @@
--- base.lua: the formats of the user records and the clock, which every user
--- script needs: the core prepends this file to each (before lib.lua, which
--- the steady beat of beat.lua does without), so every script stays
+-- recordlib.lua: the formats of the user records and the clock, which every user
+-- script needs: the core prepends this file to each (before userlib.lua, which
+-- the steady beat of heartbeat_steady.lua does without), so every script stays
 -- self-contained for EVAL.
 --
 -- Device record, in two hash fields so that a heartbeat rewrites only the
@@ -29,15 +29,15 @@
 -- device's fence while the record is stored, so only a fence that says
 -- more than the device's record is written, as a field of its own in the
 -- same hash (which every full path reads whole anyway; the steady beat
--- of beat.lua never reads it):
+-- of heartbeat_steady.lua never reads it):
 --   field \2 .. DEVICE: fence end ms, the token in force ("" none); written
 --                      when the record goes (disconnect, kick, window
 --                      passed) before the fence ends, for a kick, or when
 --                      the fence ends later than its record implies.
 --   field \3: the user's score in the due index while no change is
 --                      pending (the state entry's, below, which store in
---                      lib.lua keeps it equal to, or absent): what a steady
---                      beat (beat.lua) checks, so that it reads one key. It
+--                      userlib.lua keeps it equal to, or absent): what a steady
+--                      beat (heartbeat_steady.lua) checks, so that it reads one key. It
 --                      costs about 14 bytes a user.
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
@@ -57,7 +57,7 @@ local STATIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031
 local DYNAMIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
 local STATE_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
 
--- The fields a steady beat (beat.lua) reads, and no more: a capture costs a
+-- The fields a steady beat (heartbeat_steady.lua) reads, and no more: a capture costs a
 -- new string. It keeps the background flag and the flags of the dynamic
 -- record it rewrites as one string, and matches only a record that is not
 -- gone (flags 0, or 2: fenced, which the beat keeps).

@@ -1,9 +1,9 @@
--- heartbeat.lua: applies a batch of heartbeats of users in one bucket:
--- those beat.lua left to it, which may log a device in, change its state or
+-- heartbeat_full.lua: applies a batch of heartbeats of users in one bucket:
+-- those heartbeat_steady.lua left to it, which may log a device in, change its state or
 -- the user's status, or be refused. It decides any beat.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
--- ARGV[1..12] common parameters (lib.lua)
+-- ARGV[1..12] common parameters (userlib.lua)
 -- ARGV[13] n, the number of heartbeats; then 11 fields each:
 --   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
 --   background 0/1, interval ms (kind and interval apply to a new session
