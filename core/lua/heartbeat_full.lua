@@ -1,21 +1,30 @@
--- heartbeat_full.lua: applies a batch of heartbeats of users in one bucket:
--- those heartbeat_steady.lua left to it, which may log a device in, change its state or
--- the user's status, or be refused. It decides any beat.
+-- heartbeat_full.lua: the full path of a heartbeat. Applies a batch of
+-- heartbeats of users in one bucket: those heartbeat_steady.lua left to it,
+-- which may log a device in, change its state or the user's status, or be
+-- refused. It decides any beat.
 -- KEYS[1] the bucket's user-state hash (P:{uB}:st)
 -- KEYS[2] the bucket's due index (P:{uB}:due)
--- ARGV[1..12] common parameters (userlib.lua)
--- ARGV[13] n, the number of heartbeats; then 11 fields each:
---   user, device, kind, gateway ("" keep), token ("" none), active 0/1,
---   background 0/1, interval ms (kind and interval apply to a new session
---   only: a session keeps those of its login), metadata ("" keep, "=" ..
---   encoded to set), client time ms ("" none), the token an implicit login
---   of a beat without one issues
+-- ARGV: the common ones (userlib.lua), then
+local ARG_BEATS = ARG_OWN     -- n, the number of heartbeats
+local ARG_BEAT1 = ARG_OWN + 1 -- the first heartbeat's fields, BEAT_FIELDS each:
+local BEAT_USER = 0
+local BEAT_DEVICE = 1
+local BEAT_KIND = 2           -- for a new session only: a session keeps its login's
+local BEAT_GATEWAY = 3        -- "" keep
+local BEAT_TOKEN = 4          -- "" none
+local BEAT_ACTIVE = 5         -- 0/1
+local BEAT_BACKGROUND = 6     -- 0/1
+local BEAT_INTERVAL = 7       -- ms, for a new session only, as the kind
+local BEAT_META = 8           -- "" keep, "=" .. encoded to set
+local BEAT_AT = 9             -- client time ms ("" none)
+local BEAT_ISSUE = 10         -- the token an implicit login of a beat without one issues
+local BEAT_FIELDS = 11
 -- Returns {now, results}: results holds code, token, from, to for each
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
 -- refused heartbeat changes nothing); token the session token in force;
 -- from, to the status change it published, or -1, -1.
-local now = clock(ARGV[1])
-local nows = ARGV[1]
+local now = clock(ARGV[ARG_NOW])
+local nows = ARGV[ARG_NOW]
 if nows == '' then nows = fmt(now) end
 local P = params(now, nows)
 
@@ -30,10 +39,10 @@ local function activity(at)
 end
 
 local results = {}
-local n = tonumber(ARGV[13])
+local n = tonumber(ARGV[ARG_BEATS])
 for i = 0, n - 1 do
-  local a = 14 + i * 11
-  local user, dev, token, at = ARGV[a], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
+  local a = ARG_BEAT1 + i * BEAT_FIELDS
+  local user, dev, token, at = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], ARGV[a + BEAT_TOKEN], ARGV[a + BEAT_AT]
   local code, issued, events = '', token, nil
   if at ~= '' and math.abs(at - now) > P.skew then
     code = 'SKEW'
@@ -44,7 +53,7 @@ for i = 0, n - 1 do
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
         code = 'REPLACED'
-      elseif token == '' and P.policy ~= 0 then
+      elseif token == '' and P.policy ~= POLICY_MULTI then
         code = 'NOSESSION'
       end
       issued = r.token
@@ -54,14 +63,14 @@ for i = 0, n - 1 do
     elseif f and token ~= '' and token ~= f.token then
       -- the device's fence: a login since has superseded this token
       code = 'REPLACED'
-    elseif P.policy ~= 0 then
+    elseif P.policy ~= POLICY_MULTI then
       code = 'NOSESSION'
     elseif live(u, P) >= P.maxdev then
       code = 'TOOMANY'
     else
-      if issued == '' then issued = ARGV[a + 10] end
+      if issued == '' then issued = ARGV[a + BEAT_ISSUE] end
       r = { token = issued, login = now, active = now, meta = '', gone = false, gw = '',
-        kind = ARGV[a + 2], iv = tonumber(ARGV[a + 7]), fenced = f ~= nil }
+        kind = ARGV[a + BEAT_KIND], iv = tonumber(ARGV[a + BEAT_INTERVAL]), fenced = f ~= nil }
       -- an implicit login under a fence fences its device as a login does:
       -- its token is the one that may come back after it ends
       if f then fence(u, dev, now + P.kick, issued) end
@@ -70,15 +79,16 @@ for i = 0, n - 1 do
       issued = ''
     else
       local static = r.seen == nil
-      r.seen, r.bg = now, ARGV[a + 6] == '1'
-      if ARGV[a + 3] ~= '' and ARGV[a + 3] ~= r.gw then
-        r.gw, static = ARGV[a + 3], true
+      r.seen, r.bg = now, ARGV[a + BEAT_BACKGROUND] == '1'
+      local gw = ARGV[a + BEAT_GATEWAY]
+      if gw ~= '' and gw ~= r.gw then
+        r.gw, static = gw, true
       end
-      if ARGV[a + 5] == '1' then
+      if ARGV[a + BEAT_ACTIVE] == '1' then
         local t = activity(at)
         if t > r.active then r.active = t end
       end
-      local meta = ARGV[a + 8]
+      local meta = ARGV[a + BEAT_META]
       if meta ~= '' and string.sub(meta, 2) ~= r.meta then
         r.meta, static = string.sub(meta, 2), true
       end

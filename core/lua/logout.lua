@@ -1,14 +1,16 @@
 -- logout.lua: ends a device's session by logout or by disconnect.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
--- ARGV[1..12] common parameters (userlib.lua)
--- ARGV[13] user  ARGV[14] device  ARGV[15] "logout" or "disconnect"
--- ARGV[16] session token ("" for any; a stale token may not end a newer session)
+-- ARGV: the common ones (userlib.lua), then
+local ARG_USER = ARG_OWN
+local ARG_DEVICE = ARG_OWN + 1
+local ARG_MODE = ARG_OWN + 2  -- "logout" or "disconnect"
+local ARG_TOKEN = ARG_OWN + 3 -- session token ("" for any; a stale token may not end a newer session)
 -- Returns {now, code, removed 0/1, events}: code "" or REPLACED (nothing
 -- changed). A logout keeps the record, marked gone, until its window ends so
 -- that its token stays refused; a disconnect deletes it, so a quick reconnect
 -- is a plain heartbeat.
 local P = params()
-local user, dev, mode, token = ARGV[13], ARGV[14], ARGV[15], ARGV[16]
+local user, dev, mode, token = ARGV[ARG_USER], ARGV[ARG_DEVICE], ARGV[ARG_MODE], ARGV[ARG_TOKEN]
 local u = load(user, KEYS[1], P)
 local r = u.devs[dev]
 if not r or r.gone then return { P.now, '', 0, {} } end

@@ -1,19 +1,22 @@
 -- sweep_users.lua: one bounded step of the sweep of one user bucket.
 -- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
 -- KEYS[3] the bucket's sweep lock
--- ARGV[1..12] common parameters (userlib.lua)
--- ARGV[13] lock token  ARGV[14] lock lease ms  ARGV[15] at most this many users
--- ARGV[16] server time budget of the step in µs (0: none)
+-- ARGV: the common ones (userlib.lua), then
+local ARG_LOCK_TOKEN = ARG_OWN
+local ARG_LEASE = ARG_OWN + 1  -- lock lease ms
+local ARG_LIMIT = ARG_OWN + 2  -- at most this many users
+local ARG_BUDGET = ARG_OWN + 3 -- server time budget of the step in µs (0: none)
 -- Returns {now, visited, more 0/1, lock, events}: lock is "idle" (nothing
 -- due), "held" (another sweeper's lock; nothing done) or "ok"; events holds
 -- user, from, to. Every user due by now is settled: expired records are
 -- deleted after a re-check inside this script, pending changes whose time
 -- has come are published, and the user is re-indexed or dropped. A step
--- settles at most ARGV[15] users, and stops early once it has run for the
+-- settles at most ARG_LIMIT users, and stops early once it has run for the
 -- time budget (the server's TIME, read every few users), so that neither a
 -- slow host nor users with many devices make a step long.
 local P = params()
-local token, lease, limit, budget = ARGV[13], tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+local token, lease, limit, budget = ARGV[ARG_LOCK_TOKEN], tonumber(ARGV[ARG_LEASE]), tonumber(ARGV[ARG_LIMIT]),
+  tonumber(ARGV[ARG_BUDGET])
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', P.now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])
 if #due == 0 then

@@ -1,18 +1,45 @@
--- userlib.lua: helpers shared by the scripts; the core prepends this file (after
--- recordlib.lua) to each of them but heartbeat_steady.lua, so every script stays
--- self-contained for EVAL.
+-- userlib.lua: the users' rules (device state, aggregation, debounce) and
+-- the reading and writing of a user's records, shared by the user scripts:
+-- the core prepends this file (after recordlib.lua) to each of them but
+-- heartbeat_steady.lua, so every script stays self-contained for EVAL.
 --
--- Common ARGV of every user script (P below):
---   ARGV[1]  now in ms since the epoch, or "" to read the server's TIME
---   ARGV[2]  IdleAfter ms         ARGV[3]  PushWindow ms
---   ARGV[4]  LeaveDelay ms        ARGV[5]  CoalesceWindow ms (0: publish at once)
---   ARGV[6]  key grace ms (session keys live this long past the last window)
---   ARGV[7]  prefix of device-hash keys of this bucket ("P:{uB}:d:")
---   ARGV[8]  MaxDevices           ARGV[9]  MaxSkew ms
---   ARGV[10] engine login policy (0 multi, 1 exclusive, 2 exclusive per kind)
---   ARGV[11] the bucket's counts hash (P:{uB}:cnt): published status → users
---   ARGV[12] KickFence ms (the fence: recordlib.lua)
--- Script-specific ARGV start at ARGV[13].
+-- ARGV common to every user script (read by params, P below), in the
+-- order the engine sends them (userArgs; TestLuaArgNames holds the two
+-- together). A script's own ARGV start at ARG_OWN.
+local ARG_NOW = 1      -- now in ms since the epoch, or "" to read the server's TIME
+local ARG_IDLE = 2     -- IdleAfter ms
+local ARG_PUSH = 3     -- PushWindow ms
+local ARG_LEAVE = 4    -- LeaveDelay ms
+local ARG_COALESCE = 5 -- CoalesceWindow ms (0: publish at once)
+local ARG_GRACE = 6    -- key grace ms (session keys live this long past the last window)
+local ARG_DPRE = 7     -- prefix of the device-hash keys of this bucket ("P:{uB}:d:")
+local ARG_MAXDEV = 8   -- MaxDevices
+local ARG_SKEW = 9     -- MaxSkew ms
+local ARG_POLICY = 10  -- the engine's login policy (POLICY_*)
+local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published status → users
+local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
+local ARG_OWN = 13
+
+-- Statuses (design section 6), as the engine numbers them (core.Status).
+local OFFLINE = 0
+local PUSH_ONLINE = 1
+local AWAY = 2
+local ONLINE = 3
+local DND = 4
+
+-- Manual statuses (core.Manual).
+local MANUAL_NONE = 0
+local MANUAL_DND = 1
+local MANUAL_INVISIBLE = 2
+
+-- Login policies (core.Policy).
+local POLICY_MULTI = 0
+local POLICY_EXCLUSIVE = 1
+local POLICY_PER_KIND = 2
+
+-- The flags of a dynamic record (recordlib.lua), added together.
+local FLAG_GONE = 1
+local FLAG_FENCED = 2
 
 local function split(s, sep)
   local out, i = {}, 1
@@ -43,14 +70,14 @@ local function age(now, v)
 end
 
 -- Numbers are parsed by arithmetic (x + 0), where tonumber parses a string
--- twice (strtod): a swept user cost about 149,000 instructions with
--- tonumber and 141,000 without. Every field parsed so is one the scripts or
--- the engine wrote as a number.
+-- twice (strtod), the costliest step of reading a user. Every field parsed
+-- so is one the scripts or the engine wrote as a number.
 
 -- num formats a whole number as fmt does, but the small ones every state
--- entry holds (statuses, manual modes, zero) come from a table: a
--- string.format costs about 2,800 instructions. (Here, not in recordlib.lua:
--- the steady beat of heartbeat_steady.lua would build the table on every call.)
+-- entry holds (statuses, manual modes, zero) come from a table, because a
+-- string.format costs more than a user's other formatting. The table lives
+-- here, not in recordlib.lua, which the steady beat would build it in on
+-- every call.
 local SMALL = { [0] = '0', '1', '2', '3', '4' }
 local function num(n) return SMALL[n] or fmt(n) end
 
@@ -59,15 +86,15 @@ local function num(n) return SMALL[n] or fmt(n) end
 -- part of one call sees the same one.
 local function params(now, nows)
   if not now then
-    now = clock(ARGV[1])
-    nows = ARGV[1]
+    now = clock(ARGV[ARG_NOW])
+    nows = ARGV[ARG_NOW]
     if nows == '' then nows = fmt(now) end
   end
   return {
-    now = now, nows = nows, idle = ARGV[2] + 0, push = ARGV[3] + 0,
-    leave = ARGV[4] + 0, coalesce = ARGV[5] + 0, grace = ARGV[6] + 0,
-    dpre = ARGV[7], maxdev = ARGV[8] + 0, skew = ARGV[9] + 0,
-    policy = ARGV[10] + 0, cnt = ARGV[11], kick = ARGV[12] + 0,
+    now = now, nows = nows, idle = ARGV[ARG_IDLE] + 0, push = ARGV[ARG_PUSH] + 0,
+    leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, grace = ARGV[ARG_GRACE] + 0,
+    dpre = ARGV[ARG_DPRE], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
+    policy = ARGV[ARG_POLICY] + 0, cnt = ARGV[ARG_COUNTS], kick = ARGV[ARG_KICK] + 0,
   }
 end
 
@@ -77,7 +104,8 @@ local function decode(static, dynamic)
   flags = flags + 0
   return {
     kind = kind, gw = gw, token = token, login = login + 0, iv = iv + 0, meta = meta or '',
-    seen = seen + 0, active = active + 0, bg = bg == '1', gone = flags % 2 == 1, fenced = flags >= 2,
+    seen = seen + 0, active = active + 0, bg = bg == '1',
+    gone = flags % 2 == FLAG_GONE, fenced = flags >= FLAG_FENCED,
   }
 end
 
@@ -86,7 +114,7 @@ local function encodeStatic(r)
 end
 
 local function encodeDynamic(r)
-  local flags = (r.gone and 1 or 0) + (r.fenced and 2 or 0)
+  local flags = (r.gone and FLAG_GONE or 0) + (r.fenced and FLAG_FENCED or 0)
   return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', num(flags) }, US)
 end
 
@@ -103,10 +131,10 @@ local function deadline(r, P)
 end
 
 local function state(r, now, P)
-  if r.gone or now > deadline(r, P) then return 0 end
-  if r.bg then return 1 end
-  if now - r.active >= P.idle then return 2 end
-  return 3
+  if r.gone or now > deadline(r, P) then return OFFLINE end
+  if r.bg then return PUSH_ONLINE end
+  if now - r.active >= P.idle then return AWAY end
+  return ONLINE
 end
 
 -- load reads a user's devices, fences, manual status and published state.
@@ -117,11 +145,12 @@ end
 -- fields as stored, which store compares against).
 local function load(user, st, P)
   local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {}, fenceRaw = {},
-    manual = 0, mexp = 0, pub = 0, pend = nil, due = 0, idx = nil, raw = false, steadyRaw = false,
-    dirty = {}, seen = {} }
+    manual = MANUAL_NONE, mexp = 0, pub = OFFLINE, pend = nil, due = 0, idx = nil, raw = false,
+    steadyRaw = false, dirty = {}, seen = {} }
   local flat = redis.call('HGETALL', u.dkey)
   local static, dynamic = {}, {}
   for i = 1, #flat, 2 do
+    -- the field's first byte tells its kind: DYN, FENCE, STEADY or a device ID
     local b = string.byte(flat[i], 1)
     if b == 1 then
       dynamic[string.sub(flat[i], 2)] = flat[i + 1]
@@ -170,21 +199,21 @@ end
 local function live(u, P)
   local n = 0
   for _, r in pairs(u.devs) do
-    if state(r, P.now, P) ~= 0 then n = n + 1 end
+    if state(r, P.now, P) ~= OFFLINE then n = n + 1 end
   end
   return n
 end
 
 -- aggregate is the status others see (design section 6).
 local function aggregate(u, P)
-  local best = 0
+  local best = OFFLINE
   for _, r in pairs(u.devs) do
     local s = state(r, P.now, P)
     if s > best then best = s end
   end
-  if best == 0 then return 0 end
-  if u.manual == 1 then return 4 end
-  if u.manual == 2 then return 0 end
+  if best == OFFLINE then return OFFLINE end
+  if u.manual == MANUAL_DND then return DND end
+  if u.manual == MANUAL_INVISIBLE then return OFFLINE end
   return best
 end
 
@@ -199,11 +228,11 @@ local function observe(u, cur, cause, P)
     u.pend, u.due = nil, 0
     return nil
   end
-  if cause == 'logout' and cur == 0 then
+  if cause == 'logout' and cur == OFFLINE then
     u.due = now
   elseif u.pend == cur then
     -- the same change is already waiting: keep its due time
-  elseif cur == 0 and cause == 'leave' then
+  elseif cur == OFFLINE and cause == 'leave' then
     u.due = now + P.leave
   elseif u.pend ~= nil then
     u.due = math.min(u.due, now + P.coalesce)
@@ -284,7 +313,7 @@ local function store(u, st, due, P)
     idxs = fmt(u.idx)
   end
   local raw = false
-  if u.pub ~= 0 or u.pend ~= nil or u.manual ~= 0 or u.idx ~= nil then
+  if u.pub ~= OFFLINE or u.pend ~= nil or u.manual ~= MANUAL_NONE or u.idx ~= nil then
     local p = ''
     if u.pend ~= nil then p = num(u.pend) end
     raw = stateEntry(num(u.pub), p, num(u.due), num(u.manual), num(u.mexp), idxs)
@@ -310,8 +339,8 @@ local function settle(u, cause, st, due, P, events)
   store(u, st, due, P)
   if ev then
     -- the counts follow the published statuses, in the same script
-    if ev[1] ~= 0 then redis.call('HINCRBY', P.cnt, ev[1], -1) end
-    if ev[2] ~= 0 then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+    if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
+    if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
     events[#events + 1] = u.user
     events[#events + 1] = ev[1]
     events[#events + 1] = ev[2]

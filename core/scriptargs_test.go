@@ -1,0 +1,281 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The user scripts name their ARGV positions, and the statuses, manual
+// statuses, policies and kinds they compare, once, as locals at their top
+// (userlib.lua for what every user script shares). The engine builds the
+// same arguments by the order it appends them in. The tests here hold the
+// two together: they record the arguments the engine sends and check the
+// value at each named position, and they check each named number against
+// the Go constant it stands for.
+
+// luaNames returns the constants "local NAME = EXPR" that the files define
+// at their top level, EXPR being a number, a quoted string, a NAME defined
+// before, or NAME + number.
+func luaNames(t *testing.T, files ...string) map[string]string {
+	t.Helper()
+	def := regexp.MustCompile(`(?m)^local ([A-Z][A-Z0-9_]*) = ([^-\n]*?)\s*(?:--.*)?$`)
+	sum := regexp.MustCompile(`^([A-Z][A-Z0-9_]*) \+ (\d+)$`)
+	out := map[string]string{}
+	for _, f := range files {
+		src, err := luaFiles.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range def.FindAllStringSubmatch(string(src), -1) {
+			name, expr := m[1], m[2]
+			switch {
+			case regexp.MustCompile(`^\d+$`).MatchString(expr):
+				out[name] = expr
+			case regexp.MustCompile(`^'[^']*'$`).MatchString(expr):
+				out[name] = strings.Trim(expr, "'")
+			case out[expr] != "":
+				out[name] = out[expr]
+			case sum.MatchString(expr):
+				s := sum.FindStringSubmatch(expr)
+				base, ok := out[s[1]]
+				if !ok {
+					t.Fatalf("%s.lua: %s = %s names %s before it is defined", f, name, expr, s[1])
+				}
+				a, _ := strconv.Atoi(base)
+				b, _ := strconv.Atoi(s[2])
+				out[name] = strconv.Itoa(a + b)
+			}
+		}
+	}
+	return out
+}
+
+// bareARGV finds an ARGV index written as a number (ARGV[7], ARGV[a + 2]).
+var bareARGV = regexp.MustCompile(`ARGV\[\s*(?:[a-z]\w*\s*\+\s*)?\d`)
+
+// argRecorder records the calls the engine makes and answers the steady
+// beat with "not steady" (so that the full path follows) and any other
+// call with an error.
+type argRecorder struct {
+	beatSHA string
+	calls   []Call
+}
+
+func (r *argRecorder) Eval(_ context.Context, calls []Call) []Result {
+	out := make([]Result, len(calls))
+	for i, c := range calls {
+		r.calls = append(r.calls, c)
+		if c.SHA == r.beatSHA {
+			out[i].Value = StringValue("")
+		} else {
+			out[i].Err = errors.New("recorded")
+		}
+	}
+	return out
+}
+
+// argsOf returns the arguments of the last call of script sc.
+func (r *argRecorder) argsOf(t *testing.T, sc *Script) []string {
+	t.Helper()
+	for i := len(r.calls) - 1; i >= 0; i-- {
+		if r.calls[i].SHA == sc.sha {
+			return r.calls[i].Args
+		}
+	}
+	t.Fatalf("no call of %s", sc.name)
+	return nil
+}
+
+// TestLuaArgNames checks every named ARGV position of the user scripts
+// against the value the engine sends there, with a configuration and
+// inputs whose every value differs from the others.
+func TestLuaArgNames(t *testing.T) {
+	ctx := context.Background()
+	cfg := Config{
+		IdleAfter: 301 * time.Second, PushWindow: 602 * time.Second, LeaveDelay: 15003 * time.Millisecond,
+		CoalesceWindow: 1004 * time.Millisecond, KeyGrace: 10005 * time.Millisecond, MaxDevices: 17,
+		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1,
+		Clock: fixedClock(time.UnixMilli(1772366400123)),
+	}
+	rec := &argRecorder{}
+	e, err := New(rec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.beatSHA = e.scripts.beat.sha
+	b := e.s.keys.userBucket("alice")
+	base := e.s.keys.userBase(b)
+	common := map[string]string{
+		"ARG_NOW": "1772366400123", "ARG_IDLE": "301000", "ARG_PUSH": "602000", "ARG_LEAVE": "15003",
+		"ARG_COALESCE": "1004", "ARG_GRACE": "10005", "ARG_DPRE": base + sufDevices, "ARG_MAXDEV": "17",
+		"ARG_SKEW": "299000", "ARG_POLICY": strconv.Itoa(int(PolicyMulti)), "ARG_COUNTS": base + sufCounts,
+		"ARG_KICK": "3607000",
+	}
+	with := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range common {
+			out[k] = v
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	at := time.UnixMilli(1772366399456)
+	// a steady beat, then (answered "not steady") the full path
+	e.Heartbeat(ctx, Heartbeat{User: "alice", Device: "tablet", Kind: KindAndroid, Gateway: "gw-h", Token: "tok-h",
+		Active: true, Background: false, Meta: map[string]string{"k": "v"}, At: at})
+	e.Login(ctx, Login{User: "alice", Device: "web", Kind: KindDesktop, Gateway: "gw-l", Background: true,
+		Meta: map[string]string{"a": "b"}, Token: "tok-l", Policy: ptr(PolicyExclusivePerKind)})
+	e.Logout(ctx, "alice", "phone", "tok-o")
+	e.SetManual(ctx, "alice", ManualInvisible, 42*time.Second)
+	e.Status(ctx, "alice")
+	e.SweepUsers(ctx)
+	meta := "=" + encodeMeta(map[string]string{"k": "v"})
+	cases := []struct {
+		sc     *Script
+		files  []string
+		want   map[string]string
+		repeat string // the name of the count of repeated items, or of the first item's position
+		fields int    // the fields of a repeated item (0: none repeat)
+	}{
+		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_DPRE": base + sufDevices, "ARG_PUSH": "602000", "ARG_GRACE": "10005",
+			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
+			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
+			"ARG_BEAT1+BEAT_META": meta, "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
+			"ARG_BEAT1+BEAT_AT": "1772366399456",
+		}, "ARG_BEAT1", 8},
+		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
+			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
+			"ARG_BEAT1+BEAT_KIND": kindCodes[KindAndroid], "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
+			"ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
+			"ARG_BEAT1+BEAT_INTERVAL": itoa(e.s.interval[KindAndroid]), "ARG_BEAT1+BEAT_META": meta,
+			"ARG_BEAT1+BEAT_AT": "1772366399456", "ARG_BEAT1+BEAT_ISSUE": "",
+		}), "ARG_BEAT1", 11},
+		{e.scripts.login, []string{"userlib", "login"}, with(map[string]string{
+			"ARG_USER": "alice", "ARG_DEVICE": "web", "ARG_KIND": kindCodes[KindDesktop], "ARG_GATEWAY": "gw-l",
+			"ARG_LOGIN_POLICY": strconv.Itoa(int(PolicyExclusivePerKind)), "ARG_BACKGROUND": "1",
+			"ARG_INTERVAL": itoa(e.s.interval[KindDesktop]), "ARG_META": encodeMeta(map[string]string{"a": "b"}),
+			"ARG_TOKEN": "tok-l",
+		}), "", 0},
+		{e.scripts.logout, []string{"userlib", "logout"}, with(map[string]string{
+			"ARG_USER": "alice", "ARG_DEVICE": "phone", "ARG_MODE": "logout", "ARG_TOKEN": "tok-o",
+		}), "", 0},
+		{e.scripts.manual, []string{"userlib", "manual"}, with(map[string]string{
+			"ARG_USER": "alice", "ARG_MANUAL": strconv.Itoa(int(ManualInvisible)), "ARG_LIFETIME": "42000",
+		}), "", 0},
+		{e.scripts.status, []string{"userlib", "status"}, with(map[string]string{
+			"ARG_USERS": "1", "ARG_USERS+1": "alice",
+		}), "ARG_USERS", 1},
+		{e.scripts.sweepUsers, []string{"userlib", "sweep_users"}, with(map[string]string{
+			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.s.lease), "ARG_LIMIT": strconv.Itoa(e.s.batch), "ARG_BUDGET": itoa(sweepStepMicros),
+		}), "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.sc.name, func(t *testing.T) {
+			if m := bareARGV.FindString(c.sc.source); m != "" {
+				t.Errorf("%s indexes ARGV by a bare number: %q", c.files[len(c.files)-1], m)
+			}
+			names := luaNames(t, c.files...)
+			args := rec.argsOf(t, c.sc)
+			pos := func(expr string) int {
+				n := 0
+				for _, part := range strings.Split(expr, "+") {
+					v, ok := names[part]
+					if !ok {
+						v = part
+					}
+					k, err := strconv.Atoi(v)
+					if err != nil {
+						t.Fatalf("%s: %q is not a named position", expr, part)
+					}
+					n += k
+				}
+				return n
+			}
+			last := 0
+			for expr, want := range c.want {
+				p := pos(expr)
+				last = max(last, p)
+				if p < 1 || p > len(args) {
+					t.Errorf("%s = ARGV[%d], past the %d arguments the engine sends", expr, p, len(args))
+				} else if want == anyToken {
+					if len(args[p-1]) != 16 {
+						t.Errorf("%s = ARGV[%d] = %q, want a token", expr, p, args[p-1])
+					}
+				} else if args[p-1] != want {
+					t.Errorf("%s = ARGV[%d] = %q, want %q", expr, p, args[p-1], want)
+				}
+			}
+			// every named position of the files is checked
+			checked := map[string]bool{"ARG_OWN": true, "BEAT_FIELDS": true}
+			for expr := range c.want {
+				for _, part := range strings.Split(expr, "+") {
+					checked[part] = true
+				}
+			}
+			for name := range names {
+				if (strings.HasPrefix(name, "ARG_") || strings.HasPrefix(name, "BEAT_")) && !checked[name] {
+					t.Errorf("%s is not checked", name)
+				}
+			}
+			if c.fields > 0 {
+				if f := names["BEAT_FIELDS"]; c.fields > 1 && f != strconv.Itoa(c.fields) {
+					t.Errorf("BEAT_FIELDS = %s, the engine sends %d", f, c.fields)
+				}
+				first := pos(c.repeat)
+				if c.repeat == "ARG_USERS" {
+					first++
+				}
+				if (len(args)-first+1)%c.fields != 0 {
+					t.Errorf("%d arguments: not whole items of %d fields from ARGV[%d]", len(args), c.fields, first)
+				}
+			} else if last != len(args) {
+				t.Errorf("the engine sends %d arguments, the script names %d", len(args), last)
+			}
+		})
+	}
+}
+
+// anyToken stands for a value drawn at random, a 16-digit token.
+const anyToken = "<token>"
+
+func ptr[T any](v T) *T { return &v }
+
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+// TestLuaEnumNames checks the numbers the Lua scripts name against the Go
+// constants they stand for.
+func TestLuaEnumNames(t *testing.T) {
+	names := luaNames(t, "userlib", "login")
+	want := map[string]string{}
+	for i, n := range statusNames {
+		want[n] = strconv.Itoa(i)
+	}
+	for i, n := range manualNames {
+		want["MANUAL_"+n] = strconv.Itoa(i)
+	}
+	want["POLICY_MULTI"] = strconv.Itoa(int(PolicyMulti))
+	want["POLICY_EXCLUSIVE"] = strconv.Itoa(int(PolicyExclusive))
+	want["POLICY_PER_KIND"] = strconv.Itoa(int(PolicyExclusivePerKind))
+	want["KIND_IOS"] = kindCodes[KindIOS]
+	want["KIND_ANDROID"] = kindCodes[KindAndroid]
+	for name, v := range want {
+		if got, ok := names[name]; !ok {
+			t.Errorf("the Lua scripts do not name %s", name)
+		} else if got != v {
+			t.Errorf("Lua %s = %s, Go %s", name, got, v)
+		}
+	}
+	if KindIOS.classCode() != KindAndroid.classCode() || KindWeb.classCode() == KindIOS.classCode() {
+		t.Errorf("Go's kind classes are not login.lua's (KIND_IOS and KIND_ANDROID share one)")
+	}
+}
