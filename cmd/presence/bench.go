@@ -12,7 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/presencekit/presence/benchkit"
+	"github.com/presencekit/presence/cmd/internal/benchkit"
 )
 
 // runBench is "presence bench": the engine's workloads against a real

@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/server"
 )
 
 // envPrefix starts the environment variable of every serve flag:

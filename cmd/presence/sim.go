@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/presencekit/presence/sim"
+	"github.com/presencekit/presence/cmd/internal/sim"
 	"github.com/presencekit/presence/wasm"
 )
 

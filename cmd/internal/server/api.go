@@ -1,0 +1,417 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/presencekit/presence/adapters/batcher"
+	"github.com/presencekit/presence/core"
+)
+
+// checkID applies the ID rules of design section 3 to a request parameter
+// (the core checks the IDs it is handed itself; this is for parameters the
+// server uses before calling it).
+func checkID(field, id string) *Error {
+	switch {
+	case id == "":
+		return fieldErr(field, "must not be empty")
+	case len(id) > core.MaxIDBytes:
+		return fieldErr(field, "is %d bytes, at most %d allowed", len(id), core.MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fieldErr(field, "is not valid UTF-8")
+	case strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return fieldErr(field, "contains a control character")
+	}
+	return nil
+}
+
+func parseKind(field, name string) (core.Kind, *Error) {
+	if name == "" {
+		return core.KindOther, nil
+	}
+	k, ok := core.ParseKind(name)
+	if !ok {
+		return 0, fieldErr(field, "unknown kind %q (web, desktop, ios, android, other)", name)
+	}
+	return k, nil
+}
+
+// toHeartbeat validates one beat of the request: the user it is for, its
+// kind and its time.
+func toHeartbeat(p Principal, prefix string, hb HeartbeatRequest) (core.Heartbeat, *Error) {
+	user, e := p.actAs(joinField(prefix, "user"), hb.User)
+	if e != nil {
+		return core.Heartbeat{}, e
+	}
+	kind, e := parseKind(joinField(prefix, "kind"), hb.Kind)
+	if e != nil {
+		return core.Heartbeat{}, e
+	}
+	out := core.Heartbeat{User: user, Device: hb.Device, Kind: kind, Gateway: hb.Gateway, Token: hb.Token,
+		Active: hb.Active, Background: hb.Background, Meta: hb.Meta}
+	if hb.At < 0 {
+		return core.Heartbeat{}, fieldErr(joinField(prefix, "at"), "must be milliseconds since the Unix epoch")
+	}
+	if hb.At > 0 {
+		out.At = time.UnixMilli(hb.At)
+	}
+	return out, nil
+}
+
+func (s *Server) rateLimit(user string) *Error {
+	ok, wait := s.limiter.allow(user, time.Now())
+	if ok {
+		return nil
+	}
+	s.m.rateLimited.Inc()
+	e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many heartbeats for %q; retry later", user)
+	e.RetryAfter = retryAfterSeconds(wait)
+	return e
+}
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	var req HeartbeatRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
+		return e
+	}
+	hb, e := toHeartbeat(p, "", req)
+	if e != nil {
+		return e
+	}
+	if e := s.rateLimit(hb.User); e != nil {
+		return e
+	}
+	ack, err := s.beat(r.Context(), hb)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	s.users.note(hb.User)
+	writeJSON(w, http.StatusOK, HeartbeatResponse{Token: ack.Token, Changes: wireChanges(ack.Changes)})
+	return nil
+}
+
+// beat records hb through the batcher while Run runs, else directly.
+func (s *Server) beat(ctx context.Context, hb core.Heartbeat) (core.Ack, error) {
+	if b := s.beats.Load(); b != nil {
+		ack, err := b.Heartbeat(ctx, hb)
+		if !errors.Is(err, batcher.ErrClosed) {
+			return ack, err
+		}
+	}
+	return s.eng.Heartbeat(ctx, hb)
+}
+
+func (s *Server) heartbeats(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	var req HeartbeatsRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBatchBody, &req); e != nil {
+		return e
+	}
+	if len(req.Beats) == 0 || len(req.Beats) > core.MaxBatch {
+		return fieldErr("beats", "must hold 1 to %d beats, got %d", core.MaxBatch, len(req.Beats))
+	}
+	acks := make([]Ack, len(req.Beats))
+	beats := make([]core.Heartbeat, 0, len(req.Beats))
+	index := make([]int, 0, len(req.Beats))
+	now := time.Now()
+	for i, b := range req.Beats {
+		prefix := "beats[" + strconv.Itoa(i) + "]"
+		hb, e := toHeartbeat(p, prefix, b)
+		if e != nil && e.Code == CodeForbidden {
+			return e // the whole batch is refused: the caller overstepped
+		}
+		if e != nil {
+			acks[i].Error = e
+			continue
+		}
+		if ok, wait := s.limiter.allow(hb.User, now); !ok {
+			s.m.rateLimited.Inc()
+			acks[i].Error = apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many heartbeats for %q", hb.User)
+			acks[i].Error.RetryAfter = retryAfterSeconds(wait)
+			continue
+		}
+		beats = append(beats, hb)
+		index = append(index, i)
+	}
+	if len(beats) > 0 {
+		res, err := s.eng.HeartbeatBatch(r.Context(), beats)
+		if err != nil {
+			return toAPIError(err, "")
+		}
+		for j, a := range res {
+			i := index[j]
+			if a.Err != nil {
+				acks[i].Error = toAPIError(a.Err, "beats["+strconv.Itoa(i)+"]")
+				continue
+			}
+			acks[i].Token = a.Token
+			acks[i].Changes = wireChanges(a.Changes)
+			s.users.note(beats[j].User)
+		}
+	}
+	writeJSON(w, http.StatusOK, HeartbeatsResponse{Acks: acks})
+	return nil
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	var req LoginRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
+		return e
+	}
+	user, e := p.actAs("user", req.User)
+	if e != nil {
+		return e
+	}
+	kind, e := parseKind("kind", req.Kind)
+	if e != nil {
+		return e
+	}
+	l := core.Login{User: user, Device: req.Device, Kind: kind, Gateway: req.Gateway, Background: req.Background, Meta: req.Meta}
+	if req.Policy != "" {
+		pol, ok := core.ParsePolicy(req.Policy)
+		if !ok {
+			return fieldErr("policy", "unknown policy %q (multi, exclusive, exclusive-per-kind)", req.Policy)
+		}
+		l.Policy = &pol
+	}
+	if e := s.rateLimit(user); e != nil {
+		return e
+	}
+	res, err := s.eng.Login(r.Context(), l)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	s.users.note(user)
+	kicked := make([]Kick, 0, len(res.Kicked))
+	for _, k := range res.Kicked {
+		kicked = append(kicked, wireKick(k))
+	}
+	writeJSON(w, http.StatusOK, LoginResponse{Token: res.Token, Kicked: kicked, Changes: wireChanges(res.Changes)})
+	return nil
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	return s.end(w, r, p, s.eng.Logout)
+}
+
+func (s *Server) disconnect(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	return s.end(w, r, p, s.eng.Disconnect)
+}
+
+func (s *Server) end(w http.ResponseWriter, r *http.Request, p Principal,
+	op func(ctx context.Context, user, device, token string) (core.Ended, error)) *Error {
+	var req LogoutRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
+		return e
+	}
+	user, e := p.actAs("user", req.User)
+	if e != nil {
+		return e
+	}
+	res, err := op(r.Context(), user, req.Device, req.Token)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	writeJSON(w, http.StatusOK, LogoutResponse{Removed: res.Removed, Changes: wireChanges(res.Changes)})
+	return nil
+}
+
+func (s *Server) manual(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	var req ManualRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
+		return e
+	}
+	user, e := p.actAs("user", r.PathValue("user"))
+	if e != nil {
+		return e
+	}
+	m, ok := core.ParseManual(req.Status)
+	if !ok {
+		return fieldErr("status", "unknown manual status %q (NONE, DND, INVISIBLE)", req.Status)
+	}
+	if req.TTLMillis < 0 {
+		return fieldErr("ttl_ms", "must be 0 (until cleared) or positive")
+	}
+	changes, err := s.eng.SetManual(r.Context(), user, m, time.Duration(req.TTLMillis)*time.Millisecond)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	writeJSON(w, http.StatusOK, ChangesResponse{Changes: wireChanges(changes)})
+	return nil
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	user := r.PathValue("user")
+	if e := checkID("user", user); e != nil {
+		return e
+	}
+	if !p.canRead(user) {
+		return forbidden("reading another user's status needs the %q claim", s.auth.cfg.ReadClaim)
+	}
+	st, err := s.eng.Status(r.Context(), user)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	if st.Status != core.StatusOffline {
+		s.users.note(user)
+	}
+	writeJSON(w, http.StatusOK, wireStatus(st, p.fullView(user)))
+	return nil
+}
+
+func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	var req StatusesRequest
+	if e := decodeJSON(w, r, s.cfg.MaxBatchBody, &req); e != nil {
+		return e
+	}
+	if len(req.Users) == 0 || len(req.Users) > core.MaxBatch {
+		return fieldErr("users", "must hold 1 to %d users, got %d", core.MaxBatch, len(req.Users))
+	}
+	for i, u := range req.Users {
+		if !p.canRead(u) {
+			return forbidden("users[%d]: reading another user's status needs the %q claim", i, s.auth.cfg.ReadClaim)
+		}
+	}
+	sts, err := s.eng.Statuses(r.Context(), req.Users)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	out := StatusesResponse{Statuses: make([]UserStatus, len(sts))}
+	for i, st := range sts {
+		out.Statuses[i] = wireStatus(st, p.fullView(st.User))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// scopeOf reads the scope from the path.
+func scopeOf(r *http.Request) (core.Scope, *Error) {
+	sc := core.Scope{Class: r.PathValue("class"), ID: r.PathValue("id")}
+	if e := checkID("class", sc.Class); e != nil {
+		return sc, e
+	}
+	if e := checkID("id", sc.ID); e != nil {
+		return sc, e
+	}
+	return sc, nil
+}
+
+// memberFor returns the member a touch or leave is for: the caller, one
+// of the caller's devices ("USER/DEVICE"), or anyone for an admin.
+func memberFor(p Principal, given string) (string, *Error) {
+	switch {
+	case given == "":
+		return p.actAs("member", "")
+	case p.Admin, given == p.User, p.User != "" && strings.HasPrefix(given, p.User+"/"):
+		return given, nil
+	}
+	return "", forbidden("a token for %q can touch only %q or %q", p.User, p.User, p.User+"/DEVICE")
+}
+
+func (s *Server) touch(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	return s.scopeMember(w, r, p, true)
+}
+
+func (s *Server) leave(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	return s.scopeMember(w, r, p, false)
+}
+
+func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal, touch bool) *Error {
+	sc, e := scopeOf(r)
+	if e != nil {
+		return e
+	}
+	var req MemberRequest
+	if r.ContentLength != 0 {
+		if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
+			return e
+		}
+	}
+	member, e := memberFor(p, req.Member)
+	if e != nil {
+		return e
+	}
+	if touch {
+		if err := s.eng.Touch(r.Context(), sc, member); err != nil {
+			return toAPIError(err, "")
+		}
+		s.scopes.note(sc, time.Now())
+		writeJSON(w, http.StatusOK, TouchResponse{Scope: sc.String(), Member: member})
+		return nil
+	}
+	removed, err := s.eng.Leave(r.Context(), sc, member)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	writeJSON(w, http.StatusOK, LeaveResponse{Scope: sc.String(), Member: member, Removed: removed})
+	return nil
+}
+
+func (s *Server) count(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+	sc, e := scopeOf(r)
+	if e != nil {
+		return e
+	}
+	c, err := s.eng.Count(r.Context(), sc)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	s.scopes.setCount(sc, c)
+	writeJSON(w, http.StatusOK, CountResponse{Scope: sc.String(), Count: c.N, AsOf: millis(c.AsOf), Stale: c.Stale})
+	return nil
+}
+
+func (s *Server) members(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	sc, e := scopeOf(r)
+	if e != nil {
+		return e
+	}
+	if !p.Read {
+		return forbidden("listing a scope's members needs the %q claim", s.auth.cfg.ReadClaim)
+	}
+	q := r.URL.Query()
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > core.MaxPage {
+			return fieldErr("limit", "must be 1 to %d, got %q", core.MaxPage, v)
+		}
+		limit = n
+	}
+	page, err := s.eng.Members(r.Context(), sc, q.Get("cursor"), limit)
+	if err != nil {
+		return toAPIError(err, "")
+	}
+	out := MembersResponse{Scope: sc.String(), Members: make([]Member, 0, len(page.Members)), Next: page.Next}
+	for _, m := range page.Members {
+		out.Members = append(out.Members, Member{ID: m.ID, LastSeen: millis(m.LastSeen)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) sweeper(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
+	writeJSON(w, http.StatusOK, s.sweeps.snapshot())
+	return nil
+}
+
+// OverviewResponse is the body of GET /v1/admin/overview, the dashboard's
+// data: known users by status, the hottest scopes this instance knows,
+// the sweeper's reports and the open streams.
+type OverviewResponse struct {
+	Users   UsersOverview   `json:"users"`
+	Scopes  []ScopeCount    `json:"scopes"`
+	Sweeper SweeperResponse `json:"sweeper"`
+	Streams int64           `json:"streams"`
+}
+
+func (s *Server) overview(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
+	writeJSON(w, http.StatusOK, OverviewResponse{Users: s.users.overview(50), Scopes: s.scopes.top(20),
+		Sweeper: s.sweeps.snapshot(), Streams: s.nstreams.Load()})
+	return nil
+}

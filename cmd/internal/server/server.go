@@ -1,0 +1,350 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/presencekit/presence/adapters/batcher"
+	"github.com/presencekit/presence/adapters/sweeper"
+	"github.com/presencekit/presence/core"
+)
+
+// Config configures a Server. The zero value of every field but
+// Auth.Secret (or Auth.InsecureDev) means its documented default.
+type Config struct {
+	// Engine configures the engine the server builds. The server adds its
+	// own Metrics (forwarding to any given), uses Logger when Engine.Logger
+	// is nil, and turns the change log on: Engine.ChangeLog defaults to
+	// 50,000 entries here. A negative ChangeLog is refused: the event
+	// streams need it.
+	Engine core.Config
+	// Auth configures authentication.
+	Auth AuthConfig
+	// Logger receives structured logs. Default: discard.
+	Logger *slog.Logger
+	// Backend describes the Redis for the logs and the dashboard, such as
+	// "embedded miniredis (state kept for the life of the process)".
+	Backend string
+
+	// Batcher configures how concurrent heartbeat requests are merged into
+	// batch calls while Run runs (package batcher); zero values mean its
+	// defaults.
+	Batcher batcher.Config
+
+	// RequestTimeout bounds every request but the streams. Default 5 s.
+	RequestTimeout time.Duration
+	// MaxBody caps a request body; MaxBatchBody caps the bodies of the
+	// batch endpoints. Defaults 64 KiB and 2 MiB.
+	MaxBody, MaxBatchBody int64
+	// HeartbeatRate is each user's sustained heartbeats per second, and
+	// HeartbeatBurst how many may come at once. Defaults 5 and 20;
+	// a negative rate: no limit.
+	HeartbeatRate  float64
+	HeartbeatBurst int
+
+	// StreamBuffer is how many events may wait for a slow stream before it
+	// is ended (its client reconnects and catches up). Default 1024.
+	StreamBuffer int
+	// StreamPing is how often an idle stream sends a keep-alive. Default 15 s.
+	StreamPing time.Duration
+	// StreamWriteTimeout bounds one write to a stream. Default 10 s.
+	StreamWriteTimeout time.Duration
+	// PollInterval is how often the event hub reads the change log when no
+	// pub/sub message woke it. Default 1 s.
+	PollInterval time.Duration
+
+	// SweepUsers and SweepScopes are the sweeper's intervals (see
+	// sweeper.Options). Defaults 1 s and 5 s; negative: no sweeper (another
+	// process sweeps).
+	SweepUsers, SweepScopes time.Duration
+	// ReconcileEvery is how often the dashboard's user counts are re-read.
+	// Default 10 s.
+	ReconcileEvery time.Duration
+	// ScopeRefresh is how often the dashboard's scope counts are re-read.
+	// Default 2 s.
+	ScopeRefresh time.Duration
+	// MaxTrackedUsers and MaxTrackedScopes bound the dashboard's state.
+	// Defaults 100,000 and 200.
+	MaxTrackedUsers, MaxTrackedScopes int
+
+	// Ready checks that Redis answers, for /readyz. Default: a trivial
+	// script through the store.
+	Ready func(ctx context.Context) error
+	// DrainTimeout bounds the graceful shutdown of Serve. Default 10 s.
+	DrainTimeout time.Duration
+}
+
+// Server is the presence HTTP service: the JSON API, the event streams,
+// the dashboard and the operational endpoints, over one engine. Several
+// servers may share one Redis: the state, the change log and the pub/sub
+// channels are all there.
+type Server struct {
+	cfg     Config
+	eng     *core.Engine
+	log     *slog.Logger
+	auth    *authenticator
+	limiter *limiter
+	m       *metrics
+	hub     *hub
+	users   *userTracker
+	scopes  *scopeTracker
+	sweeps  *sweepLog
+	mux     *http.ServeMux
+	started time.Time
+
+	// beats merges concurrent heartbeats into batch calls while Run runs;
+	// nil before and after, when heartbeats go to the engine one by one.
+	beats atomic.Pointer[batcher.Batcher]
+
+	draining atomic.Bool
+	drain    chan struct{} // closed by Drain: streams end
+	drainMu  sync.Once
+	// streamsMu orders streams.Add against Drain's Wait: no stream is
+	// added once draining is set.
+	streamsMu sync.Mutex
+	streams   sync.WaitGroup
+	nstreams  atomic.Int64
+}
+
+// New returns a server over store. It returns ErrNoSecret when neither a
+// JWT secret nor InsecureDev is configured, and the engine's
+// *core.InputError for an invalid engine configuration.
+func New(store core.Store, cfg Config) (*Server, error) {
+	if store == nil {
+		return nil, errors.New("server: nil store")
+	}
+	auth, err := newAuthenticator(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	setDur(&cfg.RequestTimeout, 5*time.Second)
+	setDur(&cfg.StreamPing, 15*time.Second)
+	setDur(&cfg.StreamWriteTimeout, 10*time.Second)
+	setDur(&cfg.PollInterval, time.Second)
+	setDur(&cfg.SweepUsers, time.Second)
+	setDur(&cfg.SweepScopes, 5*time.Second)
+	setDur(&cfg.ReconcileEvery, 10*time.Second)
+	setDur(&cfg.ScopeRefresh, 2*time.Second)
+	setDur(&cfg.DrainTimeout, 10*time.Second)
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 64 << 10
+	}
+	if cfg.MaxBatchBody == 0 {
+		cfg.MaxBatchBody = 2 << 20
+	}
+	if cfg.HeartbeatRate == 0 {
+		cfg.HeartbeatRate = 5
+	}
+	if cfg.HeartbeatBurst == 0 {
+		cfg.HeartbeatBurst = 20
+	}
+	if cfg.StreamBuffer == 0 {
+		cfg.StreamBuffer = 1024
+	}
+	if cfg.MaxTrackedUsers == 0 {
+		cfg.MaxTrackedUsers = 100_000
+	}
+	if cfg.MaxTrackedScopes == 0 {
+		cfg.MaxTrackedScopes = 200
+	}
+	if cfg.PollInterval < 0 || cfg.RequestTimeout < 0 || cfg.StreamBuffer < 1 || cfg.HeartbeatBurst < 1 ||
+		cfg.MaxBody < 1 || cfg.MaxBatchBody < 1 || cfg.MaxTrackedUsers < 1 || cfg.MaxTrackedScopes < 1 {
+		return nil, errors.New("server: negative or zero limits in Config")
+	}
+	ecfg := cfg.Engine
+	switch {
+	case ecfg.ChangeLog == 0:
+		ecfg.ChangeLog = 50_000
+	case ecfg.ChangeLog < 0:
+		return nil, errors.New("server: the event streams need the change log (Engine.ChangeLog > 0)")
+	}
+	m := newMetrics()
+	if ecfg.Metrics != nil {
+		ecfg.Metrics = tee{m, ecfg.Metrics}
+	} else {
+		ecfg.Metrics = m
+	}
+	if ecfg.Logger == nil {
+		ecfg.Logger = cfg.Logger
+	}
+	eng, err := core.New(store, ecfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Engine = ecfg
+	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger, auth: auth, m: m, started: time.Now(),
+		users: newUserTracker(cfg.MaxTrackedUsers), scopes: newScopeTracker(cfg.MaxTrackedScopes),
+		sweeps: newSweepLog(50), drain: make(chan struct{})}
+	s.limiter = newLimiter(cfg.HeartbeatRate, cfg.HeartbeatBurst)
+	s.hub = newHub(eng, cfg.Logger, m, cfg.PollInterval, cfg.StreamBuffer, func(e core.LoggedChange) { s.users.apply(e.Change) })
+	if s.cfg.Ready == nil {
+		s.cfg.Ready = func(ctx context.Context) error {
+			_, err := eng.Ping(ctx)
+			return err
+		}
+	}
+	s.routes()
+	return s, nil
+}
+
+// Engine returns the server's engine.
+func (s *Server) Engine() *core.Engine { return s.eng }
+
+// Metrics returns the core metrics hooks the server feeds Prometheus with,
+// for a store option such as the rueidis adapter's WithCacheObserver.
+func (s *Server) Metrics() core.Metrics { return s.m }
+
+// Handler returns the HTTP handler: the API under /v1/, the dashboard under
+// /dashboard/, and /healthz, /readyz and /metrics.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Run does the server's background work until ctx ends: the event hub
+// (reading the change log), the sweeper, and the dashboard's refreshes. It
+// returns ctx's error.
+func (s *Server) Run(ctx context.Context) error {
+	beats, err := batcher.New(s.eng, s.cfg.Batcher)
+	if err != nil {
+		return err
+	}
+	s.beats.Store(beats)
+	defer func() {
+		s.beats.Store(nil)
+		beats.Close()
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.hub.run(ctx) })
+	if s.cfg.SweepUsers > 0 && s.cfg.SweepScopes > 0 {
+		wg.Go(func() {
+			_ = sweeper.Run(ctx, s.eng, sweeper.Options{UserInterval: s.cfg.SweepUsers, ScopeInterval: s.cfg.SweepScopes,
+				Logger: s.log, OnReport: s.onSweep})
+		})
+	}
+	wg.Go(func() {
+		t := time.NewTicker(s.cfg.ReconcileEvery)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.hub.ready:
+		}
+		for {
+			if err := s.users.reconcile(ctx, s.eng); err != nil && ctx.Err() == nil {
+				s.log.DebugContext(ctx, "presence: reconciling user statuses failed", "err", err)
+			}
+			s.publishGauges()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	wg.Go(func() {
+		t := time.NewTicker(s.cfg.ScopeRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				s.scopes.refresh(ctx, s.eng, now, time.Minute)
+				s.limiter.prune(now)
+			}
+		}
+	})
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (s *Server) publishGauges() {
+	ov := s.users.overview(0)
+	for st, n := range ov.ByStatus {
+		s.m.usersBy.WithLabelValues(st).Set(float64(n))
+	}
+}
+
+// onSweep records a sweeper pass and shows it on the streams that asked.
+func (s *Server) onSweep(kind string, r core.SweepReport, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	rep := wireSweep(kind, r, err, time.Now())
+	if s.sweeps.record(rep) {
+		s.hub.broadcast(event{kind: EventSweep, data: rep})
+	}
+}
+
+// Drain ends every open event stream gracefully (each sends what it has
+// queued and a "bye" event, so that its client reconnects elsewhere with
+// Last-Event-ID), refuses new ones, turns /readyz unready, and waits for
+// the streams to end or ctx to expire.
+func (s *Server) Drain(ctx context.Context) error {
+	s.drainMu.Do(func() {
+		s.streamsMu.Lock()
+		defer s.streamsMu.Unlock()
+		s.draining.Store(true)
+		close(s.drain)
+	})
+	done := make(chan struct{})
+	go func() { s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Serve answers HTTP on ln and runs the background work until ctx ends,
+// then shuts down gracefully: it drains the streams, lets requests in
+// flight finish (within DrainTimeout), and stops the background work.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = s.Run(runCtx) }()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	s.log.Info("presence: shutting down: draining streams", "streams", s.nstreams.Load())
+	dctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	drainErr := s.Drain(dctx)
+	shutErr := hs.Shutdown(dctx)
+	stopRun()
+	<-ran
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	if err := errors.Join(drainErr, shutErr); err != nil {
+		return fmt.Errorf("server: graceful shutdown: %w", err)
+	}
+	s.log.Info("presence: stopped")
+	return nil
+}
