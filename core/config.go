@@ -191,10 +191,10 @@ type settings struct {
 
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
-	userParams [11]string // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
-	beatParams [4]string  // the arguments of lua/heartbeat_steady.lua after now and the bucket's device prefix
-	intervalS  [len(kindNames)]string
-	users      []userBucketKeys // by bucket
+	userParams   [11]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
+	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's device prefix
+	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
+	users        []userBucketKeys       // by bucket
 }
 
 // userBucketKeys are the keys of one user bucket.
@@ -212,7 +212,8 @@ type classSettings struct {
 	spread                   bool
 }
 
-func ms(d time.Duration) int64 { return d.Milliseconds() }
+// millis is d in whole milliseconds, the unit of every script argument.
+func millis(d time.Duration) int64 { return d.Milliseconds() }
 
 func orDur(d, def time.Duration) time.Duration {
 	if d == 0 {
@@ -261,7 +262,7 @@ func newSettings(cfg Config) (*settings, error) {
 		if v, ok := cfg.Intervals[Kind(k)]; ok {
 			d = v
 		}
-		s.interval[k] = ms(d)
+		s.interval[k] = millis(d)
 	}
 	durations := []struct {
 		name string
@@ -289,7 +290,7 @@ func newSettings(cfg Config) (*settings, error) {
 		case v < time.Millisecond:
 			return nil, invalid("Config."+d.name, "must be at least 1ms, got %v", d.v)
 		}
-		*d.out = ms(v)
+		*d.out = millis(v)
 	}
 	ints := []struct {
 		name     string
@@ -342,17 +343,17 @@ func newSettings(cfg Config) (*settings, error) {
 			return nil, invalid(field+".Spread", "only compact scopes have shards to spread")
 		}
 		cs := classSettings{layout: c.Layout, spread: c.Spread}
-		cs.window = ms(orDur(c.Window, time.Duration(2*s.interval[KindWeb])*time.Millisecond))
-		cs.interval = ms(orDur(c.SweepInterval, 5*time.Second))
+		cs.window = millis(orDur(c.Window, time.Duration(2*s.interval[KindWeb])*time.Millisecond))
+		cs.interval = millis(orDur(c.SweepInterval, 5*time.Second))
 		cs.bucket = 1
 		if c.Layout == LayoutApprox {
-			cs.bucket = ms(orDur(c.Bucket, time.Duration(max(cs.window/10, 1))*time.Millisecond))
+			cs.bucket = millis(orDur(c.Bucket, time.Duration(max(cs.window/10, 1))*time.Millisecond))
 		}
 		cs.shards = orInt(c.Shards, 256)
 		if cs.window < 1 || cs.interval < 1 || cs.bucket < 1 {
 			return nil, invalid(field, "Window, SweepInterval and Bucket must be at least 1ms")
 		}
-		if c.Layout == LayoutCompact && cs.window > ms(maxCompactWindow) {
+		if c.Layout == LayoutCompact && cs.window > millis(maxCompactWindow) {
 			return nil, invalid(field+".Window", "a compact window is at most %v, got %v", maxCompactWindow, time.Duration(cs.window)*time.Millisecond)
 		}
 		if c.Layout == LayoutApprox && cs.window/cs.bucket > maxBucketsPerWindow {
@@ -374,7 +375,7 @@ func (s *settings) precompute() {
 		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence)}
 	s.beatParams = [4]string{itoa(s.push), itoa(s.grace), itoa(s.idle), itoa(s.skew)}
 	for k, iv := range s.interval {
-		s.intervalS[k] = itoa(iv)
+		s.intervalArgs[k] = itoa(iv)
 	}
 	s.users = make([]userBucketKeys, s.keys.userBuckets)
 	for b := range s.users {

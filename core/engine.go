@@ -16,14 +16,14 @@ import (
 // by any number of goroutines and processes sharing one Redis: all state
 // lives in Redis, and every change is one atomic script.
 type Engine struct {
-	store   Store
-	s       *settings
-	scripts scriptSet
-	cache   CachedReader
-	pub     Publisher
-	metrics Metrics
-	log     *slog.Logger
-	rand    io.Reader
+	store    Store
+	settings *settings
+	scripts  scriptSet
+	cache    CachedReader
+	pub      Publisher
+	metrics  Metrics
+	log      *slog.Logger
+	rand     io.Reader
 
 	lastNow atomic.Pointer[msArg] // nowArg's latest
 
@@ -44,7 +44,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, s: s, scripts: loadScripts(), metrics: cfg.Metrics, log: cfg.Logger, rand: cfg.Rand}
+	e := &Engine{store: store, settings: s, scripts: loadScripts(), metrics: cfg.Metrics, log: cfg.Logger, rand: cfg.Rand}
 	if e.metrics == nil {
 		e.metrics = NopMetrics{}
 	}
@@ -60,31 +60,33 @@ func New(store Store, cfg Config) (*Engine, error) {
 }
 
 // ChangeChannel is the channel status changes are published on.
-func (e *Engine) ChangeChannel() string { return e.s.keys.prefix + ":changes" }
+func (e *Engine) ChangeChannel() string { return e.settings.keys.prefix + ":changes" }
 
 // KickChannel is the channel kicks for gateway are published on.
-func (e *Engine) KickChannel(gateway string) string { return e.s.keys.prefix + ":kick:" + gateway }
+func (e *Engine) KickChannel(gateway string) string {
+	return e.settings.keys.prefix + ":kick:" + gateway
+}
 
 // nowArg is the "now" argument of every script: the injected clock's
 // instant, or "" for the server's clock. The calls of one millisecond share
 // its string, so that a busy engine formats it once.
 func (e *Engine) nowArg() string {
-	if e.s.cfg.Clock == nil {
+	if e.settings.cfg.Clock == nil {
 		return ""
 	}
-	ms := e.s.cfg.Clock.Now().UnixMilli()
-	if last := e.lastNow.Load(); last != nil && last.ms == ms {
-		return last.s
+	ms := e.settings.cfg.Clock.Now().UnixMilli()
+	if last := e.lastNow.Load(); last != nil && last.millis == ms {
+		return last.text
 	}
 	s := itoa(ms)
-	e.lastNow.Store(&msArg{ms: ms, s: s})
+	e.lastNow.Store(&msArg{millis: ms, text: s})
 	return s
 }
 
 // msArg is an instant in ms and its decimal string.
 type msArg struct {
-	ms int64
-	s  string
+	millis int64
+	text   string
 }
 
 // newToken returns 16 hex digits of randomness for a session or lock token.
@@ -101,12 +103,12 @@ func (e *Engine) newToken() (string, error) {
 func (e *Engine) userArgs(b uint32, more int) []string {
 	args := make([]string, 0, 12+more)
 	args = append(args, e.nowArg())
-	args = append(args, e.s.userParams[:]...)
-	args[6], args[10] = e.s.users[b].devPrefix, e.s.users[b].counts
+	args = append(args, e.settings.userParams[:]...)
+	args[6], args[10] = e.settings.users[b].devPrefix, e.settings.users[b].counts
 	return args
 }
 
-func (e *Engine) userKeys(b uint32) []string { return e.s.users[b].keys }
+func (e *Engine) userKeys(b uint32) []string { return e.settings.users[b].keys }
 
 func msTime(ms int64) time.Time {
 	if ms == 0 {

@@ -41,10 +41,10 @@ func BenchmarkDeviceState(b *testing.B) {
 }
 
 func BenchmarkUserArgs(b *testing.B) {
-	e := &Engine{s: benchSettings(b)}
+	e := &Engine{settings: benchSettings(b)}
 	b.ReportAllocs()
 	for b.Loop() {
-		b := e.s.keys.userBucket("user-1234")
+		b := e.settings.keys.userBucket("user-1234")
 		_ = e.userArgs(b, 12)
 	}
 }
@@ -57,7 +57,7 @@ func BenchmarkShardHash(b *testing.B) {
 }
 
 func BenchmarkDecodeBeats(b *testing.B) {
-	e := &Engine{s: benchSettings(b)}
+	e := &Engine{settings: benchSettings(b)}
 	beats := make([]Heartbeat, 100)
 	run := make([]int, 100)
 	items := make([]Value, 0, 400)
@@ -77,7 +77,7 @@ func BenchmarkDecodeBeats(b *testing.B) {
 }
 
 func BenchmarkDecodeStatus(b *testing.B) {
-	e := &Engine{s: benchSettings(b)}
+	e := &Engine{settings: benchSettings(b)}
 	r := record{kind: KindWeb, gateway: "gw-1", token: "0123456789abcdef.0", loginAt: 1_700_000_000_000,
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
 	static := itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token + unitSep + itoa(r.loginAt) + unitSep + itoa(r.interval) + unitSep

@@ -3,27 +3,27 @@ package core
 // KeyNames names the Redis keys an engine writes, for tools that inspect
 // them (memory and encoding reports, debugging). It builds them from the
 // engine's own layout (layout.go), so no copy of the layout lives elsewhere.
-type KeyNames struct{ e *Engine }
+type KeyNames struct{ engine *Engine }
 
 // Keys returns the names of e's keys.
 func (e *Engine) Keys() KeyNames { return KeyNames{e} }
 
 // UserBuckets is the number of user buckets.
-func (k KeyNames) UserBuckets() int { return len(k.e.s.users) }
+func (k KeyNames) UserBuckets() int { return len(k.engine.settings.users) }
 
 // UserBucket is the bucket of user.
-func (k KeyNames) UserBucket(user string) int { return int(k.e.s.keys.userBucket(user)) }
+func (k KeyNames) UserBucket(user string) int { return int(k.engine.settings.keys.userBucket(user)) }
 
 // Devices is user's device hash.
 func (k KeyNames) Devices(user string) string {
-	return k.e.s.users[k.e.s.keys.userBucket(user)].devPrefix + user
+	return k.engine.settings.users[k.engine.settings.keys.userBucket(user)].devPrefix + user
 }
 
 // UserState is the state hash of user bucket b (0 ≤ b < UserBuckets).
-func (k KeyNames) UserState(b int) string { return k.e.s.users[b].sweep[0] }
+func (k KeyNames) UserState(b int) string { return k.engine.settings.users[b].sweep[0] }
 
 // Due is the due index of user bucket b (0 ≤ b < UserBuckets).
-func (k KeyNames) Due(b int) string { return k.e.s.users[b].sweep[1] }
+func (k KeyNames) Due(b int) string { return k.engine.settings.users[b].sweep[1] }
 
 // Exact is the sorted set of sc, a scope of an exact-layout class.
 func (k KeyNames) Exact(sc Scope) (string, error) {
@@ -57,13 +57,13 @@ func (k KeyNames) ShardOf(sc Scope, member string) (int, error) {
 
 // Count is the count key of sc, which sweeps refresh and readers read.
 func (k KeyNames) Count(sc Scope) (string, error) {
-	sk, err := k.e.scopeKeys("scope", sc)
+	sk, err := k.engine.scopeKeys("scope", sc)
 	return sk.count, err
 }
 
 // scope checks sc, and that its class has layout want.
 func (k KeyNames) scope(sc Scope, want Layout) (scopeKeys, error) {
-	sk, err := k.e.scopeKeys("scope", sc)
+	sk, err := k.engine.scopeKeys("scope", sc)
 	if err != nil {
 		return scopeKeys{}, err
 	}

@@ -21,25 +21,25 @@ import (
 //
 // A Model needs Config.Clock. It is safe for concurrent use.
 type Model struct {
-	s    *settings
-	rand io.Reader
+	settings *settings
+	rand     io.Reader
 
-	mu     sync.Mutex
-	users  map[string]*modelUser
-	due    map[string]int64 // the due index: user → next instant to settle
-	scopes map[Scope]*modelScope
-	reg    map[Scope]int64 // the scope registry: scope → next sweep
-	rel    map[Scope]modelRelease
+	mu       sync.Mutex
+	users    map[string]*modelUser
+	due      map[string]int64 // the due index: user → next instant to settle
+	scopes   map[Scope]*modelScope
+	registry map[Scope]int64        // the scope registry: scope → next sweep
+	releases map[Scope]modelRelease // the release hash: scope → consecutive empty sweeps
 }
 
 type modelUser struct {
-	devs       map[string]record
-	fences     map[string]fence // by device; the device hash holds them too
-	devsExpire int64            // when the device hash expires (0: no hash)
-	manual     Manual
-	mexp       int64
-	st         debounce
-	hasState   bool // the user has an entry in the bucket's state hash
+	devs        map[string]record
+	fences      map[string]fence // by device; the device hash holds them too
+	devsExpire  int64            // when the device hash expires (0: no hash)
+	manual      Manual
+	manualUntil int64    // when the manual status expires (0: never)
+	state       debounce // published status and pending change, as the state hash holds them
+	hasState    bool     // the user has an entry in the bucket's state hash
 }
 
 type modelScope struct {
@@ -66,15 +66,15 @@ func NewModel(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{s: s, rand: cfg.Rand, users: map[string]*modelUser{}, due: map[string]int64{},
-		scopes: map[Scope]*modelScope{}, reg: map[Scope]int64{}, rel: map[Scope]modelRelease{}}
+	m := &Model{settings: s, rand: cfg.Rand, users: map[string]*modelUser{}, due: map[string]int64{},
+		scopes: map[Scope]*modelScope{}, registry: map[Scope]int64{}, releases: map[Scope]modelRelease{}}
 	if m.rand == nil {
 		m.rand = rand.Reader
 	}
 	return m, nil
 }
 
-func (m *Model) now() int64 { return m.s.cfg.Clock.Now().UnixMilli() }
+func (m *Model) now() int64 { return m.settings.cfg.Clock.Now().UnixMilli() }
 
 func (m *Model) token() (string, error) {
 	e := Engine{rand: m.rand}
@@ -101,11 +101,11 @@ func (m *Model) user(id string, now int64) *modelUser {
 	if u.devsExpire != 0 && now > u.devsExpire {
 		u.devs, u.fences, u.devsExpire = map[string]record{}, map[string]fence{}, 0
 	}
-	if u.mexp > 0 && now >= u.mexp {
-		u.manual, u.mexp = ManualNone, 0
+	if u.manualUntil > 0 && now >= u.manualUntil {
+		u.manual, u.manualUntil = ManualNone, 0
 	}
 	for d, r := range u.devs {
-		if now > m.s.deadline(r) {
+		if now > m.settings.deadline(r) {
 			delete(u.devs, d)
 		}
 	}
@@ -132,7 +132,7 @@ func (u *modelUser) fence(dev string, end int64, token string) {
 func (m *Model) live(u *modelUser, now int64) int {
 	n := 0
 	for _, r := range u.devs {
-		if m.s.state(r, now) != StatusOffline {
+		if m.settings.state(r, now) != StatusOffline {
 			n++
 		}
 	}
@@ -142,7 +142,7 @@ func (m *Model) live(u *modelUser, now int64) int {
 func (m *Model) aggregate(u *modelUser, now int64) Status {
 	states := make([]Status, 0, len(u.devs))
 	for _, r := range u.devs {
-		states = append(states, m.s.state(r, now))
+		states = append(states, m.settings.state(r, now))
 	}
 	return aggregate(states, u.manual)
 }
@@ -150,7 +150,7 @@ func (m *Model) aggregate(u *modelUser, now int64) Status {
 // settle mirrors userlib.lua's settle: observe, then store expiry, state and index.
 func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 	m.users[id] = u
-	from, to, published := u.st.observe(m.aggregate(u, now), c, now, m.s)
+	from, to, published := u.state.observe(m.aggregate(u, now), c, now, m.settings)
 	last, next := int64(0), int64(0)
 	hasLast, hasNext := false, false
 	take := func(t int64) {
@@ -159,14 +159,14 @@ func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 		}
 	}
 	for _, r := range u.devs {
-		d := m.s.deadline(r)
+		d := m.settings.deadline(r)
 		if !hasLast || d > last {
 			last, hasLast = d, true
 		}
 		if !r.gone {
 			take(d + 1)
 			if !r.background {
-				take(r.active + m.s.idle)
+				take(r.active + m.settings.idle)
 			}
 		}
 	}
@@ -176,19 +176,19 @@ func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 		}
 	}
 	if hasLast {
-		u.devsExpire = last + m.s.grace
+		u.devsExpire = last + m.settings.grace
 	} else {
 		u.devsExpire = 0
 	}
-	if u.mexp > 0 && m.live(u, now) > 0 {
-		take(u.mexp)
+	if u.manualUntil > 0 && m.live(u, now) > 0 {
+		take(u.manualUntil)
 	}
-	if u.st.pending {
-		take(u.st.due)
+	if u.state.pending {
+		take(u.state.due)
 	}
-	u.hasState = u.st.pub != StatusOffline || u.st.pending
+	u.hasState = u.state.pub != StatusOffline || u.state.pending
 	if !u.hasState {
-		u.st = debounce{}
+		u.state = debounce{}
 	}
 	if idx, ok := m.due[id]; !hasNext {
 		delete(m.due, id)
@@ -217,7 +217,7 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := Engine{s: m.s}
+	e := Engine{settings: m.settings}
 	acks := make([]Ack, len(beats))
 	var order []int
 	for i, hb := range beats {
@@ -229,14 +229,14 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 	// engine takes them: seed.j for the j-th beat of the bucket's run,
 	// ordered by user.
 	sort.SliceStable(order, func(x, y int) bool {
-		bx, by := m.s.keys.userBucket(beats[order[x]].User), m.s.keys.userBucket(beats[order[y]].User)
+		bx, by := m.settings.keys.userBucket(beats[order[x]].User), m.settings.keys.userBucket(beats[order[y]].User)
 		return bx < by || (bx == by && beats[order[x]].User < beats[order[y]].User)
 	})
 	issue := make([]string, len(beats))
 	for lo := 0; lo < len(order); {
 		hi := lo + 1
-		b := m.s.keys.userBucket(beats[order[lo]].User)
-		for hi < len(order) && m.s.keys.userBucket(beats[order[hi]].User) == b {
+		b := m.settings.keys.userBucket(beats[order[lo]].User)
+		for hi < len(order) && m.settings.keys.userBucket(beats[order[hi]].User) == b {
 			hi++
 		}
 		tokenless := false
@@ -263,7 +263,7 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 
 func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, error) {
 	if !hb.At.IsZero() {
-		if at := hb.At.UnixMilli(); at > now+m.s.skew || at < now-m.s.skew {
+		if at := hb.At.UnixMilli(); at > now+m.settings.skew || at < now-m.settings.skew {
 			return "", nil, ErrClockSkew
 		}
 	}
@@ -276,7 +276,7 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 		if hb.Token != "" && hb.Token != r.token {
 			return "", nil, ErrSessionReplaced
 		}
-		if hb.Token == "" && m.s.cfg.Policy != PolicyMulti {
+		if hb.Token == "" && m.settings.cfg.Policy != PolicyMulti {
 			return "", nil, ErrNoSession
 		}
 		token = r.token
@@ -286,19 +286,19 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 	case fenced && hb.Token != "" && hb.Token != f.token:
 		// the device's fence: a login since has superseded this token
 		return "", nil, ErrSessionReplaced
-	case m.s.cfg.Policy != PolicyMulti:
+	case m.settings.cfg.Policy != PolicyMulti:
 		return "", nil, ErrNoSession
-	case m.live(u, now) >= m.s.maxDevices:
+	case m.live(u, now) >= m.settings.maxDevices:
 		return "", nil, ErrTooManyDevices
 	default:
 		if token == "" {
 			token = issue
 		}
-		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.s.interval[hb.Kind]}
+		r = record{token: token, loginAt: now, active: now, kind: hb.Kind, interval: m.settings.interval[hb.Kind]}
 		// an implicit login under a fence fences its device as a login
 		// does; with no fence in force it sets none (lua/userlib.lua)
 		if fenced {
-			u.fence(hb.Device, now+m.s.fence, token)
+			u.fence(hb.Device, now+m.settings.fence, token)
 		}
 	}
 	r.seen, r.background = now, hb.Background
@@ -321,11 +321,11 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 
 // Login mirrors Engine.Login.
 func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
-	policy := m.s.cfg.Policy
+	policy := m.settings.cfg.Policy
 	if l.Policy != nil {
 		policy = *l.Policy
 	}
-	if err := (&Engine{s: m.s}).checkLogin(l, policy); err != nil {
+	if err := (&Engine{settings: m.settings}).checkLogin(l, policy); err != nil {
 		return LoginResult{}, err
 	}
 	m.mu.Lock()
@@ -345,13 +345,13 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 		if f, ok := u.fences[l.Device]; ok && f.token == token {
 			return LoginResult{Token: token}, nil
 		}
-		u.fence(l.Device, now+m.s.fence, token)
+		u.fence(l.Device, now+m.settings.fence, token)
 		return LoginResult{Token: token, Changes: m.settle(l.User, u, causeChange, now)}, nil
 	}
 	var kicked []string
 	keep := 0
 	for id, r := range u.devs {
-		if m.s.state(r, now) == StatusOffline {
+		if m.settings.state(r, now) == StatusOffline {
 			continue
 		}
 		if id == l.Device || policy == PolicyExclusive || (policy == PolicyExclusivePerKind && r.kind.classCode() == l.Kind.classCode()) {
@@ -360,7 +360,7 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 			keep++
 		}
 	}
-	if keep >= m.s.maxDevices {
+	if keep >= m.settings.maxDevices {
 		return LoginResult{}, ErrTooManyDevices
 	}
 	sort.Strings(kicked)
@@ -370,12 +370,12 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 		res.Kicked = append(res.Kicked, Kick{User: l.User, Device: id, Kind: r.kind, Gateway: r.gateway, At: msTime(now)})
 		if id != l.Device {
 			delete(u.devs, id)
-			u.fence(id, now+m.s.fence, "")
+			u.fence(id, now+m.settings.fence, "")
 		}
 	}
 	u.devs[l.Device] = record{kind: l.Kind, gateway: l.Gateway, token: token, loginAt: now, seen: now, active: now,
-		background: l.Background, interval: m.s.interval[l.Kind], meta: encodeMeta(l.Meta)}
-	u.fence(l.Device, now+m.s.fence, token)
+		background: l.Background, interval: m.settings.interval[l.Kind], meta: encodeMeta(l.Meta)}
+	u.fence(l.Device, now+m.settings.fence, token)
 	res.Changes = m.settle(l.User, u, causeChange, now)
 	return res, nil
 }
@@ -406,7 +406,7 @@ func (m *Model) end(c cause, user, device, token string) (Ended, error) {
 		return Ended{}, ErrSessionReplaced
 	}
 	if c == causeLogout {
-		r.gone, r.active = true, m.s.deadline(r)
+		r.gone, r.active = true, m.settings.deadline(r)
 		u.devs[device] = r
 	} else {
 		delete(u.devs, device)
@@ -423,9 +423,9 @@ func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time
 	defer m.mu.Unlock()
 	now := m.now()
 	u := m.user(user, now)
-	u.manual, u.mexp = man, 0
+	u.manual, u.manualUntil = man, 0
 	if man != ManualNone && ttl > 0 {
-		u.mexp = now + ms(ttl)
+		u.manualUntil = now + millis(ttl)
 	}
 	return m.settle(user, u, causeChange, now), nil
 }
@@ -451,14 +451,14 @@ func (m *Model) Statuses(ctx context.Context, users []string) ([]UserStatus, err
 	for i, id := range users {
 		recs := map[string]record{}
 		var man Manual
-		var mexp int64
+		var manualUntil int64
 		if u := m.users[id]; u != nil {
 			if u.devsExpire == 0 || now <= u.devsExpire {
 				recs = u.devs
 			}
-			man, mexp = u.manual, u.mexp
+			man, manualUntil = u.manual, u.manualUntil
 		}
-		out[i] = m.s.userStatus(id, recs, man, mexp, now)
+		out[i] = m.settings.userStatus(id, recs, man, manualUntil, now)
 	}
 	return out, nil
 }
@@ -480,7 +480,7 @@ func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
 	var due []entry
 	for u, score := range m.due {
 		if score <= now {
-			due = append(due, entry{u, m.s.keys.userBucket(u), score})
+			due = append(due, entry{u, m.settings.keys.userBucket(u), score})
 		}
 	}
 	sort.Slice(due, func(i, j int) bool {
@@ -493,13 +493,13 @@ func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
 		}
 		return a.user < b.user
 	})
-	r := SweepReport{Buckets: int(m.s.keys.userBuckets)}
+	r := SweepReport{Buckets: int(m.settings.keys.userBuckets)}
 	r.observe(now)
 	for _, d := range due {
 		u := m.user(d.user, now)
 		r.Visited++
 		r.Changes = append(r.Changes, m.settle(d.user, u, causeLeave, now)...)
-		if len(u.devs) == 0 && len(u.fences) == 0 && !u.hasState && u.mexp == 0 && u.manual == ManualNone {
+		if len(u.devs) == 0 && len(u.fences) == 0 && !u.hasState && u.manualUntil == 0 && u.manual == ManualNone {
 			delete(m.users, d.user)
 		}
 	}

@@ -55,7 +55,7 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	}
 	for i, t := range touches {
 		field := "touches[" + strconv.Itoa(i) + "]"
-		if _, err := m.s.checkScope(field+".Scope", t.Scope); err != nil {
+		if _, err := m.settings.checkScope(field+".Scope", t.Scope); err != nil {
 			return err
 		}
 		if err := checkID(field+".Member", t.Member); err != nil {
@@ -66,9 +66,9 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	defer m.mu.Unlock()
 	now := m.now()
 	for _, t := range touches {
-		cls := m.s.classes[t.Scope.Class]
+		cls := m.settings.classes[t.Scope.Class]
 		s := m.scope(t.Scope, cls, now)
-		expire := now + cls.window + m.s.grace
+		expire := now + cls.window + m.settings.grace
 		switch cls.layout {
 		case LayoutExact:
 			s.exact[t.Member], s.exactExpire = now, expire
@@ -82,8 +82,8 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 			}
 			s.hll[b][t.Member], s.hllExpire[b] = true, expire+cls.bucket
 		}
-		if _, ok := m.reg[t.Scope]; !ok {
-			m.reg[t.Scope] = now + cls.interval
+		if _, ok := m.registry[t.Scope]; !ok {
+			m.registry[t.Scope] = now + cls.interval
 		}
 	}
 	return nil
@@ -91,7 +91,7 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 
 // Leave mirrors Engine.Leave.
 func (m *Model) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
-	cls, err := m.s.checkScope("scope", sc)
+	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return false, err
 	}
@@ -142,7 +142,7 @@ func (m *Model) size(s *modelScope, cls classSettings, win, now int64) int64 {
 
 // Count mirrors Engine.Count (approx counts are exact here).
 func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
-	cls, err := m.s.checkScope("scope", sc)
+	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return Count{}, err
 	}
@@ -155,14 +155,14 @@ func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
 	}
 	c := Count{N: m.size(s, cls, cls.window, now), AsOf: msTime(now)}
 	if cls.layout == LayoutCompact {
-		s.count, s.countExpire = c, now+m.s.countTTL
+		s.count, s.countExpire = c, now+m.settings.countTTL
 	}
 	return c, nil
 }
 
 // Members mirrors Engine.Members.
 func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
-	cls, err := m.s.checkScope("scope", sc)
+	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return MemberPage{}, err
 	}
@@ -220,11 +220,11 @@ func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int)
 
 // ActiveWithin mirrors Engine.ActiveWithin.
 func (m *Model) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
-	cls, err := m.s.checkScope("scope", sc)
+	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return 0, err
 	}
-	if d < time.Millisecond || ms(d) > cls.window {
+	if d < time.Millisecond || millis(d) > cls.window {
 		return 0, invalid("d", "must be 1ms to the class window %v, got %v", time.Duration(cls.window)*time.Millisecond, d)
 	}
 	m.mu.Lock()
@@ -232,12 +232,12 @@ func (m *Model) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (in
 	now := m.now()
 	s := m.scope(sc, cls, now)
 	if cls.layout != LayoutCompact {
-		return m.size(s, cls, ms(d), now), nil
+		return m.size(s, cls, millis(d), now), nil
 	}
 	var n int64
 	for _, sh := range s.shards {
 		for _, t := range sh {
-			if t >= now-ms(d) {
+			if t >= now-millis(d) {
 				n++
 			}
 		}
@@ -254,25 +254,25 @@ func (m *Model) SweepScopes(ctx context.Context) (SweepReport, error) {
 	}
 	now := m.now()
 	var due []Scope
-	for sc, at := range m.reg {
+	for sc, at := range m.registry {
 		if at <= now {
 			due = append(due, sc)
 		}
 	}
 	sort.Slice(due, func(i, j int) bool {
-		bi, bj := m.s.keys.scopeBucket(due[i]), m.s.keys.scopeBucket(due[j])
+		bi, bj := m.settings.keys.scopeBucket(due[i]), m.settings.keys.scopeBucket(due[j])
 		if bi != bj {
 			return bi < bj
 		}
-		if m.reg[due[i]] != m.reg[due[j]] {
-			return m.reg[due[i]] < m.reg[due[j]]
+		if m.registry[due[i]] != m.registry[due[j]] {
+			return m.registry[due[i]] < m.registry[due[j]]
 		}
 		return due[i].ref() < due[j].ref()
 	})
-	r := SweepReport{Buckets: int(m.s.keys.scopeBuckets)}
+	r := SweepReport{Buckets: int(m.settings.keys.scopeBuckets)}
 	r.observe(now)
 	for _, sc := range due {
-		cls := m.s.classes[sc.Class]
+		cls := m.settings.classes[sc.Class]
 		s := m.scope(sc, cls, now)
 		r.Visited++
 		switch cls.layout {
@@ -294,20 +294,20 @@ func (m *Model) SweepScopes(ctx context.Context) (SweepReport, error) {
 			}
 		}
 		n := m.size(s, cls, cls.window, now)
-		rel := m.rel[sc]
-		if n > 0 || rel.empties+1 < m.s.release {
-			s.count, s.countExpire = Count{N: n, AsOf: msTime(now)}, now+m.s.countTTL
+		rel := m.releases[sc]
+		if n > 0 || rel.empties+1 < m.settings.release {
+			s.count, s.countExpire = Count{N: n, AsOf: msTime(now)}, now+m.settings.countTTL
 			if n > 0 {
-				delete(m.rel, sc)
+				delete(m.releases, sc)
 			} else {
-				m.rel[sc] = modelRelease{empties: rel.empties + 1}
+				m.releases[sc] = modelRelease{empties: rel.empties + 1}
 			}
-			m.reg[sc] = now + cls.interval
+			m.registry[sc] = now + cls.interval
 			continue
 		}
 		delete(m.scopes, sc)
-		delete(m.reg, sc)
-		delete(m.rel, sc)
+		delete(m.registry, sc)
+		delete(m.releases, sc)
 		r.Released++
 	}
 	return r, nil

@@ -11,9 +11,9 @@ import (
 // scripts that publish them, so they move with the debounce of design
 // section 7 and never require a scan. One round trip (one read per bucket).
 func (e *Engine) Online(ctx context.Context) (map[Status]int64, error) {
-	calls := make([]Call, len(e.s.users))
-	for b := range e.s.users {
-		calls[b] = Call{SHA: e.scripts.counts.sha, Keys: []string{e.s.users[b].counts}}
+	calls := make([]Call, len(e.settings.users))
+	for b := range e.settings.users {
+		calls[b] = Call{SHA: e.scripts.counts.sha, Keys: []string{e.settings.users[b].counts}}
 	}
 	res, err := e.evalCalls(ctx, "online", calls)
 	if err != nil {
@@ -44,8 +44,8 @@ func (m *Model) Online(ctx context.Context) (map[Status]int64, error) {
 	defer m.mu.Unlock()
 	out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
 	for _, u := range m.users {
-		if u.st.pub != StatusOffline {
-			out[u.st.pub]++
+		if u.state.pub != StatusOffline {
+			out[u.state.pub]++
 		}
 	}
 	return out, nil

@@ -10,8 +10,8 @@ import (
 
 // scopeKeys are the keys and arguments that locate one scope's data.
 type scopeKeys struct {
-	l      keyLayout
-	sc     Scope
+	layout keyLayout
+	scope  Scope
 	cls    classSettings
 	bucket uint32
 	data   string // exact: the sorted set; compact, approx: up to the shard or bucket start
@@ -20,14 +20,14 @@ type scopeKeys struct {
 }
 
 func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
-	cls, err := e.s.checkScope(field, sc)
+	cls, err := e.settings.checkScope(field, sc)
 	if err != nil {
 		return scopeKeys{}, err
 	}
-	l := e.s.keys
+	l := e.settings.keys
 	b := l.scopeBucket(sc)
 	base := l.scopeBase(b)
-	k := scopeKeys{l: l, sc: sc, cls: cls, bucket: b, count: base + sufCount + sc.ref()}
+	k := scopeKeys{layout: l, scope: sc, cls: cls, bucket: b, count: base + sufCount + sc.ref()}
 	switch cls.layout {
 	case LayoutExact:
 		k.data = base + sufExact + sc.ref()
@@ -42,7 +42,7 @@ func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 // shardPrefix is the key of compact shard n up to the shard number.
 func (k scopeKeys) shardPrefix(n int) string {
 	if k.cls.spread {
-		return k.l.spreadBase(k.bucket, n) + sufShard + k.sc.Class + ":"
+		return k.layout.spreadBase(k.bucket, n) + sufShard + k.scope.Class + ":"
 	}
 	return k.data
 }
@@ -95,7 +95,7 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 			shard := k.shardKey(t.Member)
 			if _, ok := shardMembers[shard]; !ok {
 				shardOrder = append(shardOrder, shard)
-				shardTTL[shard] = itoa(k.cls.window + e.s.grace)
+				shardTTL[shard] = itoa(k.cls.window + e.settings.grace)
 			}
 			shardMembers[shard] = append(shardMembers[shard], t.Member)
 			if registered[t.Scope] {
@@ -115,7 +115,7 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	calls := make([]scriptCall, len(order), len(order)+len(shardOrder))
 	for g, b := range order {
 		items := groups[b]
-		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.s.grace), strconv.Itoa(len(items)/8))
+		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.settings.grace), strconv.Itoa(len(items)/8))
 		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:2], append(args, items...)}
 	}
 	for _, shard := range shardOrder {
@@ -128,7 +128,7 @@ func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 
 // scopeBucketKeys are the registry, release counters and lock of bucket b.
 func (e *Engine) scopeBucketKeys(b uint32) []string {
-	base := e.s.keys.scopeBase(b)
+	base := e.settings.keys.scopeBase(b)
 	return []string{base + sufRegistry, base + sufRelease, base + sufLock}
 }
 
@@ -204,7 +204,7 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 		mode = "peek"
 	}
 	args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(e.s.countTTL), mode}
+		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(e.settings.countTTL), mode}
 	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.count, []string{k.count}, args}})
 	if err != nil {
 		return Count{}, err
@@ -266,7 +266,7 @@ func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (C
 		return Count{}, err
 	}
 	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.countSet, []string{k.count},
-		[]string{itoa(sum), itoa(now.UnixMilli()), itoa(e.s.countTTL)}}})
+		[]string{itoa(sum), itoa(now.UnixMilli()), itoa(e.settings.countTTL)}}})
 	if err != nil {
 		return Count{}, err
 	}
@@ -290,7 +290,7 @@ func (e *Engine) rememberCount(sc Scope, c Count) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.lastGood[sc]; !ok && len(e.lastGood) >= e.s.lastGood {
+	if _, ok := e.lastGood[sc]; !ok && len(e.lastGood) >= e.settings.lastGood {
 		for k := range e.lastGood { // evict an arbitrary entry to stay bounded
 			delete(e.lastGood, k)
 			break
@@ -411,18 +411,18 @@ func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (i
 	if err != nil {
 		return 0, err
 	}
-	if d < time.Millisecond || ms(d) > k.cls.window {
+	if d < time.Millisecond || millis(d) > k.cls.window {
 		return 0, invalid("d", "must be 1ms to the class window %v, got %v", time.Duration(k.cls.window)*time.Millisecond, d)
 	}
 	var calls []scriptCall
 	for n := 0; n < k.cls.shards; n++ {
 		if !k.cls.spread {
 			calls = append(calls, scriptCall{e.scripts.active, []string{k.count}, []string{e.nowArg(),
-				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(ms(d)), strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), "0"}})
+				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(millis(d)), strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), "0"}})
 			break
 		}
 		calls = append(calls, scriptCall{e.scripts.active, []string{k.shardKeyN(n)}, []string{e.nowArg(),
-			strconv.Itoa(int(k.cls.layout)), k.shardPrefix(n), k.tail, itoa(ms(d)), strconv.Itoa(n + 1), itoa(k.cls.bucket), strconv.Itoa(n)}})
+			strconv.Itoa(int(k.cls.layout)), k.shardPrefix(n), k.tail, itoa(millis(d)), strconv.Itoa(n + 1), itoa(k.cls.bucket), strconv.Itoa(n)}})
 	}
 	vals, err := e.eval(ctx, "active", calls)
 	if err != nil {

@@ -21,10 +21,10 @@ const sweepStepMicros = 500
 // none is due. A bucket whose lock another sweeper holds is skipped;
 // correctness never depends on the lock.
 func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
-	n := int(e.s.keys.userBuckets)
+	n := int(e.settings.keys.userBuckets)
 	return e.sweep(ctx, "users", n, func(b uint32, token string) scriptCall {
-		args := append(e.userArgs(b, 4), token, itoa(e.s.lease), strconv.Itoa(e.s.batch), itoa(sweepStepMicros))
-		return scriptCall{e.scripts.sweepUsers, e.s.users[b].sweep, args}
+		args := append(e.userArgs(b, 4), token, itoa(e.settings.lease), strconv.Itoa(e.settings.batch), itoa(sweepStepMicros))
+		return scriptCall{e.scripts.sweepUsers, e.settings.users[b].sweep, args}
 	}, func(v Value, r *SweepReport) (bool, string, error) {
 		now, rest, err := splitReply(v, 4)
 		if err != nil {
@@ -52,18 +52,18 @@ func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
 // their count keys rewritten, and are released once empty for
 // Config.ReleaseAfter sweeps in a row.
 func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
-	n := int(e.s.keys.scopeBuckets)
-	classes := make([]string, 0, 1+7*len(e.s.classNames))
-	classes = append(classes, strconv.Itoa(len(e.s.classNames)))
-	for _, name := range e.s.classNames {
-		c := e.s.classes[name]
+	n := int(e.settings.keys.scopeBuckets)
+	classes := make([]string, 0, 1+7*len(e.settings.classNames))
+	classes = append(classes, strconv.Itoa(len(e.settings.classNames)))
+	for _, name := range e.settings.classNames {
+		c := e.settings.classes[name]
 		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
 			itoa(c.interval), itoa(c.bucket), flag(c.spread))
 	}
 	r, err := e.sweep(ctx, "scopes", n, func(b uint32, token string) scriptCall {
-		args := append(make([]string, 0, 12+len(classes)), e.nowArg(), token, itoa(e.s.lease),
-			strconv.Itoa(e.s.batch), strconv.Itoa(e.s.budget), strconv.Itoa(e.s.release), itoa(e.s.countTTL),
-			e.s.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
+		args := append(make([]string, 0, 12+len(classes)), e.nowArg(), token, itoa(e.settings.lease),
+			strconv.Itoa(e.settings.batch), strconv.Itoa(e.settings.budget), strconv.Itoa(e.settings.release), itoa(e.settings.countTTL),
+			e.settings.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
 		return scriptCall{e.scripts.sweepScopes, e.scopeBucketKeys(b), append(args, classes...)}
 	}, func(v Value, r *SweepReport) (bool, string, error) {
 		now, rest, err := splitReply(v, 6)
@@ -134,7 +134,7 @@ func (e *Engine) sweepSpread(ctx context.Context, v Value, r *SweepReport) error
 		}
 		bk := e.scopeBucketKeys(k.bucket)
 		vals, err := e.eval(ctx, "sweep scopes", []scriptCall{{e.scripts.scopeFinish, []string{bk[0], bk[1], k.count},
-			[]string{e.nowArg(), ref, itoa(remaining), itoa(empties), strconv.Itoa(e.s.release), itoa(e.s.countTTL), itoa(k.cls.interval)}}})
+			[]string{e.nowArg(), ref, itoa(remaining), itoa(empties), strconv.Itoa(e.settings.release), itoa(e.settings.countTTL), itoa(k.cls.interval)}}})
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ const shardScan = 256
 // each walk ended when one round walked them all, else counted again once
 // all are walked) and the number of steps.
 func (e *Engine) sweepShards(ctx context.Context, k scopeKeys, r *SweepReport) (remaining int64, steps int, err error) {
-	count, win := strconv.Itoa(min(e.s.budget, shardScan)), itoa(k.cls.window)
+	count, win := strconv.Itoa(min(e.settings.budget, shardScan)), itoa(k.cls.window)
 	pending := make([]int, k.cls.shards)
 	cursors := make([]string, k.cls.shards)
 	for n := range pending {

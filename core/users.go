@@ -22,7 +22,7 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 		e.metrics.Heartbeats(0, 1)
 		return Ack{}, err
 	}
-	b := e.s.keys.userBucket(hb.User)
+	b := e.settings.keys.userBucket(hb.User)
 	// drawn before the steady beat, so that a beat draws one seed whichever
 	// script applies it, as the model's does
 	seed, err := e.seedFor(hb.Token == "")
@@ -58,7 +58,7 @@ func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 // the beat was steady and applied, or "" if heartbeat_full.lua must decide it.
 func (e *Engine) steadyBeat(ctx context.Context, b uint32, hb Heartbeat) (string, error) {
 	args := e.appendSteady(e.steadyArgs(b, 1), hb)
-	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys, Args: args}}
+	calls := []Call{{SHA: e.scripts.beat.sha, Keys: e.settings.users[b].keys, Args: args}}
 	res, err := e.evalCalls(ctx, "heartbeat", calls)
 	if err != nil {
 		return "", err
@@ -87,7 +87,7 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 	bucket := make([]uint32, len(beats))
 	for i, hb := range beats {
 		if acks[i].Err = e.checkHeartbeat(hb); acks[i].Err == nil {
-			bucket[i] = e.s.keys.userBucket(hb.User)
+			bucket[i] = e.settings.keys.userBucket(hb.User)
 			order = append(order, i)
 		}
 	}
@@ -182,7 +182,7 @@ func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, bucket []ui
 		for _, i := range these {
 			args = e.appendSteady(args, beats[i])
 		}
-		calls = append(calls, Call{SHA: e.scripts.beat.sha, Keys: e.s.users[b].keys, Args: args})
+		calls = append(calls, Call{SHA: e.scripts.beat.sha, Keys: e.settings.users[b].keys, Args: args})
 		offered = append(offered, these)
 	}
 	if len(calls) == 0 {
@@ -233,15 +233,15 @@ func (e *Engine) seedFor(needed bool) (string, error) {
 // it whatever is stored, so it changes nothing and can go there at once,
 // out of its place among the user's other beats.
 func (e *Engine) mayBeSteady(hb Heartbeat) bool {
-	return hb.Token != "" || e.s.cfg.Policy == PolicyMulti
+	return hb.Token != "" || e.settings.cfg.Policy == PolicyMulti
 }
 
 // steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b before its
 // beats, with room for n beats.
 func (e *Engine) steadyArgs(b uint32, n int) []string {
-	args := make([]string, 0, 2+len(e.s.beatParams)+8*n)
-	args = append(args, e.nowArg(), e.s.users[b].devPrefix)
-	return append(args, e.s.beatParams[:]...)
+	args := make([]string, 0, 2+len(e.settings.beatParams)+8*n)
+	args = append(args, e.nowArg(), e.settings.users[b].devPrefix)
+	return append(args, e.settings.beatParams[:]...)
 }
 
 // appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua) to args.
@@ -262,7 +262,7 @@ func (e *Engine) appendBeat(args []string, hb Heartbeat, seed string, j int) []s
 		issue = seed + "." + strconv.Itoa(j)
 	}
 	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
-		flag(hb.Active), flag(hb.Background), e.s.intervalS[hb.Kind], meta, at, issue)
+		flag(hb.Active), flag(hb.Background), e.settings.intervalArgs[hb.Kind], meta, at, issue)
 }
 
 // beatExtras returns a beat's metadata ("" keep, "=" .. encoded to set) and
@@ -403,7 +403,7 @@ func (e *Engine) checkHeartbeat(hb Heartbeat) error {
 // refused, and announced on their gateways' kick channels. A login beyond
 // Config.MaxDevices is refused with ErrTooManyDevices and changes nothing.
 func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
-	policy := e.s.cfg.Policy
+	policy := e.settings.cfg.Policy
 	if l.Policy != nil {
 		policy = *l.Policy
 	}
@@ -417,9 +417,9 @@ func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 			return LoginResult{}, err
 		}
 	}
-	b := e.s.keys.userBucket(l.User)
+	b := e.settings.keys.userBucket(l.User)
 	args := append(e.userArgs(b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
-		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.s.interval[l.Kind]), encodeMeta(l.Meta), token)
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.settings.interval[l.Kind]), encodeMeta(l.Meta), token)
 	vals, err := e.eval(ctx, "login", []scriptCall{{e.scripts.login, e.userKeys(b), args}})
 	if err != nil {
 		return LoginResult{}, err
@@ -508,7 +508,7 @@ func (e *Engine) end(ctx context.Context, mode, user, device, token string) (End
 	if err := checkEnd(user, device, token); err != nil {
 		return Ended{}, err
 	}
-	b := e.s.keys.userBucket(user)
+	b := e.settings.keys.userBucket(user)
 	args := append(e.userArgs(b, 4), user, device, mode, token)
 	vals, err := e.eval(ctx, mode, []scriptCall{{e.scripts.logout, e.userKeys(b), args}})
 	if err != nil {
@@ -541,8 +541,8 @@ func (e *Engine) SetManual(ctx context.Context, user string, m Manual, ttl time.
 	if err := checkManual(user, m, ttl); err != nil {
 		return nil, err
 	}
-	b := e.s.keys.userBucket(user)
-	args := append(e.userArgs(b, 3), user, strconv.Itoa(int(m)), itoa(ms(ttl)))
+	b := e.settings.keys.userBucket(user)
+	args := append(e.userArgs(b, 3), user, strconv.Itoa(int(m)), itoa(millis(ttl)))
 	vals, err := e.eval(ctx, "manual", []scriptCall{{e.scripts.manual, e.userKeys(b), args}})
 	if err != nil {
 		return nil, err
@@ -577,7 +577,7 @@ func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, er
 	groups := map[uint32][]int{}
 	var order []uint32
 	for i, u := range users {
-		b := e.s.keys.userBucket(u)
+		b := e.settings.keys.userBucket(u)
 		if _, ok := groups[b]; !ok {
 			order = append(order, b)
 		}
@@ -620,9 +620,9 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 		return UserStatus{}, err
 	}
 	manual, err1 := f[0].AsInt()
-	mexp, err2 := f[1].AsInt()
+	manualUntil, err2 := f[1].AsInt()
 	flat, err3 := f[2].AsArray(-1)
-	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !inRange(manual, len(manualNames)) || mexp < 0 {
+	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !inRange(manual, len(manualNames)) || manualUntil < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)
 	}
 	static := make(map[string]string, len(flat)/4)
@@ -655,15 +655,15 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 		}
 		recs[id] = r
 	}
-	return e.s.userStatus(user, recs, Manual(manual), mexp, now), nil
+	return e.settings.userStatus(user, recs, Manual(manual), manualUntil, now), nil
 }
 
 // userStatus derives a user's status from stored records by the rules.
-func (s *settings) userStatus(user string, recs map[string]record, manual Manual, mexp, now int64) UserStatus {
-	if mexp > 0 && now >= mexp {
-		manual, mexp = ManualNone, 0
+func (s *settings) userStatus(user string, recs map[string]record, manual Manual, manualUntil, now int64) UserStatus {
+	if manualUntil > 0 && now >= manualUntil {
+		manual, manualUntil = ManualNone, 0
 	}
-	st := UserStatus{User: user, Manual: manual, ManualUntil: msTime(mexp), At: msTime(now)}
+	st := UserStatus{User: user, Manual: manual, ManualUntil: msTime(manualUntil), At: msTime(now)}
 	states := make([]Status, 0, len(recs))
 	for id, r := range recs {
 		state := s.state(r, now)
