@@ -108,7 +108,7 @@ type LoggedChange struct {
 // after were already trimmed, so a reader missed some: it should reload the
 // statuses it shows. It needs Config.ChangeLog.
 func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (entries []LoggedChange, gap bool, err error) {
-	if e.s.changeLog == 0 {
+	if e.settings.changeLog == 0 {
 		return nil, false, ErrUnsupported
 	}
 	if limit < 1 || limit > MaxPage {
@@ -117,7 +117,7 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (e
 	if after != "" && !validStreamID(after) {
 		return nil, false, invalid("after", "%q is not a change log ID", after)
 	}
-	vals, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logRead, []string{e.s.keys.logKey()}, []string{after, itoa(int64(limit))}}})
+	vals, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logRead, []string{e.settings.keys.logKey()}, []string{after, itoa(int64(limit))}}})
 	if err != nil {
 		return nil, false, err
 	}
@@ -162,18 +162,18 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (e
 
 // logEvents appends changes and kicks to the change log, when there is one.
 func (e *Engine) logEvents(ctx context.Context, changes []Change, kicks []Kick) {
-	if e.s.changeLog == 0 || len(changes)+len(kicks) == 0 {
+	if e.settings.changeLog == 0 || len(changes)+len(kicks) == 0 {
 		return
 	}
 	args := make([]string, 0, 1+2*(len(changes)+len(kicks)))
-	args = append(args, itoa(int64(e.s.changeLog)))
+	args = append(args, itoa(int64(e.settings.changeLog)))
 	for _, c := range changes {
 		args = append(args, "c", string(MarshalChange(c)))
 	}
 	for _, k := range kicks {
 		args = append(args, "k", string(MarshalKick(k)))
 	}
-	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.s.keys.logKey()}, args}}); err != nil {
+	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.settings.keys.logKey()}, args}}); err != nil {
 		e.metrics.Error("change log", err)
 		if e.log != nil {
 			e.log.WarnContext(ctx, "presence: change log append failed", "err", err)

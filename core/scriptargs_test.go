@@ -108,8 +108,8 @@ func TestLuaArgNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.beatSHA = e.scripts.beat.sha
-	b := e.s.keys.userBucket("alice")
-	base := e.s.keys.userBase(b)
+	b := e.settings.keys.userBucket("alice")
+	base := e.settings.keys.userBase(b)
 	common := map[string]string{
 		"ARG_NOW": "1772366400123", "ARG_IDLE": "301000", "ARG_PUSH": "602000", "ARG_LEAVE": "15003",
 		"ARG_COALESCE": "1004", "ARG_GRACE": "10005", "ARG_DPRE": base + sufDevices, "ARG_MAXDEV": "17",
@@ -155,13 +155,13 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
 			"ARG_BEAT1+BEAT_KIND": kindCodes[KindAndroid], "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
 			"ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
-			"ARG_BEAT1+BEAT_INTERVAL": itoa(e.s.interval[KindAndroid]), "ARG_BEAT1+BEAT_META": meta,
+			"ARG_BEAT1+BEAT_INTERVAL": itoa(e.settings.interval[KindAndroid]), "ARG_BEAT1+BEAT_META": meta,
 			"ARG_BEAT1+BEAT_AT": "1772366399456", "ARG_BEAT1+BEAT_ISSUE": "",
 		}), "ARG_BEAT1", 11},
 		{e.scripts.login, []string{"userlib", "login"}, with(map[string]string{
 			"ARG_USER": "alice", "ARG_DEVICE": "web", "ARG_KIND": kindCodes[KindDesktop], "ARG_GATEWAY": "gw-l",
 			"ARG_LOGIN_POLICY": strconv.Itoa(int(PolicyExclusivePerKind)), "ARG_BACKGROUND": "1",
-			"ARG_INTERVAL": itoa(e.s.interval[KindDesktop]), "ARG_META": encodeMeta(map[string]string{"a": "b"}),
+			"ARG_INTERVAL": itoa(e.settings.interval[KindDesktop]), "ARG_META": encodeMeta(map[string]string{"a": "b"}),
 			"ARG_TOKEN": "tok-l",
 		}), "", 0},
 		{e.scripts.logout, []string{"userlib", "logout"}, with(map[string]string{
@@ -174,7 +174,7 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_USERS": "1", "ARG_USERS+1": "alice",
 		}), "ARG_USERS", 1},
 		{e.scripts.sweepUsers, []string{"userlib", "sweep_users"}, with(map[string]string{
-			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.s.lease), "ARG_LIMIT": strconv.Itoa(e.s.batch), "ARG_BUDGET": itoa(sweepStepMicros),
+			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease), "ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": itoa(sweepStepMicros),
 		}), "", 0},
 	}
 	for _, c := range cases {
