@@ -42,6 +42,6 @@ for _ in $(seq 1 100); do
 done
 
 # few users and small batches: every call is fifty times slower
-(cd cmd/bench/compare && go run . --redis "redis://127.0.0.1:$port" --callgrind-pid "$pid" --skip-memory --quiet \
+(cd cmd/bench/compare && GOWORK=off go run . --redis "redis://127.0.0.1:$port" --callgrind-pid "$pid" --skip-memory --quiet \
   --users 2000 --batch 100 --duration 3s --markdown "$out/instructions.md" "$@" >/dev/null)
 cat "$out/instructions.md"

@@ -84,21 +84,21 @@ go run ./cmd/presence bench --redis "$url" $brief --quiet --json "$out/bench.jso
 stop_redis
 
 echo "== cmd/bench/compare: go vet (a module of its own: ./... of the root does not reach it)"
-(cd cmd/bench/compare && go vet ./...)
+(cd cmd/bench/compare && GOWORK=off go vet ./...)
 
 echo "== cmd/bench/compare $brief"
 start_redis
-(cd cmd/bench/compare && go run . --redis "$url" $brief --quiet --json "$out/compare.json" --markdown "$out/compare.md") | tee "$out/compare.txt"
+(cd cmd/bench/compare && GOWORK=off go run . --redis "$url" $brief --quiet --json "$out/compare.json" --markdown "$out/compare.md") | tee "$out/compare.txt"
 stop_redis
 
 echo "== cmd/bench/compare $brief --concurrency 128 (a gateway's many connections, where package batcher merges beats)"
 start_redis
-(cd cmd/bench/compare && go run . --redis "$url" $brief --concurrency 128 --quiet --json "$out/compare-128.json" --markdown "$out/compare-128.md") | tee "$out/compare-128.txt"
+(cd cmd/bench/compare && GOWORK=off go run . --redis "$url" $brief --concurrency 128 --quiet --json "$out/compare-128.json" --markdown "$out/compare-128.md") | tee "$out/compare-128.txt"
 stop_redis
 
 echo "== cmd/bench/compare $brief --user-buckets 1 (one user bucket, as on a single node: a batch is one script call)"
 start_redis
-(cd cmd/bench/compare && go run . --redis "$url" $brief --user-buckets 1 --skip-memory --quiet --json "$out/compare-1bucket.json" --markdown "$out/compare-1bucket.md") | tee "$out/compare-1bucket.txt"
+(cd cmd/bench/compare && GOWORK=off go run . --redis "$url" $brief --user-buckets 1 --skip-memory --quiet --json "$out/compare-1bucket.json" --markdown "$out/compare-1bucket.md") | tee "$out/compare-1bucket.txt"
 stop_redis
 
 if [ -z "$brief" ]; then

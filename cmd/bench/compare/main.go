@@ -71,7 +71,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the report as Markdown tables to this file")
 	fs.IntVar(&o.userBuckets, "user-buckets", 0, "the engine's Config.UserBuckets (default 16; on a single node, 1 lets a batch be one script call)")
-	fs.IntVar(&o.callgrindPID, "callgrind-pid", 0, "pid of the redis-server, run under valgrind --tool=callgrind: report its instructions per item (bench/instructions.sh)")
+	fs.IntVar(&o.callgrindPID, "callgrind-pid", 0, "pid of the redis-server, run under valgrind --tool=callgrind: report its instructions per item (cmd/bench/instructions.sh)")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows")
 	if err := fs.Parse(args); err != nil {
 		return o, err
