@@ -139,6 +139,26 @@ func decodeChanges(v Value, now int64) ([]Change, error) {
 	return out, nil
 }
 
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// splitReply reads a script reply {now, rest...} with n items after now.
+func splitReply(v Value, n int) (int64, []Value, error) {
+	items, err := v.AsArray(n + 1)
+	if err != nil {
+		return 0, nil, err
+	}
+	now, err := items[0].AsInt()
+	if err != nil {
+		return 0, nil, err
+	}
+	return now, items[1:], nil
+}
+
 // codeErr maps a script's refusal code to its error.
 func codeErr(code string) error {
 	switch code {

@@ -126,3 +126,53 @@ func checkManual(user string, m Manual, ttl time.Duration) error {
 	}
 	return nil
 }
+
+func (e *Engine) checkHeartbeat(hb Heartbeat) error {
+	if err := checkID("Heartbeat.User", hb.User); err != nil {
+		return err
+	}
+	if err := checkID("Heartbeat.Device", hb.Device); err != nil {
+		return err
+	}
+	if !hb.Kind.valid() {
+		return invalid("Heartbeat.Kind", "unknown kind %d", hb.Kind)
+	}
+	if err := checkGateway("Heartbeat.Gateway", hb.Gateway); err != nil {
+		return err
+	}
+	if hb.Token != "" {
+		if err := checkID("Heartbeat.Token", hb.Token); err != nil {
+			return err
+		}
+	}
+	if y := hb.At.Year(); !hb.At.IsZero() && (y < -290_000_000 || y > 290_000_000) {
+		// milliseconds since the epoch wrap past ±292 million years, so an
+		// instant that far away could land near now: refuse it as skewed
+		return ErrClockSkew
+	}
+	return checkMeta("Heartbeat.Meta", hb.Meta)
+}
+
+func (e *Engine) checkLogin(l Login, p Policy) error {
+	if err := checkID("Login.User", l.User); err != nil {
+		return err
+	}
+	if err := checkID("Login.Device", l.Device); err != nil {
+		return err
+	}
+	if !l.Kind.valid() {
+		return invalid("Login.Kind", "unknown kind %d", l.Kind)
+	}
+	if !p.valid() {
+		return invalid("Login.Policy", "unknown policy %d", p)
+	}
+	if err := checkGateway("Login.Gateway", l.Gateway); err != nil {
+		return err
+	}
+	if l.Token != "" {
+		if err := checkID("Login.Token", l.Token); err != nil {
+			return err
+		}
+	}
+	return checkMeta("Login.Meta", l.Meta)
+}

@@ -1,0 +1,111 @@
+package core
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b before its
+// beats, with room for n beats.
+func (e *Engine) steadyArgs(b uint32, n int) []string {
+	args := make([]string, 0, 2+len(e.settings.beatParams)+8*n)
+	args = append(args, e.nowArg(), e.settings.users[b].devPrefix)
+	return append(args, e.settings.beatParams[:]...)
+}
+
+// appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua) to args.
+func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
+	meta, at := beatExtras(hb)
+	return append(args, hb.User, hb.Device, hb.Token, hb.Gateway, meta,
+		flag(hb.Active), flag(hb.Background), at)
+}
+
+// appendBeat appends one heartbeat's fields (lua/heartbeat_full.lua) to args:
+// a beat without a token, at position j of its run, carries seed.j, the
+// token its implicit login issues. It is formatted here, for the beats the
+// steady script left, and not for those it applied.
+func (e *Engine) appendBeat(args []string, hb Heartbeat, seed string, j int) []string {
+	meta, at := beatExtras(hb)
+	issue := ""
+	if hb.Token == "" {
+		issue = seed + "." + strconv.Itoa(j)
+	}
+	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
+		flag(hb.Active), flag(hb.Background), e.settings.intervalArgs[hb.Kind], meta, at, issue)
+}
+
+// beatExtras returns a beat's metadata ("" keep, "=" .. encoded to set) and
+// client time ("" none) as the scripts take them.
+func beatExtras(hb Heartbeat) (meta, at string) {
+	if hb.Meta != nil {
+		meta = "=" + encodeMeta(hb.Meta)
+	}
+	if !hb.At.IsZero() {
+		at = itoa(hb.At.UnixMilli())
+	}
+	return meta, at
+}
+
+// kindCodes are the kinds as scripts take them.
+var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
+
+// decodeSteady reads a reply of lua/heartbeat_steady.lua into tokens, one for each beat
+// offered: the token in force, or "" for a beat heartbeat_full.lua must decide.
+// The reply is one string, the tokens joined by unitSep.
+func decodeSteady(v Value, tokens []string) error {
+	s, err := v.AsString()
+	if err != nil {
+		return replyErr("steady heartbeat: %v", err)
+	}
+	if len(tokens) == 0 {
+		return nil
+	}
+	last := len(tokens) - 1
+	for j := range last {
+		i := strings.IndexByte(s, unitSep[0])
+		if i < 0 {
+			return replyErr("steady heartbeat: %d tokens for %d beats", j+1, len(tokens))
+		}
+		tokens[j], s = s[:i], s[i+1:]
+	}
+	if strings.IndexByte(s, unitSep[0]) >= 0 {
+		return replyErr("steady heartbeat: more tokens than the %d beats", len(tokens))
+	}
+	tokens[last] = s
+	return nil
+}
+
+// decodeBeats reads a heartbeat reply {now, results} for the beats at
+// positions run into acks.
+func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
+	now, rest, err := splitReply(v, 1)
+	if err != nil {
+		return err
+	}
+	results, err := rest[0].AsArray(4 * len(run))
+	if err != nil {
+		return err
+	}
+	for j, i := range run {
+		r := results[4*j : 4*j+4]
+		code, err1 := r[0].AsString()
+		token, err2 := r[1].AsString()
+		from, err3 := r[2].AsInt()
+		to, err4 := r[3].AsInt()
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return replyErr("heartbeat result %d: %v", j, err)
+		}
+		if acks[i].Err = codeErr(code); acks[i].Err != nil {
+			continue
+		}
+		acks[i].Token = token
+		if from >= 0 {
+			if !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
+				return replyErr("heartbeat result %d: status %d→%d", j, from, to)
+			}
+			acks[i].Changes = []Change{{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}}
+		}
+	}
+	return nil
+}
