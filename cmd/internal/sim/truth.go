@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -222,4 +223,11 @@ func (v *video) staleness(n, asOf, now int64) (time.Duration, bool) {
 		last = s.t
 	}
 	return time.Duration(now-last) * time.Millisecond, true
+}
+
+func (w *world) violation(format string, args ...any) {
+	w.stats.Violations++
+	if len(w.viol) < 50 {
+		w.viol = append(w.viol, fmt.Sprintf("t=%s: ", time.Duration(w.now-w.start)*time.Millisecond)+fmt.Sprintf(format, args...))
+	}
 }
