@@ -2,33 +2,30 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/presencekit/presence/cmd/internal/benchkit"
+	"github.com/presencekit/presence/core"
 )
 
 // runBench is "presence bench": the engine's workloads against a real
 // Redis, printed as a table and written as JSON (schema: benchkit.Report).
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: presence bench --redis redis://127.0.0.1:PORT [flags]")
-		fmt.Fprintln(stderr, "\nRuns heartbeats (single and batched), status reads, scope touches and counts")
-		fmt.Fprintln(stderr, "through each adapter; Redis memory per device and per scope member; sweeps of")
-		fmt.Fprintln(stderr, "an expired backlog with every call in SLOWLOG; and rueidis cached count reads.")
-		fmt.Fprintln(stderr, "It writes keys under fresh prefixes and changes slowlog settings for a while:")
-		fmt.Fprintln(stderr, "point it at a throwaway server.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs := newCLI("bench", "presence bench --redis redis://127.0.0.1:PORT [flags]", `
+Runs heartbeats (single and batched), status reads, scope touches and counts
+through each adapter; Redis memory per device and per scope member; sweeps of
+an expired backlog with every call in SLOWLOG; and rueidis cached count reads.
+Prints a table (and JSON or Markdown on request). It writes keys under fresh
+prefixes and changes slowlog settings for a while: point it at a throwaway
+server.`)
 	url := fs.String("redis", "", "redis://host:port[/db] of the server to measure (required)")
 	allowMini := fs.Bool("allow-miniredis", false, "without --redis, run on an embedded miniredis: a smoke test, not a measurement")
 	adapters := fs.String("adapters", strings.Join(benchkit.Adapters(), ","), "adapters for the throughput workloads; also "+strings.Join(benchkit.Variants(), ",")+" (rueidis with Centrifuge's client settings)")
@@ -47,11 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mdPath := fs.String("markdown", "", "also write the report as Markdown tables to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the client side to this file (go tool pprof)")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the client side to this file at the end")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{"unexpected arguments: " + strings.Join(fs.Args(), " ")}
 	}
 	s := benchkit.Suite{URL: *url, Concurrency: *conc, BatchConcurrency: *bconc, Batch: *batch, Duration: *dur,
 		Users: *users, MemoryItems: *memItems, Brief: *brief, Clock: *clock, Adapters: splitList(*adapters), Only: splitList(*only)}
@@ -61,13 +55,32 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, b := range splitList(*backlogs) {
 		n, err := strconv.Atoi(b)
 		if err != nil || n < 1 || n > 10_000_000 {
-			return usageError{fmt.Sprintf("--backlogs: %q is not a count from 1 to 10000000", b)}
+			return usageError{msg: fmt.Sprintf("--backlogs: %q is not a count from 1 to 10000000", b)}
 		}
 		s.Backlogs = append(s.Backlogs, n)
 	}
+	// benchkit checks these too, but only once it runs; here they are usage
+	// errors, found before anything connects.
+	for _, a := range s.Adapters {
+		if !slices.Contains(benchkit.Adapters(), a) && !slices.Contains(benchkit.Variants(), a) {
+			return fs.usageError(fmt.Sprintf("--adapters: unknown adapter %q (have %s)", a,
+				strings.Join(append(benchkit.Adapters(), benchkit.Variants()...), ", ")))
+		}
+	}
+	for _, g := range s.Only {
+		if !slices.Contains(benchkit.Groups(), g) {
+			return fs.usageError(fmt.Sprintf("--only: unknown group %q (have %s)", g, strings.Join(benchkit.Groups(), ", ")))
+		}
+	}
+	if *clock != benchkit.ClockServer && *clock != benchkit.ClockScript {
+		return fs.usageError(fmt.Sprintf("--clock %q: want %s or %s", *clock, benchkit.ClockServer, benchkit.ClockScript))
+	}
+	if *batch > core.MaxBatch {
+		return fs.usageError(fmt.Sprintf("--batch must be at most %d", core.MaxBatch))
+	}
 	if *url == "" {
 		if !*allowMini {
-			return usageError{"--redis is required: the embedded miniredis is single-threaded Go with no listpack " +
+			return usageError{msg: "--redis is required: the embedded miniredis is single-threaded Go with no listpack " +
 				"encodings, SLOWLOG or real memory accounting, so its figures say nothing about Redis " +
 				"(pass --allow-miniredis for a smoke run anyway)"}
 		}
@@ -78,6 +91,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer mr.Close()
 		s.URL, s.Miniredis = "redis://"+mr.Addr(), true
 		fmt.Fprintln(stderr, "bench: WARNING: embedded miniredis: not a fair target, figures are for smoke testing only")
+	}
+	if *url != "" {
+		// Every workload opens its own clients; a server that does not
+		// answer is reported once, before any of them.
+		if err := pingRedis(ctx, *url); err != nil {
+			return err
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

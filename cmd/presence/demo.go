@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,15 +14,20 @@ import (
 
 // runDemo is "presence demo": a scripted walk-through in virtual time.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCLI("demo", "presence demo [--redis redis://host:port] [flags]", `
+Walks through presence semantics in virtual time and prints each step as a
+table: a user's devices going ONLINE, AWAY, DND and OFFLINE with the changes
+published, an exclusive login kicking a session, and a video's viewers
+counted in each scope layout. Runs on an embedded miniredis unless --redis
+is given; on a real server it writes its keys under a fresh prefix
+(presence-demo-…) and does not delete them.`)
 	url := fs.String("redis", "", "redis://host:port URL of a real server (default: an embedded miniredis)")
-	viewers := fs.Int("viewers", 10000, "viewers of the video counter")
-	if err := fs.Parse(args); err != nil {
+	viewers := fs.Int("viewers", 10000, "viewers of the video counter, 1 to 1000000")
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
 	if *viewers < 1 || *viewers > 1_000_000 {
-		return usageError{"--viewers must be 1 to 1000000"}
+		return usageError{msg: "--viewers must be 1 to 1000000"}
 	}
 	be, err := openBackend(ctx, *url)
 	if err != nil {

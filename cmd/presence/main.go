@@ -22,13 +22,15 @@ type command struct {
 
 // commands lists the subcommands; each lives in its own file.
 func commands() []command {
-	return []command{
-		{"bench", "measure the engine on a real Redis: throughput, memory, sweeps (presence bench -h)", runBench},
+	cmds := []command{
+		{"bench", "measure the engine on a real Redis: throughput, memory, sweeps", runBench},
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
 		{"conform", "run the conformance suite against a server (--redis) and print a table per adapter", runConform},
-		{"serve", "run the HTTP service: JSON API, live events, dashboard (presence serve -h)", runServe},
-		{"sim", "simulate users on WASM edge nodes in virtual time, checked against the truth (presence sim -h)", runSim},
+		{"serve", "run the HTTP service: JSON API, live events, dashboard; 'serve token' signs a client token", runServe},
+		{"sim", "simulate users on WASM edge nodes in virtual time, checked against the truth", runSim},
 	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	return cmds
 }
 
 func main() {
@@ -38,42 +40,71 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches args to a subcommand and returns the exit code.
+// Exit codes: 0 success (help included), 1 the command failed, 2 the
+// command line is wrong, as with the flag package and most Unix tools.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// run dispatches args to a subcommand and returns the exit code. Every
+// error is printed here, once, on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmds := commands()
-	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: presence <command> [flags]\n\ncommands:")
-		for _, c := range cmds {
-			fmt.Fprintf(stderr, "  %-8s %s\n", c.name, c.summary)
-		}
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
 	}
-	for _, c := range cmds {
-		if c.name == args[0] {
-			err := c.run(ctx, args[1:], stdout, stderr)
-			switch {
-			case err == nil:
-				return 0
-			case errors.Is(err, flag.ErrHelp):
-				return 0
-			}
-			fmt.Fprintf(stderr, "presence %s: %v\n", c.name, err)
-			var ue usageError
-			if errors.As(err, &ue) {
-				return 2
-			}
-			return 1
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	case "help":
+		if len(rest) == 0 {
+			usage(stdout)
+			return exitOK
 		}
+		// "presence help serve token" is "presence serve token --help".
+		name, rest = rest[0], append(rest[1:len(rest):len(rest)], "--help")
 	}
-	fmt.Fprintf(stderr, "presence: unknown command %q (try \"presence help\")\n", args[0])
-	return 2
+	c, ok := lookup(name)
+	if !ok {
+		fmt.Fprintf(stderr, "presence: unknown command %q\nrun 'presence help' for the list of commands\n", name)
+		return exitUsage
+	}
+	err := c.run(ctx, rest, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		cmd := ue.cmd
+		if cmd == "" {
+			cmd = c.name
+		}
+		fmt.Fprintf(stderr, "presence %s: %v\nrun 'presence %s --help' for usage\n", cmd, err, cmd)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "presence %s: %v\n", c.name, err)
+	return exitFail
 }
 
-// usageError marks an error in the command line (exit code 2).
-type usageError struct{ msg string }
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
 
-func (e usageError) Error() string { return e.msg }
+// usage lists the subcommands.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: presence <command> [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nrun 'presence help <command>' or 'presence <command> --help' for what a command does and its flags")
+}

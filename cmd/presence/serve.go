@@ -78,56 +78,36 @@ func (f *serveFlags) registerSecret(fs *flag.FlagSet) {
 func (f *serveFlags) secretBytes() ([]byte, error) {
 	switch {
 	case f.secret != "" && f.secretFile != "":
-		return nil, usageError{"--jwt-secret and --jwt-secret-file exclude each other"}
+		return nil, usageError{msg: "--jwt-secret and --jwt-secret-file exclude each other"}
 	case f.secretFile != "":
 		b, err := os.ReadFile(f.secretFile)
 		if err != nil {
-			return nil, usageError{fmt.Sprintf("--jwt-secret-file: %v", err)}
+			return nil, usageError{msg: fmt.Sprintf("--jwt-secret-file: %v", err)}
 		}
 		return []byte(strings.TrimRight(string(b), "\r\n")), nil
 	}
 	return []byte(f.secret), nil
 }
 
-// parseFlags applies the environment, then the command line.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	var bad []string
-	fs.VisitAll(func(fl *flag.Flag) {
-		name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if err := fl.Value.Set(v); err != nil {
-				bad = append(bad, fmt.Sprintf("%s=%q: %v", name, v, err))
-			}
-		}
-	})
-	if len(bad) > 0 {
-		return usageError{"bad environment: " + strings.Join(bad, "; ")}
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected arguments %q", fs.Args())}
-	}
-	return nil
-}
-
 // runServe is "presence serve": the HTTP service with live events and a
 // dashboard; "presence serve token" prints a client token.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "token" {
-		return runServeToken(args[1:], stdout, stderr)
+		return runServeToken(args[1:], stdout)
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: presence serve [flags]\n       presence serve token -user ID [-admin] [-read] [-ttl 1h]\n\n"+
-			"Every flag may also be set by the environment: --jwt-secret as %sJWT_SECRET, and so on.\n\nflags:\n", envPrefix)
-		fs.PrintDefaults()
-	}
+	fs := newCLI("serve", "presence serve [flags]\n       presence serve token --user ID [flags]", `
+Runs the HTTP service: a JSON API under /v1/ (heartbeats, logins, statuses,
+scope counts), live change events (/v1/events as SSE, /v1/ws as WebSocket), a
+dashboard at /dashboard/, /healthz, /readyz and /metrics. Clients sign in with
+HS256 tokens ('presence serve token' prints one); --insecure-dev serves
+without them, on loopback only. State lives in Redis (--redis,
+--redis-cluster), or in an embedded miniredis for the life of the process.
+Every flag may also be set by the environment: --jwt-secret as
+`+envPrefix+`JWT_SECRET, and so on; the command line wins.`)
+	fs.env = true
 	var f serveFlags
-	f.register(fs)
-	if err := parseFlags(fs, args); err != nil {
+	f.register(fs.FlagSet)
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, f.logFormat, f.logLevel)
@@ -140,10 +120,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	host, _, err := net.SplitHostPort(f.addr)
 	if err != nil {
-		return usageError{fmt.Sprintf("--addr %q: %v", f.addr, err)}
+		return usageError{msg: fmt.Sprintf("--addr %q: %v", f.addr, err)}
 	}
 	if f.insecure && !isLoopback(host) {
-		return usageError{fmt.Sprintf("--insecure-dev serves loopback addresses only, not %q", f.addr)}
+		return usageError{msg: fmt.Sprintf("--insecure-dev serves loopback addresses only, not %q", f.addr)}
 	}
 	var cluster []string
 	if f.cluster != "" {
@@ -161,6 +141,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer be.close()
+	// Connected: from now on the driver's complaints (a lost connection, a
+	// pool that cannot dial) are worth the operator's eye, in serve's log.
+	driverLog.Store(log)
+	defer driverLog.Store(nil)
 	cfg.Backend = be.desc
 	srv, err := server.New(be.store, cfg)
 	if err != nil {
@@ -190,17 +174,17 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 		return server.Config{}, err
 	}
 	if len(secret) == 0 && !f.insecure {
-		return server.Config{}, usageError{"no JWT secret: set PRESENCE_JWT_SECRET (or --jwt-secret-file), or run with --insecure-dev for local development"}
+		return server.Config{}, usageError{msg: "no JWT secret: set PRESENCE_JWT_SECRET (or --jwt-secret-file), or run with --insecure-dev for local development"}
 	}
 	policy, ok := core.ParsePolicy(f.policy)
 	if !ok {
-		return server.Config{}, usageError{fmt.Sprintf("--policy %q: want multi, exclusive or exclusive-per-kind", f.policy)}
+		return server.Config{}, usageError{msg: fmt.Sprintf("--policy %q: want multi, exclusive or exclusive-per-kind", f.policy)}
 	}
 	if f.changeLog < 1 {
-		return server.Config{}, usageError{"--change-log must be at least 1: the event streams resume from it"}
+		return server.Config{}, usageError{msg: "--change-log must be at least 1: the event streams resume from it"}
 	}
 	if f.maxBody < 1 {
-		return server.Config{}, usageError{"--max-body must be positive"}
+		return server.Config{}, usageError{msg: "--max-body must be positive"}
 	}
 	eng := core.Config{Prefix: f.prefix, Policy: policy, MaxDevices: f.maxDevices, ChangeLog: f.changeLog,
 		IdleAfter: f.idle, LeaveDelay: f.leave, PushWindow: f.push}
@@ -249,7 +233,7 @@ func isLoopback(host string) bool {
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+		return nil, usageError{msg: fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -258,16 +242,20 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+	return nil, usageError{msg: fmt.Sprintf("--log-format %q: want text or json", format)}
 }
 
 // runServeToken is "presence serve token": it prints a token signed with
 // the configured secret, for trying the API.
-func runServeToken(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func runServeToken(args []string, stdout io.Writer) error {
+	fs := newCLI("serve token", "presence serve token --user ID [flags]", `
+Prints a client token for the API of 'presence serve': an HS256 JWT signed
+with the service's secret (`+envPrefix+`JWT_SECRET or --jwt-secret-file), for
+the user --user, with the admin or read claim on request. Flags may also be
+set by the environment, as for serve.`)
+	fs.env = true
 	var f serveFlags
-	f.registerSecret(fs)
+	f.registerSecret(fs.FlagSet)
 	user := fs.String("user", "", "the token's subject (required)")
 	admin := fs.Bool("admin", false, "grant the admin claim")
 	read := fs.Bool("read", false, "grant the read claim")
@@ -276,7 +264,7 @@ func runServeToken(args []string, stdout, stderr io.Writer) error {
 	readClaim := fs.String("read-claim", "presence_read", "name of the read claim")
 	issuer := fs.String("jwt-issuer", "", "issuer (iss)")
 	audience := fs.String("jwt-audience", "", "audience (aud)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
 	secret, err := f.secretBytes()
@@ -284,10 +272,10 @@ func runServeToken(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(secret) == 0 {
-		return usageError{"no secret: set PRESENCE_JWT_SECRET or --jwt-secret-file"}
+		return fs.usageError("no secret: set PRESENCE_JWT_SECRET or --jwt-secret-file")
 	}
 	if *user == "" {
-		return usageError{"-user is required"}
+		return fs.usageError("--user is required")
 	}
 	o := server.TokenOptions{User: *user, TTL: *ttl, Issuer: *issuer, Audience: *audience}
 	if *admin {

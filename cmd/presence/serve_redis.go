@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ var drivers = []string{"goredis", "redigo", "rueidis"}
 // adapter's client-side cache hits and misses.
 func openDriver(ctx context.Context, url string, clusterAddrs []string, driver string, observe func(hit bool)) (*backend, error) {
 	if url != "" && len(clusterAddrs) > 0 {
-		return nil, usageError{"--redis and --redis-cluster exclude each other"}
+		return nil, usageError{msg: "--redis and --redis-cluster exclude each other"}
 	}
 	var mr *miniredis.Miniredis
 	desc := ""
@@ -64,15 +65,13 @@ func openDriver(ctx context.Context, url string, clusterAddrs []string, driver s
 // dial opens the driver's client, checks that Redis answers, and wraps it
 // in the driver's adapter.
 func dial(ctx context.Context, url string, clusterAddrs []string, driver string, embedded bool, observe func(hit bool)) (*backend, error) {
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	where := url
+	where := redisAddr(url)
 	if len(clusterAddrs) > 0 {
 		where = strings.Join(clusterAddrs, ",")
 	}
-	fail := func(err error) error {
-		return fmt.Errorf("connecting to %s with %s: %w", redactURL(where), driver, err)
-	}
+	fail := func(err error) error { return reachError(where, err) }
 	switch driver {
 	case "goredis":
 		var c goredislib.UniversalClient
@@ -81,7 +80,7 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 		} else {
 			opt, err := goredislib.ParseURL(url)
 			if err != nil {
-				return nil, usageError{fmt.Sprintf("--redis %q: %v", redactURL(url), err)}
+				return nil, usageError{msg: fmt.Sprintf("--redis %q: %v", redactURL(url), err)}
 			}
 			c = goredislib.NewClient(opt)
 		}
@@ -91,7 +90,7 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 		}
 		return &backend{store: goredis.New(c), close: func() { c.Close() }}, nil
 	case "redigo":
-		opts := []redigoredis.DialOption{redigoredis.DialConnectTimeout(5 * time.Second)}
+		opts := []redigoredis.DialOption{redigoredis.DialConnectTimeout(dialTimeout)}
 		if len(clusterAddrs) > 0 {
 			cl := &redisc.Cluster{StartupNodes: clusterAddrs, DialOptions: opts,
 				CreatePool: func(addr string, o ...redigoredis.DialOption) (*redigoredis.Pool, error) {
@@ -102,6 +101,13 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 				}}
 			if err := cl.Refresh(); err != nil {
 				cl.Close()
+				// redisc joins its nodes' errors as text, a line each; a dial
+				// of the first seed node recovers the network's reason.
+				if conn, derr := net.DialTimeout("tcp", clusterAddrs[0], dialTimeout); derr != nil {
+					return nil, fail(derr)
+				} else {
+					conn.Close()
+				}
 				return nil, fail(err)
 			}
 			return &backend{store: redigo.NewCluster(cl), close: func() { cl.Close() }}, nil
@@ -127,7 +133,7 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 		} else {
 			o, err := rueidislib.ParseURL(url)
 			if err != nil {
-				return nil, usageError{fmt.Sprintf("--redis %q: %v", redactURL(url), err)}
+				return nil, usageError{msg: fmt.Sprintf("--redis %q: %v", redactURL(url), err)}
 			}
 			opt = o
 		}
@@ -136,7 +142,7 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 			// RESP3 connection that holds a subscription.
 			opt.DisableCache, opt.ForceSingleClient, opt.AlwaysRESP2 = true, true, true
 		}
-		opt.Dialer.Timeout = 5 * time.Second
+		opt.Dialer.Timeout = dialTimeout
 		c, err := rueidislib.NewClient(opt)
 		if err != nil {
 			return nil, fail(err)
@@ -151,7 +157,7 @@ func dial(ctx context.Context, url string, clusterAddrs []string, driver string,
 		}
 		return &backend{store: rueidis.New(c, ropts...), close: c.Close}, nil
 	}
-	return nil, usageError{fmt.Sprintf("--driver %q: want one of %s", driver, strings.Join(drivers, ", "))}
+	return nil, usageError{msg: fmt.Sprintf("--driver %q: want one of %s", driver, strings.Join(drivers, ", "))}
 }
 
 // redactURL hides a password in a redis:// URL.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +20,14 @@ import (
 // instance of the WebAssembly core, against one Redis, in virtual time,
 // checked against a ground truth (package sim).
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCLI("sim", "presence sim [flags]", `
+Simulates users heartbeating through edge nodes, each running the engine
+compiled to WebAssembly (or natively: --engine native), against one Redis in
+virtual time, and compares every status with a ground truth. Prints progress
+and a summary, writes a time series (series.csv) and a chart (chart.svg), and
+exits 1 if the engine disagreed with the truth beyond what the design allows.
+Runs on an embedded miniredis unless --redis is given. Without --wasm it
+builds ./wasm/module first, so run it inside the source tree.`)
 	seed := fs.Uint64("seed", 1, "seed of the run: the same seed and flags give the same results")
 	users := fs.Int("users", 10000, "number of users")
 	edges := fs.Int("edges", 4, "number of edge nodes")
@@ -39,14 +43,22 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	mix := sim.DefaultMix()
 	fs.Var(&mix, "mix", "behaviour overrides, key=value,... with keys: "+strings.Join(sim.MixKeys(), ", "))
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+	if err := fs.parse(args, stdout); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	// The ranges package sim enforces, checked here too so that a bad value
+	// is a usage error, found before the module build and the connection.
+	switch {
+	case *engine != string(sim.EngineWASM) && *engine != string(sim.EngineNative):
+		return fs.usageError(fmt.Sprintf("--engine %q: want wasm or native", *engine))
+	case *users < 1 || *users > 10_000_000:
+		return fs.usageError("--users must be 1 to 10000000")
+	case *edges < 1 || *edges > 64:
+		return fs.usageError("--edges must be 1 to 64")
+	case *tick < time.Millisecond || *tick > 10*time.Second || *tick%time.Millisecond != 0:
+		return fs.usageError("--tick must be whole milliseconds, 1ms to 10s")
+	case *duration < *tick || *sweep < *tick:
+		return fs.usageError("--duration and --sweep must be at least one --tick")
 	}
 	cfg := sim.Config{Seed: *seed, Users: *users, Edges: *edges, Duration: *duration, Tick: *tick,
 		SweepEvery: *sweep, CensusEvery: *census, Mix: mix, Engine: sim.Engine(*engine)}
@@ -59,6 +71,18 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		debug.SetGCPercent(400)
 	}
 	wall := time.Now()
+	// Redis first: an unreachable server is reported before the module
+	// build, which takes a while.
+	if *url != "" {
+		be, err := openBackend(ctx, *url)
+		if err != nil {
+			return err
+		}
+		defer be.close()
+		cfg.Store = be.store
+		cfg.Prefix = "presence-sim-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		fmt.Fprintf(stdout, "redis: %s (keys under %q)\n", be.desc, cfg.Prefix)
+	}
 	if cfg.Engine == sim.EngineWASM {
 		var err error
 		if *module != "" {
@@ -75,16 +99,6 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "module: %d bytes (%.1f MiB), built or read in %.1fs\n", len(cfg.Module),
 			float64(len(cfg.Module))/(1<<20), time.Since(wall).Seconds())
-	}
-	if *url != "" {
-		be, err := openBackend(ctx, *url)
-		if err != nil {
-			return err
-		}
-		defer be.close()
-		cfg.Store = be.store
-		cfg.Prefix = "presence-sim-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		fmt.Fprintf(stdout, "redis: %s (keys under %q)\n", be.desc, cfg.Prefix)
 	}
 	fmt.Fprintf(stdout, "simulating %v of %d users on %d edges (%s), seed %d\n", cfg.Duration, cfg.Users, cfg.Edges, cfg.Engine, cfg.Seed)
 	if *cpuprofile != "" {
