@@ -695,3 +695,37 @@ func (w *writer) list(k string, n int, isNil bool, item func(b []byte, i int) []
 	}
 	w.b = append(w.b, ']')
 }
+
+// intMap writes a map of integers as an object, null when nil. Its keys
+// are status names or numbers, so never need the [key, value] form.
+func (w *writer) intMap(k string, m map[string]int64) {
+	w.key(k)
+	if m == nil {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = append(w.b, '{')
+	for i, key := range sortedKeys(m) {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.b = appendJSONString(w.b, key)
+		w.b = append(w.b, ':')
+		w.b = strconv.AppendInt(w.b, m[key], 10)
+	}
+	w.b = append(w.b, '}')
+}
+
+// intMap reads an object of integers; null reads as nil, {} as empty.
+func (r *reader) intMap() (map[string]int64, error) {
+	if r.null() {
+		return nil, nil
+	}
+	out := map[string]int64{}
+	err := r.object(func(key string) error {
+		n, err := r.int64()
+		out[strings.Clone(key)] = n
+		return err
+	})
+	return out, err
+}

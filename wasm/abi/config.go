@@ -22,30 +22,32 @@ const (
 
 // Config is core.Config on the wire, with what a module needs besides:
 // the clock mode, the seed of its token generator, and whether to publish.
-// Zero values mean the core's defaults, as in core.Config.
+// Zero values mean the core's defaults, as in core.Config. Fields travel
+// in the order they are declared.
 type Config struct {
-	Prefix         string                `json:"prefix,omitempty"`
-	Intervals      map[string]Duration   `json:"intervals_ms,omitempty"` // by kind name
-	IdleAfter      Duration              `json:"idle_after_ms,omitempty"`
-	PushWindow     Duration              `json:"push_window_ms,omitempty"`
-	LeaveDelay     Duration              `json:"leave_delay_ms,omitempty"`
-	CoalesceWindow Duration              `json:"coalesce_window_ms,omitempty"`
-	KeyGrace       Duration              `json:"key_grace_ms,omitempty"`
-	MaxDevices     int                   `json:"max_devices,omitempty"`
-	KickFence      Duration              `json:"kick_fence_ms,omitempty"`
-	MaxSkew        Duration              `json:"max_skew_ms,omitempty"`
-	Policy         Policy                `json:"policy,omitempty"`
-	UserBuckets    int                   `json:"user_buckets,omitempty"`
-	ScopeBuckets   int                   `json:"scope_buckets,omitempty"`
-	Classes        map[string]ScopeClass `json:"classes,omitempty"` // absent: the default classes
-	SweepInterval  Duration              `json:"sweep_interval_ms,omitempty"`
-	SweepBatch     int                   `json:"sweep_batch,omitempty"`
-	SweepBudget    int                   `json:"sweep_budget,omitempty"`
-	ReleaseAfter   int                   `json:"release_after,omitempty"`
-	CountTTL       Duration              `json:"count_ttl_ms,omitempty"`
-	LockLease      Duration              `json:"lock_lease_ms,omitempty"`
-	LastGoodCounts int                   `json:"last_good_counts,omitempty"`
-	ChangeLog      int                   `json:"change_log,omitempty"`
+	Prefix         string              `json:"prefix,omitempty"`
+	Intervals      map[string]Duration `json:"intervals_ms,omitempty"` // by kind name
+	IdleAfter      Duration            `json:"idle_after_ms,omitempty"`
+	PushWindow     Duration            `json:"push_window_ms,omitempty"`
+	LeaveDelay     Duration            `json:"leave_delay_ms,omitempty"`
+	CoalesceWindow Duration            `json:"coalesce_window_ms,omitempty"`
+	KeyGrace       Duration            `json:"key_grace_ms,omitempty"`
+	MaxSkew        Duration            `json:"max_skew_ms,omitempty"`
+	KickFence      Duration            `json:"kick_fence_ms,omitempty"`
+	SweepInterval  Duration            `json:"sweep_interval_ms,omitempty"`
+	CountTTL       Duration            `json:"count_ttl_ms,omitempty"`
+	LockLease      Duration            `json:"lock_lease_ms,omitempty"`
+	MaxDevices     int                 `json:"max_devices,omitempty"`
+	UserBuckets    int                 `json:"user_buckets,omitempty"`
+	ScopeBuckets   int                 `json:"scope_buckets,omitempty"`
+	SweepBatch     int                 `json:"sweep_batch,omitempty"`
+	SweepBudget    int                 `json:"sweep_budget,omitempty"`
+	ReleaseAfter   int                 `json:"release_after,omitempty"`
+	LastGoodCounts int                 `json:"last_good_counts,omitempty"`
+	ChangeLog      int                 `json:"change_log,omitempty"`
+	Policy         Policy              `json:"policy,omitempty"`
+	// Classes absent: the default classes.
+	Classes map[string]ScopeClass `json:"classes,omitempty"`
 
 	// Clock is ClockHost (the default) or ClockServer.
 	Clock string `json:"clock,omitempty"`
@@ -58,6 +60,8 @@ type Config struct {
 }
 
 // ScopeClass is core.ScopeClass on the wire.
+//
+//abi:core
 type ScopeClass struct {
 	Layout        Layout   `json:"layout"`
 	Window        Duration `json:"window_ms,omitempty"`
@@ -93,8 +97,7 @@ func FromConfig(c core.Config) Config {
 	if c.Classes != nil {
 		w.Classes = make(map[string]ScopeClass, len(c.Classes))
 		for name, sc := range c.Classes {
-			w.Classes[name] = ScopeClass{Layout: Layout(sc.Layout), Window: Duration(sc.Window), Shards: sc.Shards,
-				Spread: sc.Spread, SweepInterval: Duration(sc.SweepInterval), Bucket: Duration(sc.Bucket)}
+			w.Classes[name] = FromScopeClass(sc)
 		}
 	}
 	return w
@@ -141,8 +144,7 @@ func (w Config) Core() (core.Config, error) {
 	if w.Classes != nil {
 		c.Classes = make(map[string]core.ScopeClass, len(w.Classes))
 		for name, sc := range w.Classes {
-			c.Classes[name] = core.ScopeClass{Layout: core.Layout(sc.Layout), Window: time.Duration(sc.Window), Shards: sc.Shards,
-				Spread: sc.Spread, SweepInterval: time.Duration(sc.SweepInterval), Bucket: time.Duration(sc.Bucket)}
+			c.Classes[name] = sc.Core()
 		}
 	}
 	return c, nil

@@ -113,7 +113,9 @@ func sentinelOf(code string) error {
 // maxErrorDepth bounds the chain of causes an Error may carry.
 const maxErrorDepth = 8
 
-// Error is the wire form of an error.
+// Error is the wire form of an error. A nil *Error is written as null.
+//
+//abi:nullable
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
