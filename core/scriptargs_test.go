@@ -179,8 +179,14 @@ func TestLuaArgNames(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.sc.name, func(t *testing.T) {
-			if m := bareARGV.FindString(c.sc.source); m != "" {
+			if m := bareARGV.FindString(joinLua(c.files...)); m != "" {
 				t.Errorf("%s indexes ARGV by a bare number: %q", c.files[len(c.files)-1], m)
+			}
+			// the script sent holds the numbers (inlineConstants)
+			for _, line := range strings.Split(c.sc.source, "\n") {
+				if constantDef.MatchString(line) || strings.Contains(strings.SplitN(line, "--", 2)[0], "ARG_") {
+					t.Errorf("a named constant is left in the script sent: %q", line)
+				}
 			}
 			names := luaNames(t, c.files...)
 			args := rec.argsOf(t, c.sc)

@@ -6,6 +6,9 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
+	"regexp"
+	"strconv"
+	"strings"
 )
 
 //go:embed lua/*.lua
@@ -44,10 +47,18 @@ type scriptSet struct {
 }
 
 // loadScript joins the helper files libs and the script file, each named
-// without ".lua", into one script named after its file.
+// without ".lua", into one script named after its file, its named
+// constants written as numbers (inlineConstants).
 func loadScript(file string, libs ...string) *Script {
+	src := inlineConstants(joinLua(append(libs, file)...))
+	sum := sha1.Sum([]byte(src))
+	return &Script{name: file, source: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// joinLua joins the embedded files, each named without ".lua".
+func joinLua(files ...string) string {
 	var src []byte
-	for _, f := range append(libs, file) {
+	for _, f := range files {
 		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
 		if err != nil {
 			panic("presence: missing embedded script " + f) // the embed pattern guarantees it
@@ -55,8 +66,102 @@ func loadScript(file string, libs ...string) *Script {
 		src = append(src, b...)
 		src = append(src, '\n')
 	}
-	sum := sha1.Sum(src)
-	return &Script{name: file, source: string(src), sha: hex.EncodeToString(sum[:])}
+	return string(src)
+}
+
+// constantDef is a named constant of a Lua file: a top-level local in
+// capitals whose value is a whole number, another such constant, or one
+// plus a number ("local ARG_USER = ARG_OWN + 1").
+var constantDef = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
+
+// inlineConstants writes every use of a named constant (constantDef) in
+// src as its number, and blanks its definition, keeping the lines where
+// they were. The scripts name their ARGV positions, statuses and the other
+// numbers they share with the engine once, as such constants, but a local
+// costs a script an instruction on every call and each function that
+// reads it an upvalue, which the steady beat pays for measurably: the
+// script sent holds the numbers instead. Each file stays valid Lua as
+// written. A constant used before its definition, or defined twice,
+// panics: TestLuaArgNames loads every script.
+func inlineConstants(src string) string {
+	values := map[string]string{}
+	lines := strings.SplitAfter(src, "\n")
+	for i, line := range lines {
+		body := strings.TrimSuffix(line, "\n")
+		if m := constantDef.FindStringSubmatch(body); m != nil {
+			if _, ok := values[m[1]]; ok {
+				panic("presence: Lua constant " + m[1] + " defined twice")
+			}
+			v := m[2]
+			if m[3] != "" {
+				base, ok := values[m[3]]
+				if !ok {
+					panic("presence: Lua constant " + m[1] + " uses " + m[3] + " before its definition")
+				}
+				v = base
+				if m[4] != "" {
+					a, _ := strconv.Atoi(base)
+					b, _ := strconv.Atoi(m[4])
+					v = strconv.Itoa(a + b)
+				}
+			}
+			values[m[1]] = v
+			lines[i] = line[len(body):]
+			continue
+		}
+		lines[i] = inlineLine(line, values)
+	}
+	return strings.Join(lines, "")
+}
+
+// inlineLine replaces the names of values in one line of Lua code, outside
+// its strings and its comment.
+func inlineLine(line string, values map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == '-' && strings.HasPrefix(line[i:], "--"):
+			b.WriteString(line[i:])
+			return b.String()
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(line) && line[j] != c {
+				if line[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(line))
+			b.WriteString(line[i:j])
+			i = j
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			j := i
+			for j < len(line) && (line[j] == '_' || 'a' <= line[j] && line[j] <= 'z' ||
+				'A' <= line[j] && line[j] <= 'Z' || '0' <= line[j] && line[j] <= '9') {
+				j++
+			}
+			if v, ok := values[line[i:j]]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(line[i:j])
+			}
+			i = j
+		case '0' <= c && c <= '9':
+			// a number, hexadecimal or with an exponent: no name starts in it
+			j := i
+			for j < len(line) && (line[j] == '.' || '0' <= line[j] && line[j] <= '9' ||
+				'a' <= line[j] && line[j] <= 'z' || 'A' <= line[j] && line[j] <= 'Z') {
+				j++
+			}
+			b.WriteString(line[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
 }
 
 func loadScripts() scriptSet {

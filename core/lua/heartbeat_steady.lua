@@ -8,7 +8,7 @@
 -- (P:{uB}:due): a steady beat reads its user's device hash alone, and
 -- writes these only to re-index its user (rearm, below)
 -- ARGV, in the order the engine sends them (steadyArgs, appendSteady;
--- TestLuaArgNames holds the two together):
+-- TestLuaArgNames holds the two together), named as userlib.lua's are:
 local ARG_NOW = 1   -- now in ms since the epoch, or "" to read the server's TIME
 local ARG_DPRE = 2  -- prefix of the device-hash keys of this bucket ("P:{uB}:d:")
 local ARG_PUSH = 3  -- PushWindow ms

@@ -5,7 +5,10 @@
 --
 -- ARGV common to every user script (read by params, P below), in the
 -- order the engine sends them (userArgs; TestLuaArgNames holds the two
--- together). A script's own ARGV start at ARG_OWN.
+-- together). A script's own ARGV start at ARG_OWN. Named numbers like
+-- these (top-level locals in capitals) reach Redis written as numbers
+-- (inlineConstants in scripts.go), so that naming them costs no script
+-- anything.
 local ARG_NOW = 1      -- now in ms since the epoch, or "" to read the server's TIME
 local ARG_IDLE = 2     -- IdleAfter ms
 local ARG_PUSH = 3     -- PushWindow ms
