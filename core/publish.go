@@ -8,32 +8,48 @@ import (
 	"time"
 )
 
-// wireChange and wireKick are the JSON payloads published on the channels.
-type wireChange struct {
+// ChangeMessage is the JSON form of a Change: the message the engine
+// publishes on ChangeChannel and appends to the change log, and what
+// presence serve's API and event streams carry. Statuses are spelled as
+// Status.String spells them, the instant in milliseconds since the epoch.
+type ChangeMessage struct {
 	User string `json:"user"`
 	From string `json:"from"`
 	To   string `json:"to"`
 	At   int64  `json:"at"`
 }
 
-type wireKick struct {
+// KickMessage is the JSON form of a Kick, published on KickChannel(gateway)
+// and appended to the change log. Gateway is absent for a session that had
+// none (such a kick is logged, never published).
+type KickMessage struct {
 	User    string `json:"user"`
 	Device  string `json:"device"`
 	Kind    string `json:"kind"`
-	Gateway string `json:"gateway"`
+	Gateway string `json:"gateway,omitempty"`
 	At      int64  `json:"at"`
+}
+
+// Message returns the JSON form of c.
+func (c Change) Message() ChangeMessage {
+	return ChangeMessage{User: c.User, From: c.From.String(), To: c.To.String(), At: c.At.UnixMilli()}
+}
+
+// Message returns the JSON form of k.
+func (k Kick) Message() KickMessage {
+	return KickMessage{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: k.At.UnixMilli()}
 }
 
 // MarshalChange encodes a change as the JSON published on ChangeChannel:
 // {"user":…,"from":"ONLINE","to":"AWAY","at":ms}.
 func MarshalChange(c Change) []byte {
-	b, _ := json.Marshal(wireChange{c.User, c.From.String(), c.To.String(), c.At.UnixMilli()})
+	b, _ := json.Marshal(c.Message())
 	return b
 }
 
 // UnmarshalChange decodes a message from ChangeChannel.
 func UnmarshalChange(b []byte) (Change, error) {
-	var w wireChange
+	var w ChangeMessage
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Change{}, replyErr("change message: %v", err)
 	}
@@ -47,13 +63,13 @@ func UnmarshalChange(b []byte) (Change, error) {
 
 // MarshalKick encodes a kick as the JSON published on KickChannel(gateway).
 func MarshalKick(k Kick) []byte {
-	b, _ := json.Marshal(wireKick{k.User, k.Device, k.Kind.String(), k.Gateway, k.At.UnixMilli()})
+	b, _ := json.Marshal(k.Message())
 	return b
 }
 
 // UnmarshalKick decodes a message from a kick channel.
 func UnmarshalKick(b []byte) (Kick, error) {
-	var w wireKick
+	var w KickMessage
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Kick{}, replyErr("kick message: %v", err)
 	}
@@ -65,8 +81,9 @@ func UnmarshalKick(b []byte) (Kick, error) {
 }
 
 // publish appends changes and kicks to the change log, if there is one,
-// and announces them through the store's Publisher, if it has one. The state change is already committed, so a failed publish is
-// logged and counted, not returned.
+// and announces them through the store's Publisher, if it has one. The
+// state change is already committed, so a failed publish is logged and
+// counted, not returned.
 func (e *Engine) publish(ctx context.Context, changes []Change, kicks []Kick) {
 	e.logEvents(ctx, changes, kicks)
 	if e.pub == nil || len(changes)+len(kicks) == 0 {

@@ -36,9 +36,9 @@ type event struct {
 // logEvent turns a change log entry into its event.
 func logEvent(e core.LoggedChange) event {
 	if e.Kick != nil {
-		return event{id: e.ID, kind: EventKick, data: wireKick(*e.Kick), user: e.Kick.User, gateway: e.Kick.Gateway}
+		return event{id: e.ID, kind: EventKick, data: e.Kick.Message(), user: e.Kick.User, gateway: e.Kick.Gateway}
 	}
-	return event{id: e.ID, kind: EventChange, data: wireChange(e.Change), user: e.Change.User}
+	return event{id: e.ID, kind: EventChange, data: e.Change.Message(), user: e.Change.User}
 }
 
 // filter says which events a subscriber wants.

@@ -137,22 +137,13 @@ type Device struct {
 	Meta       map[string]string `json:"meta,omitempty"`
 }
 
-// Change is a published status change.
-type Change struct {
-	User string `json:"user"`
-	From string `json:"from"`
-	To   string `json:"to"`
-	At   int64  `json:"at"`
-}
+// Change is a published status change, in the form the engine publishes
+// it (core.ChangeMessage).
+type Change = core.ChangeMessage
 
-// Kick is a session removed by a login, addressed to its gateway.
-type Kick struct {
-	User    string `json:"user"`
-	Device  string `json:"device"`
-	Kind    string `json:"kind"`
-	Gateway string `json:"gateway,omitempty"`
-	At      int64  `json:"at"`
-}
+// Kick is a session removed by a login, addressed to its gateway, in the
+// form the engine publishes it (core.KickMessage).
+type Kick = core.KickMessage
 
 // MemberRequest is the body of touch and leave; Member defaults to the
 // token's subject.
@@ -226,20 +217,12 @@ func millis(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func wireChange(c core.Change) Change {
-	return Change{User: c.User, From: c.From.String(), To: c.To.String(), At: millis(c.At)}
-}
-
 func wireChanges(cs []core.Change) []Change {
 	out := make([]Change, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, wireChange(c))
+		out = append(out, c.Message())
 	}
 	return out
-}
-
-func wireKick(k core.Kick) Kick {
-	return Kick{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: millis(k.At)}
 }
 
 // wireStatus converts a status; full shows the manual status and devices.

@@ -1,0 +1,30 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// TestMessageBytes pins the JSON the engine publishes and logs: other
+// processes read it.
+func TestMessageBytes(t *testing.T) {
+	at := time.UnixMilli(1772366400123)
+	for _, c := range []struct{ got, want string }{
+		{string(core.MarshalChange(core.Change{User: "a<b", From: core.StatusOffline, To: core.StatusOnline, At: at})),
+			`{"user":"a\u003cb","from":"OFFLINE","to":"ONLINE","at":1772366400123}`},
+		{string(core.MarshalKick(core.Kick{User: "a", Device: "d", Kind: core.KindIOS, Gateway: "gw", At: at})),
+			`{"user":"a","device":"d","kind":"ios","gateway":"gw","at":1772366400123}`},
+		{string(core.MarshalKick(core.Kick{User: "a", Device: "d", Kind: core.KindWeb, At: at})),
+			`{"user":"a","device":"d","kind":"web","at":1772366400123}`},
+	} {
+		if c.got != c.want {
+			t.Errorf("got  %s\nwant %s", c.got, c.want)
+		}
+	}
+	k, err := core.UnmarshalKick([]byte(`{"user":"a","device":"d","kind":"web","gateway":"","at":1}`))
+	if err != nil || k.Gateway != "" || k.Kind != core.KindWeb {
+		t.Errorf("a logged kick with an empty gateway: %+v, %v", k, err)
+	}
+}
