@@ -1,0 +1,39 @@
+-- rules_eval.lua: runs userlib.lua's rules on one vector of rules.json, for
+-- TestRuleVectors, which prepends recordlib.lua and userlib.lua as the core
+-- does for a user script.
+-- KEYS none
+-- ARGV: the common ones (userlib.lua; ARG_NOW the vector's now), then
+local ARG_MODE = ARG_OWN      -- "user" or "record"
+local ARG_INPUT = ARG_OWN + 1 -- the vector as JSON
+-- "user": the input holds devices (each a record's fields as decode returns
+-- them, numbers as numbers), manual, pub, pend (-1 none), due and cause
+-- ("" to observe nothing).
+-- Each device goes through its stored form (encodeStatic, encodeDynamic,
+-- decode), then state, aggregate and observe decide. Returns JSON:
+-- {states = ",s1,s2,…", aggregate, pub, pend (-1 none), due, from, to
+-- (-1, -1: nothing published), stored = {{static, dynamic}, …}}.
+-- "record": the input holds static and dynamic, a record's stored form.
+-- Returns JSON: {record = decode's fields, static, dynamic = the record
+-- encoded again}.
+local P = params()
+local c = cjson.decode(ARGV[ARG_INPUT])
+if ARGV[ARG_MODE] == 'record' then
+  local r = decode(c.static, c.dynamic)
+  return cjson.encode({ record = r, static = encodeStatic(r), dynamic = encodeDynamic(r) })
+end
+local u = { devs = {}, manual = c.manual, pub = c.pub, pend = nil, due = 0 }
+if c.pend >= 0 then u.pend, u.due = c.pend, c.due end
+local states, stored = {}, {}
+for i, d in ipairs(c.devices) do
+  local static, dynamic = encodeStatic(d), encodeDynamic(d)
+  local r = decode(static, dynamic)
+  u.devs[i] = r
+  states[i] = state(r, P.now, P)
+  stored[i] = { static, dynamic }
+end
+local agg = aggregate(u, P)
+local ev = { -1, -1 }
+if c.cause ~= '' then ev = observe(u, agg, c.cause, P) or ev end
+-- states after a comma, which keeps a JSON encoder from writing them as a number
+return cjson.encode({ states = ',' .. table.concat(states, ','), aggregate = agg, pub = u.pub, pend = u.pend or -1,
+  due = u.due, from = ev[1], to = ev[2], stored = stored })
