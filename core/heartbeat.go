@@ -157,7 +157,8 @@ func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, 
 // trip, and sets the acks of those it applied. It returns the runs of the
 // beats left for heartbeat_full.lua, in their order. A user with several beats
 // in the batch has them all left there, so that one script applies them
-// together and in order, as the batch did before it had two scripts.
+// together and in order: split between the two scripts, they could be
+// applied out of order or apart.
 func (e *Engine) steadyBeats(ctx context.Context, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack) ([][]int, error) {
 	var calls []Call
 	var offered [][]int
