@@ -20,8 +20,8 @@ import (
 //
 // Input: a compact class (Shards 4); repeat 20 times: Touch(video/v1, m<i>),
 // clock +1.001 s, SweepScopes, Count, Count. Both counts of round i are i.
-// Without the fence the first count after a sweep was i-1 within a few
-// rounds in most runs.
+// Without the fence the first count after a sweep is often i-1, most runs
+// within a few rounds.
 func TestCountAfterOwnSweepIsFresh(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Server(t)

@@ -53,12 +53,11 @@ func miniEngine(t *testing.T, clk *manualClock, cfg core.Config) (*core.Engine, 
 	return e, mr
 }
 
-// TestSpreadCountAsOf is the regression test of a bug the suite found
-// (fixed in core 648d4b4): Count of a compact scope with Spread set and no
-// count key yet reported AsOf zero, and stored it in the count key, where
-// the Model (and an unspread scope) report the instant of the count. The
-// peek branch of lua/count.lua returned {now, -1, 0}, and Engine.count
-// passed that asOf, not now, on to countSpread.
+// TestSpreadCountAsOf checks that Count of a compact scope with Spread set
+// and no count key yet reports (and stores in the count key) the instant of
+// the count as AsOf, as the Model and an unspread scope do. The peek branch
+// of lua/count.lua replies {now, -1, 0} for a missing count key, so
+// Engine.count must hand countSpread that reply's now, not its asOf of 0.
 func TestSpreadCountAsOf(t *testing.T) {
 	clk := &manualClock{t: t0}
 	classes := map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Shards: 5, Spread: true}}
@@ -79,10 +78,10 @@ func TestSpreadCountAsOf(t *testing.T) {
 	}
 }
 
-// TestKickedTokenFenced is the regression test of a gap the suite found
-// (fixed in core 6afaba9 with Config.KickFence): under PolicyMulti a
-// session kicked by a login was accepted again with its old token as soon
-// as its fence record's device window had passed, as an implicit login.
+// TestKickedTokenFenced checks that under PolicyMulti a session kicked by
+// a login stays refused for Config.KickFence, not just for its device
+// window: past the window, a heartbeat with the old token would otherwise
+// pass for an implicit login.
 func TestKickedTokenFenced(t *testing.T) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
@@ -111,13 +110,12 @@ func TestKickedTokenFenced(t *testing.T) {
 	}
 }
 
-// TestKickFenceAllTokens is the regression test of a bug the race suite
-// found (fixed in core while this suite was written): under PolicyMulti the
-// fence of Config.KickFence protected only a device's latest token. When
-// the kicked device logged in again and that newer session was kicked too,
-// a heartbeat carrying the first kicked token was accepted as an implicit
-// login that adopted it, long before KickFence had passed: the fence record
-// held one token, and heartbeat.lua took any other token for a new session.
+// TestKickFenceAllTokens checks that under PolicyMulti the fence of
+// Config.KickFence refuses every token a device was handed before, not only
+// its latest: when the kicked device logs in again and that newer session is
+// kicked too, a heartbeat carrying the first kicked token is refused. A fence
+// that held one token, with every other taken for a new session, would let
+// that heartbeat in as an implicit login long before KickFence had passed.
 func TestKickFenceAllTokens(t *testing.T) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
@@ -155,21 +153,20 @@ func TestKickFenceAllTokens(t *testing.T) {
 	}
 }
 
-// TestKickFenceOutlivesLaterSession is the regression test of a bug the
-// race suite found (a stale client of a device that had logged in again
-// came back with its old token): under PolicyMulti the fence of a token
-// lived in the device's one record, which the device's next login replaced.
-// Once that later session ended (disconnected: the record deleted; logged
-// out: its own fence lasting only to the end of its window; or expired),
-// nothing remembered the earlier token, and a heartbeat carrying it was
-// taken for an implicit login that adopted it, long before KickFence had
-// passed. Now each device's fence outlives its records: a session record
-// implies the fence its start set, and the fence gets a hash field of its
-// own when the record goes before the fence ends (lua/lib.lua).
+// TestKickFenceOutlivesLaterSession checks that under PolicyMulti a
+// device's fence outlives its session records, for a stale client of a
+// device that has logged in again and comes back with its old token. A
+// fence kept only in the device's one record, which the next login
+// replaces, would be forgotten once that later session ends (disconnected:
+// the record deleted; logged out: its own fence lasting only to the end of
+// its window; or expired), and a heartbeat carrying the earlier token would
+// pass for an implicit login long before KickFence had passed. So a session
+// record implies the fence its start set, and the fence gets a hash field of
+// its own when the record goes before the fence ends (lua/recordlib.lua).
 //
 // Each case hands u/d1 a token T1 and has it superseded one way (kicked by
 // another device's login, replaced by a login of d1 while live, or ended
-// before d1's next login: the race suite found these too); d1 logs in again
+// before d1's next login); d1 logs in again
 // (T2) by t0+1s at the latest; that session ends one way; then a heartbeat
 // of d1 carries T1, less than KickFence (1 h) after T1 was superseded:
 // ErrSessionReplaced (design section 8), on the engine and the model.

@@ -10,8 +10,8 @@
 //
 // Hosts whose own clocks disagree still agree on "now", within half a
 // round trip and a millisecond, because they all follow the server's. A
-// script then skips its TIME call, about 1 µs of the 16–20 µs of server
-// CPU a single steady beat costs (docs/performance.md). The engine's
+// script then skips its TIME call, a small share of the server time a
+// single steady beat costs (docs/performance.md). The engine's
 // default, a nil core.Config.Clock, has each script read TIME, and needs
 // no goroutine.
 //

@@ -13,29 +13,25 @@ import (
 	"github.com/presencekit/presence/internal/redistest"
 )
 
-// TestGoredisFailoverDefaultOptions is the regression test of a bug this
-// package found, fixed in adapters/goredis: with a ClusterClient built
+// TestGoredisFailoverDefaultOptions checks that with a ClusterClient built
 // with default options (only Addrs), heartbeats on a dead master's slots
-// kept failing for about a minute after its replica took over.
+// succeed again within seconds of its replica's promotion, as with redigo
+// and rueidis.
 //
 // Input: a 3-master, 3-replica cluster (cluster-node-timeout 1000 ms);
 // heartbeats through goredis.New(redis.NewClusterClient(&redis.ClusterOptions{
 // Addrs: …})); SIGKILL of the master of a bucket in use.
 // Expected: heartbeats on its slots succeed again within seconds of the
-// replica's promotion (about 2 s after the kill), as with redigo and rueidis.
-// Actual: promotion after about 2 s, first acknowledged heartbeat about 60 s
-// after the kill; meanwhile every heartbeat of those slots fails with
-// "connection refused" (retryable, so nothing is wrong but the delay).
-// Cause: go-redis v9.23 reloads its slot map at once only after MOVED, ASK
-// or READONLY replies. A refused dial marks the node failing but keeps it as
-// the slot's master, and no command for those slots reaches a live node that
-// could answer MOVED, so the map is reloaded only when it is older than
-// ClusterOptions.ClusterStateReloadInterval (60 s by default).
-// Fix (adapters/goredis): when a call of a *redis.ClusterClient fails with an
-// error that matches core.ErrUnavailable, call ReloadState (at most once a
-// second or so) so that the next call goes to the new master; until then,
-// document ClusterStateReloadInterval (ClusterTargets uses 2 s, recovery
-// ~4 s).
+// replica's promotion (about 2 s after the kill).
+// Why it needs the adapter: go-redis v9.23 reloads its slot map at once
+// only after MOVED, ASK or READONLY replies. A refused dial marks the node
+// failing but keeps it as the slot's master, and no command for those
+// slots reaches a live node that could answer MOVED, so on its own the
+// client reloads the map only when it is older than
+// ClusterOptions.ClusterStateReloadInterval (60 s by default): a minute of
+// "connection refused" (retryable, but a minute). adapters/goredis calls
+// ReloadState, at most once a second, when a call of a *redis.ClusterClient
+// fails with an error that matches core.ErrUnavailable (reloadSlots).
 func TestGoredisFailoverDefaultOptions(t *testing.T) {
 	c := startCluster(t, 1, failoverNodeTimeout)
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})
@@ -48,9 +44,8 @@ func TestGoredisFailoverDefaultOptions(t *testing.T) {
 }
 
 // TestSpreadTouchSparesBucketMaster: in spread mode a hot scope's
-// writes do not leave its bucket's master. Every touch still adds the
-// scope to its bucket's registry (ZADD NX) on the master of the bucket's
-// slot, and every touch is a script call of its own.
+// writes leave its bucket's master: the scope is registered there (ZADD NX)
+// once per batch, and each shard's touches are one script call.
 //
 // Input: one TouchBatch of 1,000 distinct members into one scope of a
 // compact class with 256 shards and Spread: true, on a 3-master cluster.
@@ -58,20 +53,12 @@ func TestGoredisFailoverDefaultOptions(t *testing.T) {
 // ZADD), and the shard writes go out as at most one call per shard (≤ 256
 // calls, ~4 members each), so that the hottest master's share of the work
 // drops to about a third.
-// Actual: 1,000 ZADD on the bucket's master (as many as in together mode,
-// where that master also does all the HSETs) and 1,001 script calls (one
-// bucket call with 1,000 registration items, then one shard_touch call per
-// touch). TestThroughput shows the effect: the bucket's master uses about
-// as much CPU in spread mode as in together mode (0.73–0.85 s against
-// 0.80–0.94 s per 150,000 touches), and spread-mode throughput is 19–70 %
-// of together mode's, depending on the driver (docs/cluster.md).
-// Cause: core.Engine.TouchBatch appends a registration item (layout "3")
-// for every touch and a shard_touch call for every touch.
-// Fix (core/scopes.go): register each distinct scope once per batch (a set
-// of refs per bucket; the same would spare together mode its redundant
-// ZADD NX per touch), and group the spread shard writes by shard key into
-// one shard_touch call with all its members (the script already takes
-// ARGV[3..]).
+// Why it matters: spreading exists to take a hot scope's writes off its
+// bucket's master. A registration (ZADD NX) and a shard_touch call for
+// every touch would leave that master as busy as without spreading, and
+// make spread-mode throughput a fraction of together mode's, so
+// Engine.TouchBatch registers each distinct scope once per batch and
+// groups the shard writes by shard key into one shard_touch call each.
 func TestSpreadTouchSparesBucketMaster(t *testing.T) {
 	c := startCluster(t, 0, 0)
 	tg := ClusterTargets(c.Addrs())[0]
@@ -125,7 +112,7 @@ func TestSpreadTouchSparesBucketMaster(t *testing.T) {
 // TestNoReplicasIsRetryable: a master configured to refuse writes
 // while too few replicas are in sync (min-replicas-to-write, the Redis
 // setting that bounds what a failover can lose) refuses scripts with
-// NOREPLICAS, and the engine does not report that as retryable.
+// NOREPLICAS, and the engine reports that as retryable.
 //
 // Input: a heartbeat through goredis.New on a redis-server started with
 // --min-replicas-to-write 1 and no replica (as a master whose replica just
@@ -134,12 +121,9 @@ func TestSpreadTouchSparesBucketMaster(t *testing.T) {
 // the script wrote nothing (Redis refuses at its first write), and the
 // condition passes once a replica catches up, like MASTERDOWN or
 // CLUSTERDOWN.
-// Actual: "NOREPLICAS Not enough good replicas to write. script: …", not
-// retryable.
-// Cause: core.ClassifyError's list of passing conditions (LOADING, BUSY,
-// MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, OOM) lacks NOREPLICAS.
-// Fix (core/errors.go): add "NOREPLICAS" to that list and to the doc of
-// ErrUnavailable and ClassifyError.
+// The reply is "NOREPLICAS Not enough good replicas to write. script: …";
+// core.ClassifyError lists it among the passing conditions (LOADING, BUSY,
+// MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, OOM, NOREPLICAS).
 func TestNoReplicasIsRetryable(t *testing.T) {
 	srv := redistest.Server(t, "--min-replicas-to-write", "1")
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr})

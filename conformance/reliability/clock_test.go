@@ -148,8 +148,8 @@ func (r *clockRun) offlineEvents(user string) int {
 // survives (its next heartbeat, with its token, is accepted) and shows it
 // ONLINE again at once, and nothing is announced: LeaveDelay counts from
 // when the engine sees the user offline, not from the window's end that
-// the step moved minutes into the past (before that fix every user
-// flapped OFFLINE and ONLINE on a forward step).
+// the step moved minutes into the past (counted from there, every user
+// would flap OFFLINE and ONLINE on a forward step).
 func TestEngineClockSteps(t *testing.T) {
 	for _, a := range rig.Adapters() {
 		t.Run(a.Name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // so that the figure does not depend on the host: each round, in virtual
 // time 30.2 s after the last (a web device's interval, and a little
 // jitter), every user's one device beats. It reports the server's
-// instructions per beat and the share of beats that took heartbeat.lua
+// instructions per beat and the share of beats that took heartbeat_full.lua
 // (which reads the whole user with HGETALL). It starts its own redis-server
 // under valgrind --tool=callgrind, and skips where valgrind is not
 // installed.

@@ -85,7 +85,7 @@ func recorded(tb testing.TB, cfg core.Config, prime func(e *core.Engine) error) 
 }
 
 // steadyConfig publishes changes at once, so that the second beat of a
-// prime is already steady (lua/beat.lua): nothing is pending.
+// prime is already steady (lua/heartbeat_steady.lua): nothing is pending.
 var steadyConfig = core.Config{CoalesceWindow: -1}
 
 // BenchmarkHeartbeat measures the core's work for one accepted steady
