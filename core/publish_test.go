@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -26,5 +27,28 @@ func TestMessageBytes(t *testing.T) {
 	k, err := core.UnmarshalKick([]byte(`{"user":"a","device":"d","kind":"web","gateway":"","at":1}`))
 	if err != nil || k.Gateway != "" || k.Kind != core.KindWeb {
 		t.Errorf("a logged kick with an empty gateway: %+v, %v", k, err)
+	}
+}
+
+// TestMessagesCarryEveryField fails when Change or Kick gains a field that
+// its published message does not carry: add it to ChangeMessage or
+// KickMessage, Message and the decoder.
+func TestMessagesCarryEveryField(t *testing.T) {
+	at := time.UnixMilli(1772366400123)
+	c := core.Change{User: "u", From: core.StatusAway, To: core.StatusDND, At: at}
+	k := core.Kick{User: "u", Device: "d", Kind: core.KindAndroid, Gateway: "g", At: at}
+	for _, v := range []any{c, k} {
+		rv := reflect.ValueOf(v)
+		for i := 0; i < rv.NumField(); i++ {
+			if rv.Field(i).IsZero() {
+				t.Fatalf("%T.%s: give it a value in this test", v, rv.Type().Field(i).Name)
+			}
+		}
+	}
+	if got, err := core.UnmarshalChange(core.MarshalChange(c)); err != nil || !reflect.DeepEqual(got, c) {
+		t.Errorf("change: got %+v, %v; want %+v", got, err, c)
+	}
+	if got, err := core.UnmarshalKick(core.MarshalKick(k)); err != nil || !reflect.DeepEqual(got, k) {
+		t.Errorf("kick: got %+v, %v; want %+v", got, err, k)
 	}
 }

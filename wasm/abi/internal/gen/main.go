@@ -111,7 +111,11 @@ func generate(dir string) ([]byte, error) {
 					continue
 				}
 				structs[ts.Name.Name] = true
-				m, ok, err := readMessage(ts.Name.Name, st, gd.Doc)
+				doc := ts.Doc
+				if doc == nil {
+					doc = gd.Doc
+				}
+				m, ok, err := readMessage(ts.Name.Name, st, doc)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", fset.Position(ts.Pos()), err)
 				}
@@ -166,8 +170,8 @@ func generate(dir string) ([]byte, error) {
 	return out, nil
 }
 
-// readMessage reads a struct type; ok is false for a struct that is not a
-// message (one with an untagged field).
+// readMessage reads a struct type; ok is false for a struct without json
+// tags, which is not a message.
 func readMessage(name string, st *ast.StructType, doc *ast.CommentGroup) (m message, ok bool, err error) {
 	m.name = name
 	if doc != nil {
@@ -176,17 +180,22 @@ func readMessage(name string, st *ast.StructType, doc *ast.CommentGroup) (m mess
 			m.core = m.core || c.Text == "//abi:core"
 		}
 	}
+	untagged := ""
 	for _, f := range st.Fields.List {
-		if f.Tag == nil {
-			return message{}, false, nil
+		var js, tag string
+		var has bool
+		if f.Tag != nil {
+			if tag, err = strconv.Unquote(f.Tag.Value); err != nil {
+				return message{}, false, err
+			}
+			js, has = reflect.StructTag(tag).Lookup("json")
 		}
-		tag, err := strconv.Unquote(f.Tag.Value)
-		if err != nil {
-			return message{}, false, err
-		}
-		js, has := reflect.StructTag(tag).Lookup("json")
 		if !has || len(f.Names) != 1 {
-			return message{}, false, nil
+			untagged = typeString(f.Type)
+			if len(f.Names) > 0 {
+				untagged = f.Names[0].Name
+			}
+			continue
 		}
 		key, opts, _ := strings.Cut(js, ",")
 		if key == "" || key == "-" {
@@ -197,6 +206,12 @@ func readMessage(name string, st *ast.StructType, doc *ast.CommentGroup) (m mess
 			coreName = n
 		}
 		m.fields = append(m.fields, field{goName: f.Names[0].Name, key: key, omit: opts == "omitempty", typ: f.Type, coreName: coreName})
+	}
+	switch {
+	case untagged != "" && len(m.fields) > 0:
+		return message{}, false, fmt.Errorf("field %s needs a json tag (one field per line)", untagged)
+	case untagged != "":
+		return message{}, false, nil
 	}
 	return m, true, nil
 }
@@ -234,7 +249,6 @@ func isBasic(t string) bool {
 }
 
 func (g *gen) encoder(m message) error {
-	recv := "x"
 	if m.nullable {
 		g.p("\nfunc (x *%s) appendJSON(b []byte) []byte {\n", m.name)
 		g.p("if x == nil { return append(b, \"null\"...) }\n")
@@ -243,7 +257,7 @@ func (g *gen) encoder(m message) error {
 	}
 	g.p("w := writer{b: b}\nw.open()\n")
 	for _, f := range m.fields {
-		v := recv + "." + f.goName
+		v := "x." + f.goName
 		k := strconv.Quote(f.key)
 		t := typeString(f.typ)
 		omitCall := ""
@@ -467,7 +481,7 @@ func (g *gen) conversions(m message, coreFields map[string]string) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("%s: core.%s's fields %s have no wire field", m.name, m.name, strings.Join(missing, ", "))
+		return fmt.Errorf("%s: fields of core.%s without a wire field: %s", m.name, m.name, strings.Join(missing, ", "))
 	}
 	g.p("\n// From%s returns the wire form of c.\n", m.name)
 	g.p("func From%s(c core.%s) %s {\nvar w %s\n%sreturn w\n}\n", m.name, m.name, m.name, m.name, from.Bytes())
