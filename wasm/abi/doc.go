@@ -19,6 +19,10 @@
 // errors as callers of the native core. The full format is described in
 // wasm/ABI.md.
 //
+// Each message is declared once, as a struct whose json tags name its
+// fields; wire_gen.go, written by go generate from those declarations,
+// holds the codec and the conversions from and to the core types.
+//
 // The package depends only on the standard library and core, and builds
 // for every GOOS, GOOS=wasip1 and GOOS=js included.
 //
