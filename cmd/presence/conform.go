@@ -87,6 +87,20 @@ on a conformance failure or when the suite cannot run to the end.`)
 	fmt.Fprintln(tw, "adapter\tchecked\ttime\tresult\t")
 	var failures []string
 	nFail, nErr := 0, 0
+	// A server lost during the run fails operations, which the suite counts
+	// as departures from the model. After a run that did not pass, the
+	// server is asked again: if it no longer answers, it takes the blame,
+	// not the engine, and the adapters left are not run against it.
+	var lost error
+	serverLost := func() error {
+		if *redisURL == "" {
+			return nil
+		}
+		if err := pingRedis(ctx, *redisURL); err != nil {
+			return fmt.Errorf("%w (lost during the run: the rows above are not conformance results)", err)
+		}
+		return nil
+	}
 	for _, t := range picked {
 		r := conformance.Check(ctx, t, opts)
 		result := "PASS"
@@ -108,8 +122,13 @@ on a conformance failure or when the suite cannot run to the end.`)
 		if ctx.Err() != nil {
 			break
 		}
+		if result != "PASS" {
+			if lost = serverLost(); lost != nil {
+				break
+			}
+		}
 	}
-	if opts.RaceDuration > 0 && ctx.Err() == nil {
+	if opts.RaceDuration > 0 && ctx.Err() == nil && lost == nil {
 		r := conformance.CheckRace(ctx, picked, opts)
 		result := "PASS"
 		switch {
@@ -127,6 +146,9 @@ on a conformance failure or when the suite cannot run to the end.`)
 			checked += fmt.Sprintf(", %d undecided", r.Unknown)
 		}
 		fmt.Fprintf(tw, "race (all)\t%s\t%v\t%s\t\n", checked, r.Duration.Round(time.Millisecond), result)
+		if result != "PASS" {
+			lost = serverLost()
+		}
 	}
 	tw.Flush()
 	for _, f := range failures {
@@ -135,8 +157,11 @@ on a conformance failure or when the suite cannot run to the end.`)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	// An ERROR row is a run that could not finish (the server went away,
-	// a timeout): it says nothing about conformance, and is not called a
+	if lost != nil {
+		return lost
+	}
+	// An ERROR row is a run that could not finish (a timeout, a refused
+	// command): it says nothing about conformance, and is not called a
 	// failure.
 	switch {
 	case nFail > 0:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/presencekit/presence/internal/redistest"
 )
@@ -53,5 +54,39 @@ func TestConformUsage(t *testing.T) {
 		if code := run(context.Background(), args, &out, &errw); code != 2 {
 			t.Errorf("%v: exit %d, want 2; stderr %s", args, code, errw.String())
 		}
+	}
+}
+
+// TestConformServerLost: a server that dies during the suite is reported as
+// lost, exit 1, and its failed operations are not called conformance
+// failures; the adapters left are not run against it.
+func TestConformServerLost(t *testing.T) {
+	srv := redistest.Server(t)
+	var out, errw syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(context.Background(), []string{"conform", "--redis", "redis://" + srv.Addr, "--sequences", "1000000",
+			"--race", "0"}, &out, &errw)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "presence conform on"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no header line; stdout %q, stderr %q", out.String(), errw.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // into the first adapter's sequences
+	srv.Kill()
+	var c int
+	select {
+	case c = <-code:
+	case <-time.After(time.Minute):
+		t.Fatal("conform did not stop after the server died")
+	}
+	want := "presence conform: cannot reach Redis at " + srv.Addr + ": connection refused (lost during the run: the rows above are not conformance results)\n"
+	if c != 1 || errw.String() != want {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and %q", c, errw.String(), want)
+	}
+	if strings.Contains(out.String(), "redigo ") || strings.Contains(out.String(), "rueidis ") {
+		t.Errorf("the other adapters ran against the dead server:\n%s", out.String())
 	}
 }
