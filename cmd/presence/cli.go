@@ -35,8 +35,8 @@ func newCLI(name, synopsis, about string) *cli {
 // flag.ErrHelp after printing the help to stdout on -h or --help, and a
 // usageError for an unknown flag, a bad value or a positional argument.
 func (c *cli) parse(args []string, stdout io.Writer) error {
+	var bad []string
 	if c.env {
-		var bad []string
 		c.VisitAll(func(fl *flag.Flag) {
 			name := envPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
 			if v, ok := os.LookupEnv(name); ok {
@@ -45,9 +45,6 @@ func (c *cli) parse(args []string, stdout io.Writer) error {
 				}
 			}
 		})
-		if len(bad) > 0 {
-			return c.usageError("bad environment: " + strings.Join(bad, "; "))
-		}
 	}
 	if err := c.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -55,6 +52,11 @@ func (c *cli) parse(args []string, stdout io.Writer) error {
 			return err
 		}
 		return c.usageError(twoDashes(err.Error()))
+	}
+	// Reported after the command line, so that --help works whatever the
+	// environment holds.
+	if len(bad) > 0 {
+		return c.usageError("bad environment: " + strings.Join(bad, "; "))
 	}
 	if c.NArg() > 0 {
 		return c.usageError(fmt.Sprintf("unexpected argument %q", c.Arg(0)))

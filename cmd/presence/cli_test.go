@@ -271,3 +271,16 @@ func TestDriverLog(t *testing.T) {
 	driverLog.Store(nil)
 	goredisLog{}.Printf(context.Background(), "dropped") // must not panic
 }
+
+// TestServeEnvironment: a bad PRESENCE_* variable is a usage error, but
+// does not stand in the way of --help.
+func TestServeEnvironment(t *testing.T) {
+	t.Setenv("PRESENCE_HEARTBEAT_RATE", "fast")
+	if stdout, stderr, code := runInProcess("serve", "--help"); code != 0 || !strings.HasPrefix(stdout, "usage: presence serve") {
+		t.Errorf("--help: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code := runInProcess("serve", "--insecure-dev")
+	if code != 2 || strings.Count(stderr, `PRESENCE_HEARTBEAT_RATE="fast"`) != 1 || !strings.HasSuffix(stderr, "run 'presence serve --help' for usage\n") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

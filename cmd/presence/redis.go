@@ -121,11 +121,11 @@ func redisAddr(u string) string {
 	return p.Host
 }
 
-// go-redis logs to stderr by default, so a refused connection printed its
+// go-redis logs to stderr by default: a refused connection would print its
 // pool's retries before the command's own error. Its lines go through
-// log/slog instead, to driverLog: dropped by default (the commands report
-// what failed), serve's logger while serving. rueidis and redigo do not
-// log.
+// log/slog instead, to driverLog: dropped while unset (the commands report
+// what failed themselves), serve's logger while serving. rueidis and
+// redigo have no logger.
 func init() { redis.SetLogger(goredisLog{}) }
 
 var driverLog atomic.Pointer[slog.Logger]
