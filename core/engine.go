@@ -139,6 +139,7 @@ func decodeChanges(v Value, now int64) ([]Change, error) {
 	return out, nil
 }
 
+// flag is a boolean as the scripts take it.
 func flag(b bool) string {
 	if b {
 		return "1"

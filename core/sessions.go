@@ -55,6 +55,7 @@ func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 	return LoginResult{Token: token, Kicked: kicked, Changes: changes}, nil
 }
 
+// decodeKicks reads the kicks (device, kind, gateway, ...) of a login at now.
 func decodeKicks(user string, v Value, now int64) ([]Kick, error) {
 	items, err := v.AsArray(-1)
 	if err != nil || len(items)%3 != 0 {
@@ -88,6 +89,7 @@ func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (En
 	return e.end(ctx, "disconnect", user, device, token)
 }
 
+// end runs lua/logout.lua for Logout and Disconnect; mode names which.
 func (e *Engine) end(ctx context.Context, mode, user, device, token string) (Ended, error) {
 	if err := checkEnd(user, device, token); err != nil {
 		return Ended{}, err

@@ -62,6 +62,8 @@ func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, er
 	return out, nil
 }
 
+// decodeStatus reads one user's entry of a lua/status.lua reply
+// {manual, manual until, device hash fields} at now.
 func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
 	f, err := v.AsArray(3)
 	if err != nil {

@@ -127,6 +127,7 @@ func checkManual(user string, m Manual, ttl time.Duration) error {
 	return nil
 }
 
+// checkHeartbeat applies the input rules to a heartbeat before anything is sent.
 func (e *Engine) checkHeartbeat(hb Heartbeat) error {
 	if err := checkID("Heartbeat.User", hb.User); err != nil {
 		return err
@@ -153,6 +154,7 @@ func (e *Engine) checkHeartbeat(hb Heartbeat) error {
 	return checkMeta("Heartbeat.Meta", hb.Meta)
 }
 
+// checkLogin applies the input rules to a login under policy p.
 func (e *Engine) checkLogin(l Login, p Policy) error {
 	if err := checkID("Login.User", l.User); err != nil {
 		return err
