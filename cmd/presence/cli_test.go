@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -282,5 +285,52 @@ func TestServeEnvironment(t *testing.T) {
 	_, stderr, code := runInProcess("serve", "--insecure-dev")
 	if code != 2 || strings.Count(stderr, `PRESENCE_HEARTBEAT_RATE="fast"`) != 1 || !strings.HasSuffix(stderr, "run 'presence serve --help' for usage\n") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestReachError: how a failed first contact with Redis reads.
+func TestReachError(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{refused, "cannot reach Redis at h:1: connection refused"},
+		{fmt.Errorf("presence: redis unavailable: %w", refused), "cannot reach Redis at h:1: connection refused"},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "h", IsNotFound: true}},
+			"cannot reach Redis at h:1: looking up h: no such host"},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, "cannot reach Redis at h:1: no answer in time"},
+		{context.DeadlineExceeded, "cannot reach Redis at h:1: no answer in time"},
+		{errors.New("WRONGPASS invalid username-password pair"), "Redis at h:1: WRONGPASS invalid username-password pair"},
+		{errors.New("redisc: all nodes failed\nfirst\nsecond"), "Redis at h:1: redisc: all nodes failed; first; second"},
+	}
+	for _, tc := range tests {
+		if got := reachError("h:1", tc.err).Error(); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestSilentRedis: a server that accepts connections and never answers is
+// reported as unreachable, once the driver gives up.
+func TestSilentRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	_, stderr, code := runInProcess("demo", "--redis", "redis://"+ln.Addr().String())
+	want := "presence demo: cannot reach Redis at " + ln.Addr().String() + ": no answer in time\n"
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, stderr, want)
 	}
 }

@@ -82,9 +82,10 @@ func pingRedis(ctx context.Context, url string) error {
 // as it came.
 func reachError(where string, err error) error {
 	var (
-		sys *os.SyscallError
-		dns *net.DNSError
-		op  *net.OpError
+		sys     *os.SyscallError
+		dns     *net.DNSError
+		op      *net.OpError
+		timeout interface{ Timeout() bool }
 	)
 	reason := ""
 	switch {
@@ -94,8 +95,8 @@ func reachError(where string, err error) error {
 		reason = "looking up " + dns.Name + ": " + dns.Err
 	case errors.As(err, &sys):
 		reason = sys.Err.Error()
-	case errors.Is(err, context.DeadlineExceeded), os.IsTimeout(err):
-		reason = fmt.Sprintf("no answer within %v", dialTimeout)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &timeout) && timeout.Timeout():
+		reason = "no answer in time"
 	case errors.As(err, &op):
 		reason = op.Err.Error()
 	default:
