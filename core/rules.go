@@ -7,8 +7,11 @@ import (
 )
 
 // This file holds the presence rules in Go: the same rules as the Lua
-// library (lua/userlib.lua), used to derive states from stored records and by
-// the reference model. The conformance suite checks that both agree.
+// library (lua/userlib.lua, and the steady beat's inline copy in
+// lua/heartbeat_steady.lua), used to derive states from stored records and
+// by the reference model. TestRuleVectors runs the vectors of
+// testdata/rules.json against each copy; the conformance suite checks
+// that the engine and the model agree.
 
 // record is a stored device session (the encoding is described in lua/recordlib.lua).
 type record struct {
