@@ -84,10 +84,10 @@ local function rearm(user, dkey, dev, score, dyn, win, back, active)
   return true
 end
 
--- steady applies the beat whose fields start at ARGV[a] if it is steady, and returns the
--- token in force, or nil. It parses with one pattern per record and writes
--- strings it was given, because splitting and number formatting are what a
--- beat costs most in Lua.
+-- steady applies the beat whose fields start at ARGV[a] if it is steady,
+-- and returns the token in force, or nil. It parses with one pattern per
+-- record and writes strings it was given, because splitting and number
+-- formatting are what a beat costs most in Lua.
 local function steady(a)
   local user, dev, token, at = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], ARGV[a + BEAT_TOKEN], ARGV[a + BEAT_AT]
   local t, ts = now, nows

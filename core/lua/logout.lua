@@ -4,7 +4,7 @@
 local ARG_USER = ARG_OWN
 local ARG_DEVICE = ARG_OWN + 1
 local ARG_MODE = ARG_OWN + 2  -- "logout" or "disconnect"
-local ARG_TOKEN = ARG_OWN + 3 -- session token ("" for any; a stale token may not end a newer session)
+local ARG_TOKEN = ARG_OWN + 3 -- session token ("" any; a stale one may not end a newer session)
 -- Returns {now, code, removed 0/1, events}: code "" or REPLACED (nothing
 -- changed). A logout keeps the record, marked gone, until its window ends so
 -- that its token stays refused; a disconnect deletes it, so a quick reconnect

@@ -1,7 +1,9 @@
--- recordlib.lua: the formats of the user records and the clock, which every user
--- script needs: the core prepends this file to each (before userlib.lua, which
--- the steady beat of heartbeat_steady.lua does without), so every script stays
--- self-contained for EVAL.
+-- recordlib.lua: the formats of the user records and the clock, which
+-- every user script needs: the core prepends this file to each (before
+-- userlib.lua, which the steady beat, heartbeat_steady.lua, does without),
+-- so every script stays self-contained for EVAL. Whatever this file
+-- defines, the steady beat builds on every call: a table here would cost
+-- it more than its own work on a record.
 --
 -- Device record, in two hash fields so that a heartbeat rewrites only the
 -- small part that changes, and both stay under Redis's 64-byte listpack
@@ -36,15 +38,15 @@
 --                      the fence ends later than its record implies.
 --   field \3: the user's score in the due index while no change is
 --                      pending (the state entry's, below, which store in
---                      userlib.lua keeps it equal to, or absent): what a steady
---                      beat (heartbeat_steady.lua) checks, so that it reads one key. It
+--                      userlib.lua keeps it equal to, or absent): what a
+--                      steady beat checks, so that it reads one key. It
 --                      costs about 14 bytes a user.
 -- User state (field of the bucket's st hash), fields joined by \31:
 --   last published status, pending status ("" none), pending due ms,
---   manual status (0 none, 1 DND, 2 INVISIBLE), manual expiry ms (0 none),
+--   manual status (MANUAL_* of userlib.lua), manual expiry ms (0 none),
 --   the user's score in the due index ("" none). The entry exists while any
 --   of these differs from its zero.
--- Statuses: 0 OFFLINE, 1 PUSH_ONLINE, 2 AWAY, 3 ONLINE, 4 DND.
+-- Statuses are numbered as userlib.lua names them (OFFLINE … DND).
 
 local US = '\31'
 
@@ -57,12 +59,13 @@ local STATIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031
 local DYNAMIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
 local STATE_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
 
--- The fields a steady beat (heartbeat_steady.lua) reads, and no more: a capture costs a
--- new string. It keeps the background flag and the flags of the dynamic
--- record it rewrites as one string, and matches only a record that is not
--- gone (flags 0, or 2: fenced, which the beat keeps).
-local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)\031([01]\031[02])$' -- lastSeen, lastActive, background and flags
-local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)' -- gateway, token, interval
+-- The fields a steady beat reads, and no more, because a capture costs a
+-- new string: STEADY_DYNAMIC lastSeen, lastActive, and the background flag
+-- and the flags as one string, which the beat writes back as it found
+-- them; it matches only a record that is not gone (flags 0, or 2: fenced,
+-- which the beat keeps). STEADY_STATIC: gateway, token, interval.
+local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)\031([01]\031[02])$'
+local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)'
 
 local function fmt(n) return string.format('%.0f', n) end
 

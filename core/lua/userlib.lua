@@ -255,9 +255,9 @@ end
 -- (the latest deadline or fence end, plus the grace), and the user state.
 -- A device's fence field is kept only when its fence says more than the
 -- device's record as stored now implies (the record is gone, or set no
--- fence, or holds another token, or its fence ends later). The due index is written only
--- when the user must be visited sooner than its score says (or its score
--- has passed): a score left early costs the sweeper one visit that
+-- fence, or holds another token, or its fence ends later). The due index
+-- is written only when the user must be visited sooner than its score says
+-- (or its score has passed): a score left early costs the sweeper one visit that
 -- re-indexes, and saves a write per beat. A fence needs no visit: it only
 -- refuses tokens, and the key's expiry covers it.
 local function store(u, st, due, P)
