@@ -55,6 +55,10 @@ func luaNames(t *testing.T, files ...string) map[string]string {
 	return out
 }
 
+// positionName is the name of an ARGV position, or of a field's offset in
+// a repeated item.
+var positionName = regexp.MustCompile(`^(ARG|BEAT|TOUCH|CLASS|EVENT)_`)
+
 // bareARGV finds an ARGV index written as a number (ARGV[7], ARGV[a + 2]).
 var bareARGV = regexp.MustCompile(`ARGV\[\s*(?:[a-z]\w*\s*\+\s*)?\d`)
 
@@ -99,8 +103,10 @@ func TestLuaArgNames(t *testing.T) {
 	cfg := Config{
 		IdleAfter: 301 * time.Second, PushWindow: 602 * time.Second, LeaveDelay: 15003 * time.Millisecond,
 		CoalesceWindow: 1004 * time.Millisecond, KeyGrace: 10005 * time.Millisecond, MaxDevices: 17,
-		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1,
-		Clock: fixedClock(time.UnixMilli(1772366400123)),
+		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1, ScopeBuckets: 1,
+		Clock: fixedClock(time.UnixMilli(1772366400123)), ChangeLog: 100, CountTTL: 611 * time.Second,
+		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, Shards: 8,
+			SweepInterval: 7 * time.Second}},
 	}
 	rec := &argRecorder{}
 	e, err := New(rec, cfg)
@@ -136,13 +142,26 @@ func TestLuaArgNames(t *testing.T) {
 	e.SetManual(ctx, "alice", ManualInvisible, 42*time.Second)
 	e.Status(ctx, "alice")
 	e.SweepUsers(ctx)
+	video := Scope{Class: "video", ID: "10086"}
+	e.Touch(ctx, video, "bob")
+	e.Leave(ctx, video, "carol")
+	e.Count(ctx, video)
+	e.Members(ctx, video, "", 5)
+	e.ActiveWithin(ctx, video, 42*time.Second)
+	e.SweepScopes(ctx)
+	e.ChangeLogAfter(ctx, "0-1", 7)
+	k, err := e.scopeKeys("scope", video)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cls := e.settings.classes["video"]
 	meta := "=" + encodeMeta(map[string]string{"k": "v"})
 	cases := []struct {
 		sc     *Script
 		files  []string
 		want   map[string]string
-		repeat string // the name of the count of repeated items, or of the first item's position
-		fields int    // the fields of a repeated item (0: none repeat)
+		items  string // the position of the first repeated item ("" none)
+		fields string // the fields of a repeated item
 	}{
 		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_DPRE": base + sufDevices, "ARG_PUSH": "602000", "ARG_GRACE": "10005",
@@ -150,32 +169,67 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
 			"ARG_BEAT1+BEAT_META": meta, "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
 			"ARG_BEAT1+BEAT_AT": "1772366399456",
-		}, "ARG_BEAT1", 8},
+		}, "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
 			"ARG_BEAT1+BEAT_KIND": kindCodes[KindAndroid], "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
 			"ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
 			"ARG_BEAT1+BEAT_INTERVAL": itoa(e.settings.interval[KindAndroid]), "ARG_BEAT1+BEAT_META": meta,
 			"ARG_BEAT1+BEAT_AT": "1772366399456", "ARG_BEAT1+BEAT_ISSUE": "",
-		}), "ARG_BEAT1", 11},
+		}), "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.login, []string{"userlib", "login"}, with(map[string]string{
 			"ARG_USER": "alice", "ARG_DEVICE": "web", "ARG_KIND": kindCodes[KindDesktop], "ARG_GATEWAY": "gw-l",
 			"ARG_LOGIN_POLICY": strconv.Itoa(int(PolicyExclusivePerKind)), "ARG_BACKGROUND": "1",
 			"ARG_INTERVAL": itoa(e.settings.interval[KindDesktop]), "ARG_META": encodeMeta(map[string]string{"a": "b"}),
 			"ARG_TOKEN": "tok-l",
-		}), "", 0},
+		}), "", ""},
 		{e.scripts.logout, []string{"userlib", "logout"}, with(map[string]string{
 			"ARG_USER": "alice", "ARG_DEVICE": "phone", "ARG_MODE": "logout", "ARG_TOKEN": "tok-o",
-		}), "", 0},
+		}), "", ""},
 		{e.scripts.manual, []string{"userlib", "manual"}, with(map[string]string{
 			"ARG_USER": "alice", "ARG_MANUAL": strconv.Itoa(int(ManualInvisible)), "ARG_LIFETIME": "42000",
-		}), "", 0},
+		}), "", ""},
 		{e.scripts.status, []string{"userlib", "status"}, with(map[string]string{
 			"ARG_USERS": "1", "ARG_USERS+1": "alice",
-		}), "ARG_USERS", 1},
+		}), "ARG_USERS+1", "1"},
 		{e.scripts.sweepUsers, []string{"userlib", "sweep_users"}, with(map[string]string{
 			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease), "ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": itoa(sweepStepMicros),
-		}), "", 0},
+		}), "", ""},
+		{e.scripts.touch, []string{"touch"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_GRACE": "10005", "ARG_TOUCHES": "1",
+			"ARG_TOUCHES+1+TOUCH_LAYOUT": "1", "ARG_TOUCHES+1+TOUCH_DATA": k.shardKey("bob"),
+			"ARG_TOUCHES+1+TOUCH_TAIL": k.tail, "ARG_TOUCHES+1+TOUCH_REF": "video:10086",
+			"ARG_TOUCHES+1+TOUCH_MEMBER": "bob", "ARG_TOUCHES+1+TOUCH_WINDOW": "601000",
+			"ARG_TOUCHES+1+TOUCH_INTERVAL": "7000", "ARG_TOUCHES+1+TOUCH_BUCKET": itoa(cls.bucket),
+		}, "ARG_TOUCHES+1", "TOUCH_FIELDS"},
+		{e.scripts.leave, []string{"leave"}, map[string]string{
+			"ARG_LAYOUT": "1", "ARG_MEMBER": "carol", "ARG_REF": "video:10086",
+		}, "", ""},
+		{e.scripts.count, []string{"count"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
+			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_LIFETIME": "611000",
+			"ARG_PEEK": "",
+		}, "", ""},
+		{e.scripts.members, []string{"members"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
+			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_SHARD": "0", "ARG_OFFSET": "0", "ARG_PAGE": "5",
+		}, "", ""},
+		{e.scripts.active, []string{"active"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
+			"ARG_WITHIN": "42000", "ARG_SHARD_END": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_SHARD_FIRST": "0",
+		}, "", ""},
+		{e.scripts.sweepScopes, []string{"sweep_scopes"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease),
+			"ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": strconv.Itoa(e.settings.budget),
+			"ARG_RELEASE_AFTER": strconv.Itoa(e.settings.release), "ARG_LIFETIME": "611000",
+			"ARG_BASE": e.settings.keys.scopeBase(0), "ARG_KIND_EXACT": sufExact, "ARG_KIND_SHARD": sufShard,
+			"ARG_KIND_APPROX": sufHLL, "ARG_KIND_COUNT": sufCount, "ARG_CLASSES": "1",
+			"ARG_CLASSES+1+CLASS_NAME": "video", "ARG_CLASSES+1+CLASS_LAYOUT": "1",
+			"ARG_CLASSES+1+CLASS_WINDOW": "601000", "ARG_CLASSES+1+CLASS_SHARDS": "8",
+			"ARG_CLASSES+1+CLASS_INTERVAL": "7000", "ARG_CLASSES+1+CLASS_BUCKET": itoa(cls.bucket),
+			"ARG_CLASSES+1+CLASS_SPREAD": "0",
+		}, "ARG_CLASSES+1", "CLASS_FIELDS"},
+		{e.scripts.logRead, []string{"log_read"}, map[string]string{"ARG_AFTER": "0-1", "ARG_LIMIT": "7"}, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.sc.name, func(t *testing.T) {
@@ -220,27 +274,28 @@ func TestLuaArgNames(t *testing.T) {
 				}
 			}
 			// every named position of the files is checked
-			checked := map[string]bool{"ARG_OWN": true, "BEAT_FIELDS": true}
+			checked := map[string]bool{"ARG_OWN": true, c.fields: true}
 			for expr := range c.want {
 				for _, part := range strings.Split(expr, "+") {
 					checked[part] = true
 				}
 			}
 			for name := range names {
-				if (strings.HasPrefix(name, "ARG_") || strings.HasPrefix(name, "BEAT_")) && !checked[name] {
+				if positionName.MatchString(name) && !checked[name] {
 					t.Errorf("%s is not checked", name)
 				}
 			}
-			if c.fields > 0 {
-				if f := names["BEAT_FIELDS"]; c.fields > 1 && f != strconv.Itoa(c.fields) {
-					t.Errorf("BEAT_FIELDS = %s, the engine sends %d", f, c.fields)
+			if c.items != "" {
+				// the items the engine sends are whole; the fields
+				// checked above lie within the first one
+				first, fields := pos(c.items), pos(c.fields)
+				if (len(args)-first+1)%fields != 0 {
+					t.Errorf("%d arguments: not whole items of %s = %d fields from ARGV[%d]", len(args), c.fields, fields, first)
 				}
-				first := pos(c.repeat)
-				if c.repeat == "ARG_USERS" {
-					first++
-				}
-				if (len(args)-first+1)%c.fields != 0 {
-					t.Errorf("%d arguments: not whole items of %d fields from ARGV[%d]", len(args), c.fields, first)
+				for expr := range c.want {
+					if p := pos(expr); p >= first+fields {
+						t.Errorf("%s = ARGV[%d] lies past the first item's %d fields", expr, p, fields)
+					}
 				}
 			} else if last != len(args) {
 				t.Errorf("the engine sends %d arguments, the script names %d", len(args), last)
@@ -283,5 +338,27 @@ func TestLuaEnumNames(t *testing.T) {
 	}
 	if KindIOS.classCode() != KindAndroid.classCode() || KindWeb.classCode() == KindIOS.classCode() {
 		t.Errorf("Go's kind classes are not login.lua's (KIND_IOS and KIND_ANDROID share one)")
+	}
+}
+
+// TestLuaNoBareARGV checks that no Lua file indexes ARGV by a bare number:
+// each names its positions once (userlib.lua the common ones of the user
+// scripts).
+func TestLuaNoBareARGV(t *testing.T) {
+	files, err := luaFiles.ReadDir("lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		src, err := luaFiles.ReadFile("lua/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			code := strings.SplitN(line, "--", 2)[0]
+			if m := bareARGV.FindString(code); m != "" {
+				t.Errorf("%s:%d indexes ARGV by a bare number: %q", f.Name(), i+1, m)
+			}
+		}
 	}
 }

@@ -81,17 +81,16 @@ var constantDef = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z
 // costs a script an instruction on every call and each function that
 // reads it an upvalue, which the steady beat pays for measurably: the
 // script sent holds the numbers instead. Each file stays valid Lua as
-// written. A constant used before its definition, or defined twice,
-// panics: TestLuaArgNames loads every script.
+// written, and means the same: a constant defined again (a scope script's
+// own ARG_NOW after userlib.lua's) applies from its definition on, as a
+// Lua local does. A constant defined from one not yet defined panics:
+// TestLuaArgNames loads every script.
 func inlineConstants(src string) string {
 	values := map[string]string{}
 	lines := strings.SplitAfter(src, "\n")
 	for i, line := range lines {
 		body := strings.TrimSuffix(line, "\n")
 		if m := constantDef.FindStringSubmatch(body); m != nil {
-			if _, ok := values[m[1]]; ok {
-				panic("presence: Lua constant " + m[1] + " defined twice")
-			}
 			v := m[2]
 			if m[3] != "" {
 				base, ok := values[m[3]]

@@ -1,19 +1,24 @@
 -- active.lua: counts a scope's members active within the last d ms.
 -- KEYS[1] the scope's count key (routing only)
--- ARGV[1] now ms or ""  ARGV[2] layout  ARGV[3] data key (compact and
--- approx: up to the shard number or bucket start)  ARGV[4] key tail
--- ARGV[5] d ms  ARGV[6] compact: count shards ARGV[8] to ARGV[6] - 1
--- ARGV[7] approx bucket ms  ARGV[8] first shard
+-- ARGV, in the order the engine sends them:
+local ARG_NOW = 1         -- now ms or ""
+local ARG_LAYOUT = 2
+local ARG_DATA = 3        -- data key (compact and approx: up to the shard number or bucket start)
+local ARG_TAIL = 4        -- key tail
+local ARG_WITHIN = 5      -- d ms
+local ARG_SHARD_END = 6   -- compact: count shards ARG_SHARD_FIRST to ARG_SHARD_END - 1
+local ARG_BUCKET = 7      -- approx bucket ms
+local ARG_SHARD_FIRST = 8
 -- Returns {now, count}. An approx count covers whole buckets, so it may
 -- include members up to one bucket older than d.
-local now = clock(ARGV[1])
-local layout, key, tail = ARGV[2], ARGV[3], ARGV[4]
-local d = tonumber(ARGV[5])
+local now = clock(ARGV[ARG_NOW])
+local layout, key, tail = ARGV[ARG_LAYOUT], ARGV[ARG_DATA], ARGV[ARG_TAIL]
+local d = tonumber(ARGV[ARG_WITHIN])
 if layout ~= '1' then
-  return { now, size(layout, key, tail, d, 0, 0, tonumber(ARGV[7]), now) }
+  return { now, size(layout, key, tail, d, 0, 0, tonumber(ARGV[ARG_BUCKET]), now) }
 end
 local n = 0
-for i = tonumber(ARGV[8]), tonumber(ARGV[6]) - 1 do
+for i = tonumber(ARGV[ARG_SHARD_FIRST]), tonumber(ARGV[ARG_SHARD_END]) - 1 do
   local vals = redis.call('HVALS', key .. i .. tail)
   for _, v in ipairs(vals) do
     if age(now, v) <= d then n = n + 1 end

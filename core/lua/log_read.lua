@@ -1,10 +1,11 @@
 -- log_read.lua: reads the change log after an entry.
 -- KEYS[1] the change log stream (P:log)
--- ARGV[1] read entries after this ID ("" from the oldest kept)
--- ARGV[2] at most this many entries
+-- ARGV:
+local ARG_AFTER = 1 -- read entries after this ID ("" from the oldest kept)
+local ARG_LIMIT = 2 -- at most this many entries
 -- Returns {oldest ID kept or "", entries}: entries holds ID, kind ("c" a
 -- change, "k" a kick), event JSON.
-local after, n = ARGV[1], tonumber(ARGV[2])
+local after, n = ARGV[ARG_AFTER], tonumber(ARGV[ARG_LIMIT])
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 local oldest = ''
 if #first > 0 then oldest = first[1][1] end

@@ -1,24 +1,30 @@
 -- members.lua: one page of a scope's live members.
 -- KEYS[1] the scope's count key (routing only)
--- ARGV[1] now ms or ""  ARGV[2] layout (0 exact, 1 compact)
--- ARGV[3] data key (compact: up to the shard number)  ARGV[4] key tail
--- ARGV[5] window ms  ARGV[6] shards  ARGV[7] cursor shard  ARGV[8] cursor
--- offset  ARGV[9] page size
+-- ARGV, in the order the engine sends them:
+local ARG_NOW = 1    -- now ms or ""
+local ARG_LAYOUT = 2 -- 0 exact, 1 compact
+local ARG_DATA = 3   -- data key (compact: up to the shard number)
+local ARG_TAIL = 4   -- key tail
+local ARG_WINDOW = 5 -- ms
+local ARG_SHARDS = 6
+local ARG_SHARD = 7  -- cursor: shard
+local ARG_OFFSET = 8 -- cursor: offset
+local ARG_PAGE = 9   -- page size
 -- Returns {now, next shard, next offset, members}: members holds member,
 -- last touch ms; the next cursor is -1, -1 after the last page. Exact pages
 -- run by recency (newest first, ties by member descending); compact pages
 -- run shard by shard, members ascending within a shard.
-local now = clock(ARGV[1])
-local key, tail, win = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local now = clock(ARGV[ARG_NOW])
+local key, tail, win = ARGV[ARG_DATA], ARGV[ARG_TAIL], tonumber(ARGV[ARG_WINDOW])
 local from = now - win
-local shard, offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-if ARGV[2] == '0' then
+local shard, offset, limit = tonumber(ARGV[ARG_SHARD]), tonumber(ARGV[ARG_OFFSET]), tonumber(ARGV[ARG_PAGE])
+if ARGV[ARG_LAYOUT] == '0' then
   local page = redis.call('ZREVRANGEBYSCORE', key, '+inf', from, 'WITHSCORES', 'LIMIT', offset, limit)
   if #page / 2 < limit then return { now, -1, -1, page } end
   return { now, 0, offset + limit, page }
 end
 local out = {}
-local shards = tonumber(ARGV[6])
+local shards = tonumber(ARGV[ARG_SHARDS])
 while shard < shards do
   local flat = redis.call('HGETALL', key .. shard .. tail)
   local live = {}

@@ -1,13 +1,28 @@
 -- sweep_scopes.lua: one bounded step of the sweep of one scope bucket.
 -- KEYS[1] the bucket's scope registry  KEYS[2] the bucket's release counters
 -- KEYS[3] the bucket's sweep lock
--- ARGV[1] now ms or ""  ARGV[2] lock token  ARGV[3] lock lease ms
--- ARGV[4] at most this many scopes  ARGV[5] at most about this many entries
--- examined  ARGV[6] empty sweeps before release  ARGV[7] count key lifetime ms
--- ARGV[8] the bucket's key base ("P:{sB}:")  ARGV[9..12] key kinds of the
--- exact set, compact shard, approx bucket and count ("z:", "h:", "x:", "n:")
--- ARGV[13] number of classes; then 7 fields each: name, layout, window ms,
--- shards, sweep interval ms, approx bucket ms, spread 0/1
+-- ARGV, in the order the engine sends them:
+local ARG_NOW = 1           -- now ms or ""
+local ARG_LOCK_TOKEN = 2
+local ARG_LEASE = 3         -- lock lease ms
+local ARG_LIMIT = 4         -- at most this many scopes
+local ARG_BUDGET = 5        -- at most about this many entries examined
+local ARG_RELEASE_AFTER = 6 -- empty sweeps before release
+local ARG_LIFETIME = 7      -- count key lifetime ms
+local ARG_BASE = 8          -- the bucket's key base ("P:{sB}:")
+local ARG_KIND_EXACT = 9    -- the key kinds of the exact set ("z:"),
+local ARG_KIND_SHARD = 10   -- compact shard ("h:"),
+local ARG_KIND_APPROX = 11  -- approx bucket ("x:")
+local ARG_KIND_COUNT = 12   -- and count ("n:")
+local ARG_CLASSES = 13      -- n, the number of classes; then CLASS_FIELDS each:
+local CLASS_NAME = 0
+local CLASS_LAYOUT = 1
+local CLASS_WINDOW = 2      -- ms
+local CLASS_SHARDS = 3
+local CLASS_INTERVAL = 4    -- sweep interval ms
+local CLASS_BUCKET = 5      -- approx bucket ms
+local CLASS_SPREAD = 6      -- 0/1
+local CLASS_FIELDS = 7
 -- Returns {now, visited, removed, released, more 0/1, lock, spread}: visited
 -- counts the scopes finished in this step (or handed over); lock is
 -- "idle", "held" (nothing done) or "ok"; spread holds ref, empty sweeps of
@@ -26,15 +41,18 @@
 -- field "#ref"), else counts every shard again (up to RECOUNT_SHARDS) or
 -- keeps the sum without counting the sweep as an empty one. The bound is in entries, not in
 -- time, so that a scope that fits in one step is always swept in one.
-local now = clock(ARGV[1])
-local token, lease, limit, budget = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local releaseAfter, countTTL, base = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
-local kz, kh, kx, kn = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local now = clock(ARGV[ARG_NOW])
+local token, lease = ARGV[ARG_LOCK_TOKEN], tonumber(ARGV[ARG_LEASE])
+local limit, budget = tonumber(ARGV[ARG_LIMIT]), tonumber(ARGV[ARG_BUDGET])
+local releaseAfter, countTTL, base = tonumber(ARGV[ARG_RELEASE_AFTER]), tonumber(ARGV[ARG_LIFETIME]), ARGV[ARG_BASE]
+local kz, kh = ARGV[ARG_KIND_EXACT], ARGV[ARG_KIND_SHARD]
+local kx, kn = ARGV[ARG_KIND_APPROX], ARGV[ARG_KIND_COUNT]
 local classes = {}
-for i = 0, tonumber(ARGV[13]) - 1 do
-  local a = 14 + i * 7
-  classes[ARGV[a]] = { layout = ARGV[a + 1], win = tonumber(ARGV[a + 2]), shards = tonumber(ARGV[a + 3]),
-    interval = tonumber(ARGV[a + 4]), bucket = tonumber(ARGV[a + 5]), spread = ARGV[a + 6] == '1' }
+for i = 0, tonumber(ARGV[ARG_CLASSES]) - 1 do
+  local a = ARG_CLASSES + 1 + i * CLASS_FIELDS
+  classes[ARGV[a + CLASS_NAME]] = { layout = ARGV[a + CLASS_LAYOUT], win = tonumber(ARGV[a + CLASS_WINDOW]),
+    shards = tonumber(ARGV[a + CLASS_SHARDS]), interval = tonumber(ARGV[a + CLASS_INTERVAL]),
+    bucket = tonumber(ARGV[a + CLASS_BUCKET]), spread = ARGV[a + CLASS_SPREAD] == '1' }
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])

@@ -2,22 +2,31 @@
 -- KEYS[1] the bucket's scope registry (P:{sB}:reg)  KEYS[2] the bucket's
 -- release counters (P:{sB}:rel), where "#ref" counts the member changes of a
 -- compact scope (see sweep_scopes.lua)
--- ARGV[1] now ms or "" (server TIME)  ARGV[2] key grace ms  ARGV[3] n;
--- then 8 fields for each touch:
---   layout (0 exact, 1 compact, 2 approx, 3 registry only: a spread
---   compact shard is written by shard_touch.lua), data key (exact: the
---   sorted set; compact: the member's shard; approx: the bucket key up to
---   its start),
---   key tail (approx: what follows the bucket start), scope ref, member,
---   window ms, sweep interval ms, approx bucket ms
+-- ARGV, in the order the engine sends them:
+local ARG_NOW = 1     -- now ms or "" (server TIME)
+local ARG_GRACE = 2   -- key grace ms
+local ARG_TOUCHES = 3 -- n; then TOUCH_FIELDS for each touch:
+local TOUCH_LAYOUT = 0   -- 0 exact, 1 compact, 2 approx, 3 registry only (a
+                         -- spread compact shard is written by shard_touch.lua)
+local TOUCH_DATA = 1     -- data key (exact: the sorted set; compact: the
+                         -- member's shard; approx: the bucket key up to its start)
+local TOUCH_TAIL = 2     -- key tail (approx: what follows the bucket start)
+local TOUCH_REF = 3      -- scope ref
+local TOUCH_MEMBER = 4
+local TOUCH_WINDOW = 5   -- ms
+local TOUCH_INTERVAL = 6 -- sweep interval ms
+local TOUCH_BUCKET = 7   -- approx bucket ms
+local TOUCH_FIELDS = 8
 -- Returns {now}.
-local now = clock(ARGV[1])
-local grace = tonumber(ARGV[2])
+local now = clock(ARGV[ARG_NOW])
+local grace = tonumber(ARGV[ARG_GRACE])
 local registered = {}
-for i = 0, tonumber(ARGV[3]) - 1 do
-  local a = 4 + i * 8
-  local layout, key, tail, ref, member = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local win, interval, bucket = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+for i = 0, tonumber(ARGV[ARG_TOUCHES]) - 1 do
+  local a = ARG_TOUCHES + 1 + i * TOUCH_FIELDS
+  local layout, key, tail = ARGV[a + TOUCH_LAYOUT], ARGV[a + TOUCH_DATA], ARGV[a + TOUCH_TAIL]
+  local ref, member = ARGV[a + TOUCH_REF], ARGV[a + TOUCH_MEMBER]
+  local win, interval = tonumber(ARGV[a + TOUCH_WINDOW]), tonumber(ARGV[a + TOUCH_INTERVAL])
+  local bucket = tonumber(ARGV[a + TOUCH_BUCKET])
   if layout == '0' then
     redis.call('ZADD', key, now, member)
     redis.call('PEXPIRE', key, win + grace)
