@@ -62,11 +62,11 @@ var positionName = regexp.MustCompile(`^(ARG|BEAT|TOUCH|CLASS|EVENT)_`)
 // bareARGV finds an ARGV index written as a number (ARGV[7], ARGV[a + 2]).
 var bareARGV = regexp.MustCompile(`ARGV\[\s*(?:[a-z]\w*\s*\+\s*)?\d`)
 
-// argRecorder records the calls the engine makes and answers the steady
-// beat with "not steady" (so that the full path follows) and any other
-// call with an error.
+// argRecorder records the calls the engine makes and answers those of the
+// scripts in replies with their reply, so that the engine goes on to the
+// calls that follow, and any other call with an error.
 type argRecorder struct {
-	beatSHA string
+	replies map[string]Value // by SHA
 	calls   []Call
 }
 
@@ -74,8 +74,8 @@ func (r *argRecorder) Eval(_ context.Context, calls []Call) []Result {
 	out := make([]Result, len(calls))
 	for i, c := range calls {
 		r.calls = append(r.calls, c)
-		if c.SHA == r.beatSHA {
-			out[i].Value = StringValue("")
+		if v, ok := r.replies[c.SHA]; ok {
+			out[i].Value = v
 		} else {
 			out[i].Err = errors.New("recorded")
 		}
@@ -83,12 +83,12 @@ func (r *argRecorder) Eval(_ context.Context, calls []Call) []Result {
 	return out
 }
 
-// argsOf returns the arguments of the last call of script sc.
+// argsOf returns the arguments of the first call of script sc.
 func (r *argRecorder) argsOf(t *testing.T, sc *Script) []string {
 	t.Helper()
-	for i := len(r.calls) - 1; i >= 0; i-- {
-		if r.calls[i].SHA == sc.sha {
-			return r.calls[i].Args
+	for _, c := range r.calls {
+		if c.SHA == sc.sha {
+			return c.Args
 		}
 	}
 	t.Fatalf("no call of %s", sc.name)
@@ -106,14 +106,29 @@ func TestLuaArgNames(t *testing.T) {
 		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1, ScopeBuckets: 1,
 		Clock: fixedClock(time.UnixMilli(1772366400123)), ChangeLog: 100, CountTTL: 611 * time.Second,
 		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, Shards: 8,
-			SweepInterval: 7 * time.Second}},
+			SweepInterval: 7 * time.Second}, "live": {Layout: LayoutCompact, Window: 603 * time.Second, Shards: 4,
+			SweepInterval: 9 * time.Second, Spread: true}},
 	}
 	rec := &argRecorder{}
 	e, err := New(rec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.beatSHA = e.scripts.beat.sha
+	const now = 1772366400123
+	nowV := IntValue(now)
+	rec.replies = map[string]Value{
+		// not steady: the full path follows
+		e.scripts.beat.sha: StringValue(""),
+		// a change, published and logged
+		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4))),
+		// a spread scope: no count key, then its shards' sizes
+		e.scripts.count.sha:    ArrayValue(nowV, IntValue(-1), IntValue(0)),
+		e.scripts.shardLen.sha: IntValue(3),
+		// a spread scope handed over by the sweep, its shards swept
+		e.scripts.sweepScopes.sha: ArrayValue(nowV, IntValue(0), IntValue(0), IntValue(0), IntValue(0),
+			StringValue("ok"), ArrayValue(StringValue("live:7"), IntValue(2))),
+		e.scripts.shardSweep.sha: ArrayValue(nowV, IntValue(0), IntValue(5), StringValue("0")),
+	}
 	b := e.settings.keys.userBucket("alice")
 	base := e.settings.keys.userBase(b)
 	common := map[string]string{
@@ -150,11 +165,15 @@ func TestLuaArgNames(t *testing.T) {
 	e.ActiveWithin(ctx, video, 42*time.Second)
 	e.SweepScopes(ctx)
 	e.ChangeLogAfter(ctx, "0-1", 7)
+	live := Scope{Class: "live", ID: "7"}
+	e.Touch(ctx, live, "dave")
+	e.Count(ctx, live)
 	k, err := e.scopeKeys("scope", video)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cls := e.settings.classes["video"]
+	change := MarshalChange(Change{User: "alice", From: StatusOffline, To: StatusDND, At: time.UnixMilli(now)})
 	meta := "=" + encodeMeta(map[string]string{"k": "v"})
 	cases := []struct {
 		sc     *Script
@@ -223,13 +242,31 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": strconv.Itoa(e.settings.budget),
 			"ARG_RELEASE_AFTER": strconv.Itoa(e.settings.release), "ARG_LIFETIME": "611000",
 			"ARG_BASE": e.settings.keys.scopeBase(0), "ARG_KIND_EXACT": sufExact, "ARG_KIND_SHARD": sufShard,
-			"ARG_KIND_APPROX": sufHLL, "ARG_KIND_COUNT": sufCount, "ARG_CLASSES": "1",
-			"ARG_CLASSES+1+CLASS_NAME": "video", "ARG_CLASSES+1+CLASS_LAYOUT": "1",
-			"ARG_CLASSES+1+CLASS_WINDOW": "601000", "ARG_CLASSES+1+CLASS_SHARDS": "8",
-			"ARG_CLASSES+1+CLASS_INTERVAL": "7000", "ARG_CLASSES+1+CLASS_BUCKET": itoa(cls.bucket),
-			"ARG_CLASSES+1+CLASS_SPREAD": "0",
+			"ARG_KIND_APPROX": sufHLL, "ARG_KIND_COUNT": sufCount, "ARG_CLASSES": "2",
+			"ARG_CLASSES+1+CLASS_NAME": "live", "ARG_CLASSES+1+CLASS_LAYOUT": "1",
+			"ARG_CLASSES+1+CLASS_WINDOW": "603000", "ARG_CLASSES+1+CLASS_SHARDS": "4",
+			"ARG_CLASSES+1+CLASS_INTERVAL": "9000", "ARG_CLASSES+1+CLASS_BUCKET": itoa(cls.bucket),
+			"ARG_CLASSES+1+CLASS_SPREAD": "1",
 		}, "ARG_CLASSES+1", "CLASS_FIELDS"},
 		{e.scripts.logRead, []string{"log_read"}, map[string]string{"ARG_AFTER": "0-1", "ARG_LIMIT": "7"}, "", ""},
+		{e.scripts.logAppend, []string{"log_append"}, map[string]string{
+			"ARG_MAXLEN": "100", "ARG_EVENT1+EVENT_KIND": "c", "ARG_EVENT1+EVENT_JSON": string(change),
+		}, "ARG_EVENT1", "EVENT_FIELDS"},
+		{e.scripts.shardTouch, []string{"shard_touch"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_LIFETIME": itoa(603000 + e.settings.grace), "ARG_MEMBER1": "dave",
+		}, "ARG_MEMBER1", "1"},
+		{e.scripts.countSet, []string{"count_set"}, map[string]string{
+			"ARG_COUNT": "12", "ARG_AS_OF": "1772366400123", "ARG_LIFETIME": "611000",
+		}, "", ""},
+		{e.scripts.shardSweep, []string{"shard_sweep"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_WINDOW": "603000", "ARG_CURSOR": "0", "ARG_SCAN": strconv.Itoa(shardScan),
+		}, "", ""},
+		{e.scripts.scopeFinish, []string{"scope_finish"}, map[string]string{
+			"ARG_NOW": "1772366400123", "ARG_REF": "live:7", "ARG_COUNT": "20", "ARG_EMPTIES": "2",
+			"ARG_RELEASE_AFTER": strconv.Itoa(e.settings.release), "ARG_LIFETIME": "611000", "ARG_INTERVAL": "9000",
+		}, "", ""},
+		// a sweep that fails releases its locks
+		{e.scripts.unlock, []string{"unlock"}, map[string]string{"ARG_TOKEN": anyToken}, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.sc.name, func(t *testing.T) {
