@@ -15,7 +15,7 @@ import (
 // compact counts through its client-side cache. The invalidation of a count
 // key that the engine's own sweep rewrote travels apart from the sweep's
 // reply and often arrives after it; SweepScopes fences the cache before it
-// returns, so a count read after it sees the sweep (design section 9: the
+// returns, so a count read after it sees the sweep (docs/design.md §9: the
 // cache is "invalidated by the server when the sweep rewrites it").
 //
 // Input: a compact class (Shards 4); repeat 20 times: Touch(video/v1, m<i>),

@@ -1,6 +1,6 @@
 // Package conformance checks that every adapter, on every backend, behaves
 // exactly like the reference model, core.Model: the property-based suite of
-// design section 2.
+// docs/design.md §2.
 //
 // # Model-based sequences
 //
@@ -60,7 +60,7 @@
 // linearizability against the model, per user and per scope, with
 // github.com/anishathalye/porcupine. Compact counts read through a
 // client-side cache may lag until the server's invalidation arrives
-// (design section 9): they must equal the model's or an older count, and
+// (docs/design.md §9): they must equal the model's or an older count, and
 // never go back in time for a reader.
 //
 // # Targets

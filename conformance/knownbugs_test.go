@@ -169,7 +169,7 @@ func TestKickFenceAllTokens(t *testing.T) {
 // before d1's next login); d1 logs in again
 // (T2) by t0+1s at the latest; that session ends one way; then a heartbeat
 // of d1 carries T1, less than KickFence (1 h) after T1 was superseded:
-// ErrSessionReplaced (design section 8), on the engine and the model.
+// ErrSessionReplaced (docs/design.md §8), on the engine and the model.
 func TestKickFenceOutlivesLaterSession(t *testing.T) {
 	ctx := context.Background()
 	ex := core.PolicyExclusive

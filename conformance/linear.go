@@ -125,7 +125,7 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 
 // staleRead reports whether p, a count read through a client-side cache,
 // returned an older count than the model's q: the cache lags behind the
-// server until the invalidation arrives, which design section 9 allows.
+// server until the invalidation arrives, which docs/design.md §9 allows.
 func staleRead(p, q *raceOp) bool {
 	return p.cached && p.err == nil && q.err == nil && p.count.AsOf.Before(q.count.AsOf)
 }

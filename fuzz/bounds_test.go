@@ -11,7 +11,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// The caps of design section 3 and core's constants, each shown at the cap
+// The caps of docs/design.md §3 and core's constants, each shown at the cap
 // (accepted) and one over (refused with a clear error, before anything is
 // sent), on an engine on miniredis and on the model.
 
@@ -57,7 +57,7 @@ func refused(t *testing.T, what string, err error, field, limit string, rec *rec
 // and refuses 129 bytes and, where it is required, the empty string.
 func TestBoundsIDs(t *testing.T) {
 	if got := len(idOf(core.MaxIDBytes)); got != 128 || core.MaxIDBytes != 128 {
-		t.Fatalf("MaxIDBytes = %d (id of %d bytes), design section 3 says 128", core.MaxIDBytes, got)
+		t.Fatalf("MaxIDBytes = %d (id of %d bytes), docs/design.md §3 says 128", core.MaxIDBytes, got)
 	}
 	ctx := context.Background()
 	sc := func(id string) core.Scope { return core.Scope{Class: "room", ID: id} }
@@ -126,7 +126,7 @@ func TestBoundsIDs(t *testing.T) {
 // entries or 1,025 bytes are refused.
 func TestBoundsMeta(t *testing.T) {
 	if core.MaxMetaEntries != 16 || core.MaxMetaBytes != 1024 {
-		t.Fatalf("MaxMetaEntries %d, MaxMetaBytes %d; design section 3 says 16 and 1 KiB", core.MaxMetaEntries, core.MaxMetaBytes)
+		t.Fatalf("MaxMetaEntries %d, MaxMetaBytes %d; docs/design.md §3 says 16 and 1 KiB", core.MaxMetaEntries, core.MaxMetaBytes)
 	}
 	ctx := context.Background()
 	entries := func(n, bytes int) map[string]string {

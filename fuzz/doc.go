@@ -13,7 +13,7 @@
 //     Disconnect, SetManual, Statuses, Touch, Leave, Count and Members
 //     requests from fuzzed user, device, gateway, token, scope, member,
 //     class, cursor and metadata strings. A request is accepted exactly when
-//     the rules of design section 3, applied by the test, allow it; an
+//     the rules of docs/design.md §3, applied by the test, allow it; an
 //     accepted one round-trips (Status shows the device with exactly the
 //     metadata sent, Members lists the member); a refused one fails with a
 //     *core.InputError (matching core.ErrInvalid) that names a field at fault
@@ -49,7 +49,7 @@
 //     each policy, logouts, disconnects, manual statuses, clock steps, sweeps,
 //     scope touches, leaves, counts, pages) and runs them on an engine on
 //     miniredis and the model in lockstep: equal observations, the state
-//     table of design section 5 and the aggregate of section 6 computed
+//     table of docs/design.md §5 and the aggregate of section 6 computed
 //     independently from each device's fields, counts never negative,
 //     changes never From == To and chained per user, and after quiescence
 //     every user OFFLINE and published so.
@@ -60,7 +60,7 @@
 //     boundary and back: they arrive unchanged, and the core's verdict on a
 //     request is the same natively and through the ABI.
 //
-// The bounds of design section 3 and core's constants (MaxIDBytes,
+// The bounds of docs/design.md §3 and core's constants (MaxIDBytes,
 // MaxMetaEntries, MaxMetaBytes, MaxDevices, MaxBatch, MaxPage and the
 // Config ranges) are plain tests in bounds_test.go: at the cap accepted, one
 // over refused with a clear error. Bugs the targets found in core are

@@ -220,7 +220,7 @@ func (m *mini) engine(tb testing.TB, cfg core.Config) *core.Engine {
 	return e
 }
 
-// validID is the ID rule of design section 3, written independently of the
+// validID is the ID rule of docs/design.md §3, written independently of the
 // core: non-empty UTF-8, at most 128 bytes, no control characters (Unicode
 // category Cc).
 func validID(s string) bool {
@@ -240,7 +240,7 @@ func validText(s string) bool {
 	return true
 }
 
-// validMeta is the metadata rule of design section 3: at most 16 entries of
+// validMeta is the metadata rule of docs/design.md §3: at most 16 entries of
 // non-empty keys, 1 KiB of keys and values in total, all text.
 func validMeta(m map[string]string) bool {
 	if len(m) > 16 {

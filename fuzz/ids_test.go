@@ -11,7 +11,7 @@ import (
 )
 
 // idCase is one request of the identifier target: what it sends, and for
-// each field that the independent rules of design section 3 reject, the
+// each field that the independent rules of docs/design.md §3 reject, the
 // field name (or name prefix, for metadata) the InputError must carry.
 type idCase struct {
 	name    string
@@ -31,7 +31,7 @@ func blame(bad []string, ok bool, field string) []string {
 
 // FuzzIdentifiers builds Heartbeat, Login, Logout, Disconnect, SetManual,
 // Statuses, Touch, Leave, Count and Members requests from fuzzed strings and
-// checks design section 3 against an engine on miniredis and the model:
+// checks docs/design.md §3 against an engine on miniredis and the model:
 // a request is accepted exactly when the test's own rules say so; an
 // accepted one round-trips (Status shows the device with exactly the
 // metadata sent, Members lists the member); a rejected one fails with an

@@ -16,8 +16,8 @@ import (
 
 // rules are a Config's effective timing parameters, derived by the test
 // from the documented defaults (not read from the core), for the independent
-// checks of design sections 5 and 6. Like the core, they count whole
-// milliseconds (design section 3: time is int64 milliseconds).
+// checks of docs/design.md §5 and §6. Like the core, they count whole
+// milliseconds (docs/design.md §3: time is int64 milliseconds).
 type rules struct {
 	interval   [5]time.Duration
 	idle, push time.Duration
@@ -41,7 +41,7 @@ func rulesOf(cfg core.Config) rules {
 	return r
 }
 
-// state is a device's state by the table of design section 5.
+// state is a device's state by the table of docs/design.md §5.
 func (r rules) state(d core.Device, now time.Time) core.Status {
 	age := now.Sub(d.LastSeen)
 	switch {
@@ -57,7 +57,7 @@ func (r rules) state(d core.Device, now time.Time) core.Status {
 	return core.StatusOnline
 }
 
-// aggregate is a user's status by the rules of design section 6.
+// aggregate is a user's status by the rules of docs/design.md §6.
 func aggregate(devices []core.Device, manual core.Manual) core.Status {
 	rank := map[core.Status]int{core.StatusPushOnline: 1, core.StatusAway: 2, core.StatusOnline: 3}
 	best := core.StatusOffline

@@ -32,7 +32,7 @@ const machineLongest = 30 * time.Minute
 // edge of a device's window; user and scope sweeps; scope touches, leaves,
 // counts, pages and activity windows) and runs it against an Engine on
 // miniredis and the Model in lockstep. After every event it compares all
-// users' statuses and holds them to design sections 5 and 6 computed here
+// users' statuses and holds them to docs/design.md §5 and §6 computed here
 // from the devices' own fields; every operation's results must be equal
 // (approx counts within a small tolerance), counts never negative, published
 // changes never From == To and chained per user. At the end the clock moves

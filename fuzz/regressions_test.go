@@ -36,7 +36,7 @@ func skipKnownBug(t *testing.T, what string) {
 // have) deleted the user's expired device records although nothing was
 // settled; the Engine's scripts change nothing then. The Model thereby
 // forgot when the user went offline and published OFFLINE at its next
-// sweep at once instead of after LeaveDelay (design section 7).
+// sweep at once instead of after LeaveDelay (docs/design.md §7).
 //
 // Input (default Config): t0 login u/web (window 60 s) and u/ios (120 s);
 // t0+2s sweep (publishes OFFLINE→ONLINE); t0+120.5s Logout(u, "absent") and

@@ -1,5 +1,5 @@
 // Package serverclock follows the Redis server's clock from the client: the
-// driver-side clock of design section 4. A Clock reads the server's time
+// driver-side clock of docs/design.md §4. A Clock reads the server's time
 // now and then (Engine.Ping) and keeps the offset, so that every script
 // takes "now" as an argument instead of reading TIME itself:
 //

@@ -16,7 +16,7 @@
 //     (clock_test.go);
 //   - a soak at the highest rate the machine sustains (soak_test.go): no
 //     errors, no goroutine leaks, memory stable, p99 reported;
-//   - one test per production pitfall of the seed articles
+//   - one test per common production pitfall of presence systems
 //     (pitfalls_test.go).
 //
 // The package has no code of its own: the helpers live in faultproxy and

@@ -15,8 +15,9 @@ import (
 	"github.com/presencekit/presence/internal/redistest"
 )
 
-// The production pitfalls listed by the seed articles (002 "生产环境9大经典
-// 踩坑", 000 and 004 on KEYS and SCAN), one test each, on every adapter.
+// Common production pitfalls of presence systems (zombie users after a
+// crash, keys by user only, flapping, no debounce, KEYS and SCAN in the hot
+// path, and the others below), one test each, on every adapter.
 
 // pitfallEngine is an engine on an injected clock with changes published
 // at once unless the test says otherwise.
@@ -624,8 +625,8 @@ func TestPitfallMobileBackgroundJudgedOffline(t *testing.T) {
 	}
 }
 
-// TestPitfallKeysInHotPath: "KEYS/SCAN in the hot path" (articles 000, 002
-// and 004 count and aggregate by scanning the keyspace). MONITOR records
+// TestPitfallKeysInHotPath: "KEYS/SCAN in the hot path" (plain designs
+// count and aggregate by scanning the keyspace; docs/design.md §8 forbids it). MONITOR records
 // every command the server runs, the scripts' own included, during a
 // workload of every call, sweeps and releases included: none enumerates
 // the keyspace or flushes it.

@@ -161,7 +161,7 @@ func (c *comparison) centrifugeDesign(pm *centrifuge.RedisPresenceManager) desig
 	}
 }
 
-// plainSetDesign is the articles' first design: per beat, ZADD the user to
+// plainSetDesign is the plain design most presence tutorials start from: per beat, ZADD the user to
 // an online set scored by time, SETEX the device's status, and HSET the
 // device into the user's device hash, pipelined.
 func (c *comparison) plainSetDesign(prefix string) design {
@@ -191,7 +191,7 @@ func (c *comparison) plainSetDesign(prefix string) design {
 	}
 }
 
-// plainHashDesign is the articles' second design: one HSET user → last
+// plainHashDesign is the other common plain design: one HSET user → last
 // beat per beat, into one of 16 hashes by a hash of the user.
 func (c *comparison) plainHashDesign(prefix string) design {
 	keys := make([]string, 16)

@@ -1,7 +1,7 @@
 // Command compare measures, in one process against one fresh redis-server,
 // the presence engine through each adapter beside github.com/centrifugal/
 // centrifuge's Redis presence manager (AddPresence, PresenceStats) and the
-// plain designs of the articles the engine comes from: ZADD+SETEX+HSET per
+// two plain designs that presence tutorials commonly show: ZADD+SETEX+HSET per
 // beat, and one HSET per beat into 16 sharded hashes.
 //
 // It lives in its own module so that the library's go.mod never requires

@@ -8,7 +8,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// How a benchmarked engine reads "now" (design section 4): the modes of
+// How a benchmarked engine reads "now" (docs/design.md §4): the modes of
 // Suite.Clock and of the comparison's --clock.
 const (
 	// ClockServer follows the server's clock from the client

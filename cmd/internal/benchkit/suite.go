@@ -258,8 +258,8 @@ func LayoutClasses() [][2]string {
 // UserID and MemberID name the i-th user and scope member of a workload.
 func UserID(i int) string { return "user-" + strconv.Itoa(1_000_000+i) }
 
-// MemberID is the i-th scope member: a decimal user number, as the
-// articles' "N watching video 10086" counts users by their numeric IDs.
+// MemberID is the i-th scope member: a decimal user number, as services
+// that count "N watching video 10086" usually name users by numeric IDs.
 func MemberID(i int) string { return strconv.Itoa(1_000_000 + i) }
 
 // Login logs n users in (one web device "d0" each) by implicit-login

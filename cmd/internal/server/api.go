@@ -14,7 +14,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// checkID applies the ID rules of design section 3 to a request parameter
+// checkID applies the ID rules of docs/design.md §3 to a request parameter
 // (the core checks the IDs it is handed itself; this is for parameters the
 // server uses before calling it).
 func checkID(field, id string) *Error {

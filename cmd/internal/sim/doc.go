@@ -1,7 +1,7 @@
 // Package sim simulates users heartbeating through edge nodes, each
 // running the presence engine (in WebAssembly by default), against one
 // Redis, in virtual time, and checks what the engine says against a
-// ground truth it computes itself from the design's rules.
+// ground truth it computes itself from the rules of docs/design.md.
 //
 // Users have devices of each kind (web, desktop, ios, android). Devices
 // log in (some exclusively, kicking the user's other sessions), heartbeat
@@ -13,7 +13,7 @@
 // it received into one HeartbeatBatch, as a gateway does.
 //
 // The truth is kept by the simulator from the events it generated, with
-// the rules of the design (device windows, idle time, the aggregate, kicks,
+// the rules of docs/design.md (device windows, idle time, the aggregate, kicks,
 // token fencing, scope windows) and without calling the core's model. At
 // every sweep the run compares, and writes a row of the time series:
 // users per status (the truth, and what Engine.Online says, which follows

@@ -10,8 +10,8 @@ import (
 
 // The ground truth: what Redis should hold and what every user's status
 // is, kept from the operations the simulator sent, in the order the edges
-// sent them, with the design's rules (sections 5, 6 and 8). It is written
-// from the design, not from the core or its model.
+// sent them, with the rules of docs/design.md §5, §6 and §8. It is written
+// from that page, not from the core or its model.
 
 // rules are the configured windows, in milliseconds.
 type rules struct {
@@ -47,7 +47,7 @@ func (ru rules) present(r *record, t int64) bool {
 	return r.has && t <= r.seen+ru.window(r)
 }
 
-// state is a device's state at t (design section 5).
+// state is a device's state at t (docs/design.md §5).
 func (ru rules) state(r *record, t int64) core.Status {
 	switch {
 	case !ru.present(r, t) || r.gone:
@@ -60,7 +60,7 @@ func (ru rules) state(r *record, t int64) core.Status {
 	return core.StatusOnline
 }
 
-// aggregate is a user's status at t (design section 6).
+// aggregate is a user's status at t (docs/design.md §6).
 func (w *world) aggregate(u *user, t int64) core.Status {
 	best := core.StatusOffline
 	for _, di := range u.devs {
@@ -134,7 +134,7 @@ type beatOutcome struct {
 	token   string // the token in force after it ("" when the engine issues a new one)
 }
 
-// beat applies a heartbeat at t to the truth (design sections 5 and 8,
+// beat applies a heartbeat at t to the truth (docs/design.md §5 and §8,
 // under the multi policy of the simulated engines).
 func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
 	r := &d.rec
