@@ -162,7 +162,7 @@ var nowV = core.IntValue(t0.UnixMilli())
 // Expected: errors matching core.ErrReply. Was: a change OFFLINE→ONLINE,
 // a kick of an android device, a user with manual DND.
 // Cause: Status(from).Valid(), Kind(kind).valid() and
-// Manual(manual).valid() in engine.go decodeChanges, users.go (heartbeat
+// Manual(manual).valid() in engine.go decodeChanges, the reply decoders (heartbeat
 // results, decodeKicks, decodeStatus) and rules.go decodeRecord convert
 // before they compare; compare the int64 with the number of names instead.
 func TestRegressionEnumTruncation(t *testing.T) {
@@ -272,7 +272,7 @@ func TestRegressionModelSkewOverflow(t *testing.T) {
 // Input: At = time.Unix(s, 0) with s·1000 ≡ now (mod 2^64), both backends.
 // Expected: ErrClockSkew (the instant is ~584 million years away).
 // Was: accepted.
-// Cause: users.go checkHeartbeat did not bound At; checking
+// Cause: validate.go checkHeartbeat did not bound At; checking
 // At.Year() (or At within ±MaxSkew as a time.Time, before UnixMilli) would.
 func TestRegressionAtWraps(t *testing.T) {
 	// Find k ≥ 1 and a target within a second of now with target + k·2^64

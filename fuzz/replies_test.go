@@ -284,7 +284,7 @@ func code(v core.Value) (refusal error, ok bool) {
 	return r, known
 }
 
-// recordOK: a device record of lua/lib.lua in its two hash fields, joined
+// recordOK: a device record of lua/recordlib.lua in its two hash fields, joined
 // by \x1f: static (field DEVICE) kind, gateway, token, loginAt, interval,
 // metadata, with kind a kind and loginAt and interval integers; dynamic
 // (field "\x01" DEVICE) lastSeen, lastActive, background, flags (gone, fenced), with the
@@ -575,7 +575,7 @@ func genEvents(s *source) core.Value {
 	return core.ArrayValue(items...)
 }
 
-// genRecord returns the two hash fields of a device record (lua/lib.lua).
+// genRecord returns the two hash fields of a device record (lua/recordlib.lua).
 func genRecord(s *source, now int64) (static, dynamic core.Value) {
 	seen := now - int64(s.intn(700))*1000
 	st := []string{strconv.Itoa(s.intn(5)), pick(s, "", "gw"), "tok", strconv.FormatInt(seen-5000, 10),
