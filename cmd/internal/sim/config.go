@@ -216,12 +216,12 @@ func (m Mix) check() error {
 		return fmt.Errorf("sim: mix kind weights must be non-negative, not all zero")
 	}
 	for _, p := range []struct {
-		name string
-		v    float64
+		name  string
+		value float64
 	}{{"jitter", m.Jitter}, {"loss", m.Loss}, {"switch", m.Switch}, {"logout", m.Logout}, {"disconnect", m.Disconnect},
 		{"implicit", m.Implicit}, {"exclusive", m.Exclusive}, {"dnd", m.DND}, {"watch", m.Watch}, {"leave", m.Leave}} {
-		if p.v < 0 || p.v > 1 {
-			return fmt.Errorf("sim: mix %s must be 0 to 1, got %v", p.name, p.v)
+		if p.value < 0 || p.value > 1 {
+			return fmt.Errorf("sim: mix %s must be 0 to 1, got %v", p.name, p.value)
 		}
 	}
 	if m.Logout+m.Disconnect > 1 {

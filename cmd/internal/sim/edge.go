@@ -34,14 +34,14 @@ const (
 
 // op is an operation an edge sends at the end of the tick.
 type op struct {
-	kind   opKind
-	dev    int32
-	user   int32
-	video  int32
-	hb     core.Heartbeat
-	policy *core.Policy
-	manual core.Manual
-	stale  bool
+	kind      opKind
+	device    int32
+	user      int32
+	video     int32
+	heartbeat core.Heartbeat
+	policy    *core.Policy
+	manual    core.Manual
+	stale     bool
 }
 
 // engine is what an edge runs: core.Engine or host.Engine.
@@ -52,14 +52,14 @@ type engine interface {
 
 // edge is one edge node.
 type edge struct {
-	idx   int
-	name  string
-	up    bool
-	p     engine
-	store *edgeStore
-	close func()
-	queue []op
-	lives int
+	index  int
+	name   string
+	up     bool
+	engine engine
+	store  *edgeStore
+	close  func()
+	queue  []op
+	lives  int
 }
 
 // config is the engine configuration of every edge.
@@ -72,28 +72,28 @@ func (w *world) config() core.Config {
 // boot starts (or restarts) an edge.
 func (w *world) boot(e *edge) error {
 	e.lives++
-	e.store = &edgeStore{inner: w.store, seq: w.seq, ticket: -1}
+	e.store = &edgeStore{inner: w.store, sequencer: w.sequencer, ticket: -1}
 	seed := fmt.Sprintf("sim-%d-%s-%d", w.cfg.Seed, e.name, e.lives)
 	cfg := w.config()
 	switch w.cfg.Engine {
 	case EngineWASM:
-		in, err := w.rt.NewInstance(w.ctx, e.store)
+		instance, err := w.runtime.NewInstance(w.ctx, e.store)
 		if err != nil {
 			return err
 		}
-		eng, err := in.Configure(w.ctx, cfg, host.EngineOptions{Seed: seed})
+		eng, err := instance.Configure(w.ctx, cfg, host.EngineOptions{Seed: seed})
 		if err != nil {
-			in.Close(w.ctx)
+			instance.Close(w.ctx)
 			return err
 		}
-		e.p, e.close = eng, func() { in.Close(context.WithoutCancel(w.ctx)) }
+		e.engine, e.close = eng, func() { instance.Close(context.WithoutCancel(w.ctx)) }
 	default:
 		cfg.Rand = abi.SeededRand(seed)
 		eng, err := core.New(e.store, cfg)
 		if err != nil {
 			return err
 		}
-		e.p, e.close = eng, func() {}
+		e.engine, e.close = eng, func() {}
 	}
 	e.up = true
 	return nil
@@ -106,23 +106,23 @@ func (w *world) crash() {
 		return // nowhere to move to
 	}
 	e := w.edges[w.rng.IntN(len(w.edges))]
-	w.down = e.idx
+	w.crashedEdge = e.index
 	e.up = false
 	e.close()
 	e.queue = nil
 	w.stats.Crashes++
-	for i := range w.devs {
-		d := &w.devs[i]
-		if d.edge != e.idx {
+	for i := range w.devices {
+		d := &w.devices[i]
+		if d.edge != e.index {
 			continue
 		}
 		d.edge = -1
-		if d.online && !d.bg && !d.paused {
+		if d.online && !d.background && !d.paused {
 			d.paused = true
-			d.gen++
-			d.beatGen++
+			d.sessionGeneration++
+			d.beatGeneration++
 			w.stats.Moved++
-			w.at(w.now+1000+w.rng.Int64N(max(1, w.mix.CrashReconnect.Milliseconds()-1000)), event{kind: evReconnect, gen: d.gen, id: d.idx})
+			w.at(w.now+1000+w.rng.Int64N(max(1, w.mix.CrashReconnect.Milliseconds()-1000)), event{kind: evReconnect, generation: d.sessionGeneration, index: d.index})
 		}
 	}
 }
@@ -131,7 +131,7 @@ func (w *world) crash() {
 func (w *world) liveEdge() int {
 	for {
 		if e := w.edges[w.rng.IntN(len(w.edges))]; e.up {
-			return e.idx
+			return e.index
 		}
 	}
 }

@@ -23,9 +23,9 @@ const (
 
 // event is something scheduled for a tick.
 type event struct {
-	kind evKind
-	gen  uint32
-	id   int32
+	kind       evKind
+	generation uint32 // the generation it was scheduled in: stale once the device's or user's moves on
+	index      int32  // the device's index; the user's for evManual, evTouch and evWatchEnd
 }
 
 // exp draws an exponential duration of the given mean, in ms (at least 1).
@@ -35,24 +35,24 @@ func (w *world) exp(mean time.Duration) int64 {
 
 // at schedules ev at the first tick at or after t (and after the current one).
 func (w *world) at(t int64, ev event) {
-	k := int((t - w.start + w.tick - 1) / w.tick)
-	if k <= w.k {
-		k = w.k + 1
+	due := int((t - w.start + w.tickMS - 1) / w.tickMS)
+	if due <= w.currentTick {
+		due = w.currentTick + 1
 	}
-	if k <= w.ticks {
-		w.wheel[k] = append(w.wheel[k], ev)
+	if due <= w.tickCount {
+		w.wheel[due] = append(w.wheel[due], ev)
 	}
 }
 
 // nextBeat schedules a device's next heartbeat, I·(1−U·jitter) from now.
 func (w *world) nextBeat(d *device) {
-	iv := float64(d.iv) * (1 - w.rng.Float64()*w.mix.Jitter)
-	w.at(w.now+int64(iv), event{kind: evBeat, gen: d.beatGen, id: d.idx})
+	wait := float64(d.beatInterval) * (1 - w.rng.Float64()*w.mix.Jitter)
+	w.at(w.now+int64(wait), event{kind: evBeat, generation: d.beatGeneration, index: d.index})
 }
 
 func (w *world) beatOp(d *device, active bool) op {
-	return op{kind: opBeat, dev: d.idx, user: d.user, hb: core.Heartbeat{User: w.users[d.user].id, Device: d.id,
-		Kind: d.kind, Gateway: w.edges[d.edge].name, Token: d.token, Active: active, Background: d.bg}}
+	return op{kind: opBeat, device: d.index, user: d.user, heartbeat: core.Heartbeat{User: w.users[d.user].id, Device: d.id,
+		Kind: d.kind, Gateway: w.edges[d.edge].name, Token: d.token, Active: active, Background: d.background}}
 }
 
 func mobile(k core.Kind) bool { return k == core.KindIOS || k == core.KindAndroid }
@@ -60,104 +60,104 @@ func mobile(k core.Kind) bool { return k == core.KindIOS || k == core.KindAndroi
 // handle carries out one event: the client's side of it, and the
 // operations it sends.
 func (w *world) handle(ev event) {
-	m := w.mix
+	mix := w.mix
 	if ev.kind == evManual {
-		w.toggleDND(ev.id)
+		w.toggleDND(ev.index)
 		return
 	}
 	if ev.kind == evTouch || ev.kind == evWatchEnd {
 		w.watchEvent(ev)
 		return
 	}
-	d := &w.devs[ev.id]
+	d := &w.devices[ev.index]
 	switch ev.kind {
 	case evStart:
 		if d.online {
 			return
 		}
-		d.online, d.bg, d.paused, d.busy = true, false, false, true
-		d.busyEnd = w.now + w.exp(m.Busy)
-		d.gen++
-		d.beatGen++
+		d.online, d.background, d.paused, d.busy = true, false, false, true
+		d.busyEnd = w.now + w.exp(mix.Busy)
+		d.sessionGeneration++
+		d.beatGeneration++
 		d.edge = w.liveEdge()
-		if w.rng.Float64() < m.Implicit {
+		if w.rng.Float64() < mix.Implicit {
 			d.token = "" // the first heartbeat logs in
 			w.send(d.edge, w.beatOp(d, true))
 		} else {
-			o := op{kind: opLogin, dev: d.idx, user: d.user}
-			if w.rng.Float64() < m.Exclusive {
+			o := op{kind: opLogin, device: d.index, user: d.user}
+			if w.rng.Float64() < mix.Exclusive {
 				p := core.PolicyExclusive
 				o.policy = &p
 			}
 			w.send(d.edge, o)
 		}
 		w.nextBeat(d)
-		w.at(w.now+w.exp(m.Session), event{kind: evEnd, gen: d.gen, id: d.idx})
+		w.at(w.now+w.exp(mix.Session), event{kind: evEnd, generation: d.sessionGeneration, index: d.index})
 		if mobile(d.kind) {
-			w.at(w.now+w.exp(m.Foreground), event{kind: evBackground, gen: d.beatGen, id: d.idx})
+			w.at(w.now+w.exp(mix.Foreground), event{kind: evBackground, generation: d.beatGeneration, index: d.index})
 		}
 	case evBeat:
-		if ev.gen != d.beatGen || !d.online || d.bg || d.paused {
+		if ev.generation != d.beatGeneration || !d.online || d.background || d.paused {
 			return
 		}
 		if w.now >= d.busyEnd {
 			d.busy = !d.busy
 			if d.busy {
-				d.busyEnd = w.now + w.exp(m.Busy)
+				d.busyEnd = w.now + w.exp(mix.Busy)
 			} else {
-				d.busyEnd = w.now + w.exp(m.Idle)
+				d.busyEnd = w.now + w.exp(mix.Idle)
 			}
 		}
 		switch r := w.rng.Float64(); {
-		case r < m.Switch:
+		case r < mix.Switch:
 			// A network switch: the gateway sees the connection close; the
 			// client reconnects, maybe to another edge, within seconds.
-			w.send(d.edge, op{kind: opDisconnect, dev: d.idx, user: d.user, hb: core.Heartbeat{Token: d.token}})
+			w.send(d.edge, op{kind: opDisconnect, device: d.index, user: d.user, heartbeat: core.Heartbeat{Token: d.token}})
 			d.paused = true
-			d.beatGen++
+			d.beatGeneration++
 			w.stats.Switches++
-			w.at(w.now+1000+w.rng.Int64N(max(1, m.SwitchDelay.Milliseconds()-1000)), event{kind: evReconnect, gen: d.gen, id: d.idx})
+			w.at(w.now+1000+w.rng.Int64N(max(1, mix.SwitchDelay.Milliseconds()-1000)), event{kind: evReconnect, generation: d.sessionGeneration, index: d.index})
 			return
-		case r < m.Switch+m.Loss:
+		case r < mix.Switch+mix.Loss:
 			w.stats.Lost++
 		default:
 			w.send(d.edge, w.beatOp(d, d.busy))
 		}
 		w.nextBeat(d)
 	case evBackground:
-		if ev.gen != d.beatGen || !d.online || d.bg || d.paused {
+		if ev.generation != d.beatGeneration || !d.online || d.background || d.paused {
 			return
 		}
-		d.bg = true
+		d.background = true
 		w.send(d.edge, w.beatOp(d, false))
-		d.beatGen++
-		w.at(w.now+w.exp(m.Background), event{kind: evForeground, gen: d.beatGen, id: d.idx})
+		d.beatGeneration++
+		w.at(w.now+w.exp(mix.Background), event{kind: evForeground, generation: d.beatGeneration, index: d.index})
 	case evForeground:
-		if ev.gen != d.beatGen || !d.online || !d.bg {
+		if ev.generation != d.beatGeneration || !d.online || !d.background {
 			return
 		}
-		d.bg, d.busy = false, true
-		d.busyEnd = w.now + w.exp(m.Busy)
+		d.background, d.busy = false, true
+		d.busyEnd = w.now + w.exp(mix.Busy)
 		if d.edge < 0 || !w.edges[d.edge].up {
 			d.edge = w.liveEdge()
 		}
 		w.send(d.edge, w.beatOp(d, true))
 		w.nextBeat(d)
-		w.at(w.now+w.exp(m.Foreground), event{kind: evBackground, gen: d.beatGen, id: d.idx})
+		w.at(w.now+w.exp(mix.Foreground), event{kind: evBackground, generation: d.beatGeneration, index: d.index})
 	case evReconnect:
-		if ev.gen != d.gen || !d.online || !d.paused {
+		if ev.generation != d.sessionGeneration || !d.online || !d.paused {
 			return
 		}
 		d.paused = false
-		d.beatGen++
+		d.beatGeneration++
 		d.edge = w.liveEdge()
 		w.send(d.edge, w.beatOp(d, d.busy))
 		w.nextBeat(d)
 		if mobile(d.kind) {
-			w.at(w.now+w.exp(m.Foreground), event{kind: evBackground, gen: d.beatGen, id: d.idx})
+			w.at(w.now+w.exp(mix.Foreground), event{kind: evBackground, generation: d.beatGeneration, index: d.index})
 		}
 	case evEnd:
-		if ev.gen != d.gen || !d.online {
+		if ev.generation != d.sessionGeneration || !d.online {
 			return
 		}
 		edgeIdx := d.edge
@@ -167,10 +167,10 @@ func (w *world) handle(ev event) {
 		switch r := w.rng.Float64(); {
 		case d.paused:
 			// still reconnecting: the session just ends
-		case r < m.Logout:
-			w.send(edgeIdx, op{kind: opLogout, dev: d.idx, user: d.user, hb: core.Heartbeat{Token: d.token}})
-		case r < m.Logout+m.Disconnect:
-			w.send(edgeIdx, op{kind: opDisconnect, dev: d.idx, user: d.user, hb: core.Heartbeat{Token: d.token}})
+		case r < mix.Logout:
+			w.send(edgeIdx, op{kind: opLogout, device: d.index, user: d.user, heartbeat: core.Heartbeat{Token: d.token}})
+		case r < mix.Logout+mix.Disconnect:
+			w.send(edgeIdx, op{kind: opDisconnect, device: d.index, user: d.user, heartbeat: core.Heartbeat{Token: d.token}})
 		default:
 			w.stats.Vanished++ // no goodbye: the session expires
 		}
@@ -178,30 +178,30 @@ func (w *world) handle(ev event) {
 	case evStale:
 		// A kicked client, not yet told, heartbeats with its old token.
 		edgeIdx := w.liveEdge()
-		o := op{kind: opBeat, dev: d.idx, user: d.user, stale: true, hb: core.Heartbeat{User: w.users[d.user].id,
-			Device: d.id, Kind: d.kind, Gateway: w.edges[edgeIdx].name, Token: d.stale, Active: true}}
+		o := op{kind: opBeat, device: d.index, user: d.user, stale: true, heartbeat: core.Heartbeat{User: w.users[d.user].id,
+			Device: d.id, Kind: d.kind, Gateway: w.edges[edgeIdx].name, Token: d.staleToken, Active: true}}
 		w.send(edgeIdx, o)
-		w.at(w.now+w.exp(w.mix.Gap), event{kind: evStart, id: d.idx})
+		w.at(w.now+w.exp(w.mix.Gap), event{kind: evStart, index: d.index})
 	}
 }
 
 // offline ends a device's session on the client's side and schedules the
 // next one.
 func (w *world) offline(d *device) {
-	d.online, d.paused, d.bg = false, false, false
-	d.gen++
-	d.beatGen++
-	w.at(w.now+w.exp(w.mix.Gap), event{kind: evStart, id: d.idx})
+	d.online, d.paused, d.background = false, false, false
+	d.sessionGeneration++
+	d.beatGeneration++
+	w.at(w.now+w.exp(w.mix.Gap), event{kind: evStart, index: d.index})
 }
 
-func (w *world) toggleDND(ui int32) {
-	u := &w.users[ui]
+func (w *world) toggleDND(userIndex int32) {
+	u := &w.users[userIndex]
 	next := core.ManualDND
 	wait := w.exp(w.mix.DNDFor)
-	if u.plan == core.ManualDND {
+	if u.requestedManual == core.ManualDND {
 		next, wait = core.ManualNone, w.exp(time.Hour)
 	}
-	u.plan = next
-	w.send(w.liveEdge(), op{kind: opManual, user: ui, manual: next})
-	w.at(w.now+wait, event{kind: evManual, id: ui})
+	u.requestedManual = next
+	w.send(w.liveEdge(), op{kind: opManual, user: userIndex, manual: next})
+	w.at(w.now+wait, event{kind: evManual, index: userIndex})
 }

@@ -23,7 +23,7 @@ import (
 // fits).
 func (w *world) flush() error {
 	type batch struct {
-		e       *edge
+		edge    *edge
 		beats   []op
 		touches []op
 		acks    [][]core.Ack
@@ -36,7 +36,7 @@ func (w *world) flush() error {
 		if !e.up || len(q) == 0 {
 			continue
 		}
-		b := &batch{e: e}
+		b := &batch{edge: e}
 		for _, o := range q {
 			switch o.kind {
 			case opBeat:
@@ -55,49 +55,49 @@ func (w *world) flush() error {
 	}
 	// Each batch call gets a ticket: the edges run at once, but reach
 	// Redis in ticket order, which keeps a run the same every time.
-	ticket := w.seq.turn()
+	ticket := w.sequencer.turn()
 	type call struct {
-		b     *batch
-		t     int
-		beats []op
-		touch []op
+		batch   *batch
+		ticket  int
+		beats   []op
+		touches []op
 	}
-	var calls [][]call // per batch, in order
+	var callsByBatch [][]call // per batch, in order
 	for _, b := range batches {
-		var cs []call
+		var calls []call
 		for lo := 0; lo < len(b.beats); lo += core.MaxBatch {
-			cs = append(cs, call{b: b, t: ticket, beats: b.beats[lo:min(lo+core.MaxBatch, len(b.beats))]})
+			calls = append(calls, call{batch: b, ticket: ticket, beats: b.beats[lo:min(lo+core.MaxBatch, len(b.beats))]})
 			ticket++
 		}
 		for lo := 0; lo < len(b.touches); lo += core.MaxBatch {
-			cs = append(cs, call{b: b, t: ticket, touch: b.touches[lo:min(lo+core.MaxBatch, len(b.touches))]})
+			calls = append(calls, call{batch: b, ticket: ticket, touches: b.touches[lo:min(lo+core.MaxBatch, len(b.touches))]})
 			ticket++
 		}
-		calls = append(calls, cs)
+		callsByBatch = append(callsByBatch, calls)
 	}
 	var wg sync.WaitGroup
-	for _, cs := range calls {
+	for _, calls := range callsByBatch {
 		wg.Go(func() {
-			for _, c := range cs {
-				c.b.e.store.sequenced(c.t, func() {
-					if c.b.err != nil {
+			for _, c := range calls {
+				c.batch.edge.store.sequenced(c.ticket, func() {
+					if c.batch.err != nil {
 						return
 					}
 					if c.beats != nil {
 						beats := make([]core.Heartbeat, len(c.beats))
 						for i, o := range c.beats {
-							beats[i] = o.hb
+							beats[i] = o.heartbeat
 						}
 						var acks []core.Ack
-						acks, c.b.err = c.b.e.p.HeartbeatBatch(w.ctx, beats)
-						c.b.acks = append(c.b.acks, acks)
+						acks, c.batch.err = c.batch.edge.engine.HeartbeatBatch(w.ctx, beats)
+						c.batch.acks = append(c.batch.acks, acks)
 						return
 					}
-					ts := make([]core.ScopeTouch, len(c.touch))
-					for i, o := range c.touch {
-						ts[i] = core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id}
+					touches := make([]core.ScopeTouch, len(c.touches))
+					for i, o := range c.touches {
+						touches[i] = core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id}
 					}
-					c.b.err = c.b.e.p.TouchBatch(w.ctx, ts)
+					c.batch.err = c.batch.edge.engine.TouchBatch(w.ctx, touches)
 				})
 			}
 		})
@@ -107,21 +107,21 @@ func (w *world) flush() error {
 	var changes []core.Change
 	for _, b := range batches {
 		if b.err != nil {
-			return w.opErr(b.e, b.err)
+			return w.opErr(b.edge, b.err)
 		}
 		for i, acks := range b.acks {
 			touched, changes = w.beats(b.beats[i*core.MaxBatch:], acks, touched, changes)
 		}
 		w.stats.Batches += len(b.acks)
 		for _, o := range b.touches {
-			w.videos[o.video].members[o.user] = w.now
+			w.videos[o.video].lastTouch[o.user] = w.now
 		}
 		w.stats.Touches += len(b.touches)
 	}
 	for _, ui := range touched {
 		u := &w.users[ui]
 		w.settle(u, w.now)
-		u.mark = false
+		u.inBatch = false
 	}
 	w.chain(changes)
 	return nil
@@ -137,14 +137,14 @@ func (w *world) opErr(e *edge, err error) error {
 func (w *world) beats(ops []op, acks []core.Ack, touched []int32, changes []core.Change) ([]int32, []core.Change) {
 	for i, ack := range acks {
 		o := ops[i]
-		d := &w.devs[o.dev]
+		d := &w.devices[o.device]
 		u := &w.users[d.user]
-		if !u.mark {
-			u.mark = true
+		if !u.inBatch {
+			u.inBatch = true
 			w.advance(u, w.now-1) // the truth up to just before this instant's beats
 			touched = append(touched, d.user)
 		}
-		want := w.beat(d, o.hb, w.now)
+		want := w.beat(d, o.heartbeat, w.now)
 		w.stats.Beats++
 		if o.stale {
 			w.stats.StaleSent++
@@ -163,8 +163,8 @@ func (w *world) beats(ops []op, acks []core.Ack, touched []int32, changes []core
 		if ack.Err != nil {
 			w.stats.Refused++
 		} else {
-			if d.rec.token == "" {
-				d.rec.token = ack.Token // an implicit login: the engine issues it
+			if d.record.token == "" {
+				d.record.token = ack.Token // an implicit login: the engine issues it
 			}
 			if !o.stale && d.online {
 				d.token = ack.Token
@@ -178,14 +178,14 @@ func (w *world) beats(ops []op, acks []core.Ack, touched []int32, changes []core
 // chain takes changes published at one instant by operations that may have
 // run in any order: each user's are taken in an order in which each
 // follows the previous one.
-func (w *world) chain(cs []core.Change) {
-	if len(cs) <= 1 {
-		w.changes(cs)
+func (w *world) chain(changes []core.Change) {
+	if len(changes) <= 1 {
+		w.changes(changes)
 		return
 	}
 	byUser := map[string][]core.Change{}
 	var order []string
-	for _, c := range cs {
+	for _, c := range changes {
 		if _, ok := byUser[c.User]; !ok {
 			order = append(order, c.User)
 		}
@@ -193,9 +193,9 @@ func (w *world) chain(cs []core.Change) {
 	}
 	for _, id := range order {
 		list := byUser[id]
-		ui, ok := w.byID[id]
+		ui, ok := w.userByID[id]
 		for ok && len(list) > 1 {
-			j := slices.IndexFunc(list, func(c core.Change) bool { return c.From == w.users[ui].pub })
+			j := slices.IndexFunc(list, func(c core.Change) bool { return c.From == w.users[ui].published })
 			if j < 0 {
 				break
 			}
@@ -212,9 +212,9 @@ func (w *world) single(e *edge, o op) error {
 	w.advance(u, w.now)
 	switch o.kind {
 	case opLogin:
-		d := &w.devs[o.dev]
-		l := core.Login{User: u.id, Device: d.id, Kind: d.kind, Gateway: e.name, Policy: o.policy}
-		res, err := e.p.Login(w.ctx, l)
+		d := &w.devices[o.device]
+		login := core.Login{User: u.id, Device: d.id, Kind: d.kind, Gateway: e.name, Policy: o.policy}
+		res, err := e.engine.Login(w.ctx, login)
 		if err != nil {
 			return err
 		}
@@ -225,10 +225,10 @@ func (w *world) single(e *edge, o op) error {
 		want := w.login(d, policy, false, res.Token, w.now)
 		var wantIDs, gotIDs []string
 		for _, di := range want {
-			wantIDs = append(wantIDs, w.devs[di].id)
+			wantIDs = append(wantIDs, w.devices[di].id)
 		}
-		for _, k := range res.Kicked {
-			gotIDs = append(gotIDs, k.Device)
+		for _, kicked := range res.Kicked {
+			gotIDs = append(gotIDs, kicked.Device)
 		}
 		sort.Strings(wantIDs)
 		sort.Strings(gotIDs)
@@ -242,30 +242,30 @@ func (w *world) single(e *edge, o op) error {
 			d.token = res.Token
 		}
 		for _, di := range want {
-			if di == d.idx {
+			if di == d.index {
 				continue // its own earlier session, replaced
 			}
-			k := &w.devs[di]
-			if k.online {
+			kicked := &w.devices[di]
+			if kicked.online {
 				// The kicked client is not told at once: it heartbeats once
 				// more with its old token, which must be refused.
-				k.stale = k.token
-				k.online, k.paused, k.bg = false, false, false
-				k.gen++
-				k.beatGen++
-				w.at(w.now+1000+w.rng.Int64N(2000), event{kind: evStale, id: k.idx})
+				kicked.staleToken = kicked.token
+				kicked.online, kicked.paused, kicked.background = false, false, false
+				kicked.sessionGeneration++
+				kicked.beatGeneration++
+				w.at(w.now+1000+w.rng.Int64N(2000), event{kind: evStale, index: kicked.index})
 			}
 		}
 		w.settle(u, w.now)
 		w.changes(res.Changes)
 	case opLogout, opDisconnect:
-		d := &w.devs[o.dev]
-		end := e.p.Disconnect
+		d := &w.devices[o.device]
+		end := e.engine.Disconnect
 		if o.kind == opLogout {
-			end = e.p.Logout
+			end = e.engine.Logout
 		}
-		res, err := end(w.ctx, u.id, d.id, o.hb.Token)
-		wantRemoved, wantRefused := w.end(d, o.hb.Token, o.kind == opLogout, w.now)
+		res, err := end(w.ctx, u.id, d.id, o.heartbeat.Token)
+		wantRemoved, wantRefused := w.end(d, o.heartbeat.Token, o.kind == opLogout, w.now)
 		switch {
 		case err != nil && !(wantRefused && err == core.ErrSessionReplaced):
 			return err
@@ -277,21 +277,21 @@ func (w *world) single(e *edge, o op) error {
 		w.settle(u, w.now)
 		w.changes(res.Changes)
 	case opManual:
-		cs, err := e.p.SetManual(w.ctx, u.id, o.manual, 0)
+		changes, err := e.engine.SetManual(w.ctx, u.id, o.manual, 0)
 		if err != nil {
 			return err
 		}
 		u.manual = o.manual
 		w.stats.Manual++
 		w.settle(u, w.now)
-		w.changes(cs)
+		w.changes(changes)
 	case opLeave:
 		v := &w.videos[o.video]
-		_, err := e.p.Leave(w.ctx, core.Scope{Class: videoClass, ID: v.id}, u.id)
+		_, err := e.engine.Leave(w.ctx, core.Scope{Class: videoClass, ID: v.id}, u.id)
 		if err != nil {
 			return err
 		}
-		delete(v.members, o.user)
+		delete(v.lastTouch, o.user)
 		w.stats.Leaves++
 	}
 	return nil
@@ -299,18 +299,18 @@ func (w *world) single(e *edge, o op) error {
 
 // changes takes the status changes the engine published: each must follow
 // the user's previous one.
-func (w *world) changes(cs []core.Change) {
-	for _, c := range cs {
-		ui, ok := w.byID[c.User]
+func (w *world) changes(changes []core.Change) {
+	for _, c := range changes {
+		ui, ok := w.userByID[c.User]
 		if !ok {
 			w.violation("change of unknown user %q", c.User)
 			continue
 		}
 		u := &w.users[ui]
-		if c.From != u.pub || c.From == c.To {
-			w.violation("change of %s %s→%s, but its last published status is %s", u.id, c.From, c.To, u.pub)
+		if c.From != u.published || c.From == c.To {
+			w.violation("change of %s %s→%s, but its last published status is %s", u.id, c.From, c.To, u.published)
 		}
-		u.pub = c.To
+		u.published = c.To
 		w.stats.Events++
 	}
 }

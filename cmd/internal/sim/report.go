@@ -39,8 +39,8 @@ type Stats struct {
 
 // Row is one point of the time series, taken at a sweep.
 type Row struct {
-	T    time.Duration // virtual time since the start
-	Wall time.Duration // wall time since the start
+	Elapsed time.Duration // virtual time since the start
+	Wall    time.Duration // wall time since the start
 	// Truth and Engine count users per status: the truth now, and what
 	// Engine.Online says (the published statuses, debounced).
 	Truth, Engine map[core.Status]int64
@@ -62,20 +62,20 @@ type Row struct {
 // sweep runs the user and scope sweeps on one live edge, then compares
 // the engine with the truth and appends a row.
 func (w *world) sweep(census bool) error {
-	e := w.edges[(w.k/int(w.cfg.SweepEvery.Milliseconds()/w.tick))%len(w.edges)]
+	e := w.edges[(w.currentTick/int(w.cfg.SweepEvery.Milliseconds()/w.tickMS))%len(w.edges)]
 	if !e.up {
 		e = w.edges[w.liveEdge()]
 	}
-	r, err := e.p.SweepUsers(w.ctx)
+	swept, err := e.engine.SweepUsers(w.ctx)
 	if err != nil {
 		return fmt.Errorf("sim: sweep users: %w", err)
 	}
-	w.changes(r.Changes)
-	if _, err := e.p.SweepScopes(w.ctx); err != nil {
+	w.changes(swept.Changes)
+	if _, err := e.engine.SweepScopes(w.ctx); err != nil {
 		return fmt.Errorf("sim: sweep scopes: %w", err)
 	}
 	w.stats.Sweeps++
-	row := Row{T: time.Duration(w.now-w.start) * time.Millisecond, Truth: map[core.Status]int64{}}
+	row := Row{Elapsed: time.Duration(w.now-w.start) * time.Millisecond, Truth: map[core.Status]int64{}}
 
 	// Users per status: the truth, the published statuses (whose tally
 	// must be what Online says), and how far published lags truth.
@@ -86,20 +86,20 @@ func (w *world) sweep(census bool) error {
 		if u.status != core.StatusOffline {
 			row.Truth[u.status]++
 		}
-		if u.pub != core.StatusOffline {
-			published[u.pub]++
+		if u.published != core.StatusOffline {
+			published[u.published]++
 		}
-		if u.pub != u.status {
-			if w.now-u.since >= w.settleS {
+		if u.published != u.status {
+			if w.now-u.since >= w.maxPublishLagMS {
 				row.Unsettled++
 				w.violation("%s is %s since %s ago, but its published status is %s", u.id, u.status,
-					time.Duration(w.now-u.since)*time.Millisecond, u.pub)
+					time.Duration(w.now-u.since)*time.Millisecond, u.published)
 			} else {
 				row.Pending++
 			}
 		}
 	}
-	online, err := e.p.Online(w.ctx)
+	online, err := e.engine.Online(w.ctx)
 	if err != nil {
 		return fmt.Errorf("sim: online: %w", err)
 	}
@@ -117,31 +117,31 @@ func (w *world) sweep(census bool) error {
 	keep := w.now - (20*time.Minute + videoSweep + w.cfg.SweepEvery).Milliseconds() // count keys live 10 min by default
 	for i := range w.videos {
 		v := &w.videos[i]
-		for m, last := range v.members {
+		for m, last := range v.lastTouch {
 			if w.now-last > windowMS {
-				delete(v.members, m)
+				delete(v.lastTouch, m)
 			}
 		}
-		v.samples = append(v.samples, sample{t: w.now, n: int64(len(v.members))})
-		for len(v.samples) > 1 && v.samples[0].t < keep {
+		v.samples = append(v.samples, sample{at: w.now, count: int64(len(v.lastTouch))})
+		for len(v.samples) > 1 && v.samples[0].at < keep {
 			v.samples = v.samples[1:]
 		}
 	}
-	if w.now-w.lastCounts >= videoSweep.Milliseconds() {
+	if w.now-w.lastCountCheck >= videoSweep.Milliseconds() {
 		if err := w.checkCounts(e); err != nil {
 			return err
 		}
 	}
-	row.ViewersTruth, row.ViewersEngine, row.CountMismatch, row.MaxStaleness = w.viewers[0], w.viewers[1], w.countBad, w.countAge
+	row.ViewersTruth, row.ViewersEngine, row.CountMismatch, row.MaxStaleness = w.viewers[0], w.viewers[1], w.countMismatches, w.maxCountAge
 	if census {
 		if err := w.census(e); err != nil {
 			return err
 		}
 	}
-	row.Wall = time.Since(w.wall0)
-	s := w.stats
-	row.Events, row.TruthChanges, row.Beats, row.Refused, row.RefusedExpected = s.Events, s.TruthChanges, s.Beats, s.Refused, s.RefusedExpected
-	row.Kicks, row.KicksExpected = s.Kicks, s.KicksExpected
+	row.Wall = time.Since(w.wallStart)
+	stats := w.stats
+	row.Events, row.TruthChanges, row.Beats, row.Refused, row.RefusedExpected = stats.Events, stats.TruthChanges, stats.Beats, stats.Refused, stats.RefusedExpected
+	row.Kicks, row.KicksExpected = stats.Kicks, stats.KicksExpected
 	row.RedisTrips, row.ScriptCalls = w.store.trips.Load(), w.store.calls.Load()
 	w.rows = append(w.rows, row)
 	return nil
@@ -149,31 +149,31 @@ func (w *world) sweep(census bool) error {
 
 // checkCounts reads every video's count and compares it with the truth.
 func (w *world) checkCounts(e *edge) error {
-	w.lastCounts = w.now
+	w.lastCountCheck = w.now
 	w.viewers = [2]int64{}
-	w.countBad, w.countAge = 0, 0
-	allowed := videoSweep + w.cfg.SweepEvery + time.Duration(w.tick)*time.Millisecond
+	w.countMismatches, w.maxCountAge = 0, 0
+	allowed := videoSweep + w.cfg.SweepEvery + time.Duration(w.tickMS)*time.Millisecond
 	for i := range w.videos {
 		v := &w.videos[i]
-		now := v.samples[len(v.samples)-1].n
-		c, err := e.p.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
+		truthNow := v.samples[len(v.samples)-1].count
+		count, err := e.engine.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
 		if err != nil {
 			return fmt.Errorf("sim: count: %w", err)
 		}
 		w.stats.CountChecks++
-		w.viewers[0] += now
-		w.viewers[1] += c.N
-		stale, right := v.staleness(c.N, c.AsOf.UnixMilli(), w.now)
-		w.countAge = max(w.countAge, stale)
+		w.viewers[0] += truthNow
+		w.viewers[1] += count.N
+		stale, right := v.staleness(count.N, count.AsOf.UnixMilli(), w.now)
+		w.maxCountAge = max(w.maxCountAge, stale)
 		switch {
 		case !right:
-			w.countBad++
+			w.countMismatches++
 			w.stats.CountMismatch++
-			w.violation("video %s: count %d as of %s, but the truth then was otherwise", v.id, c.N, c.AsOf.UTC().Format(time.TimeOnly))
+			w.violation("video %s: count %d as of %s, but the truth then was otherwise", v.id, count.N, count.AsOf.UTC().Format(time.TimeOnly))
 		case stale > allowed:
-			w.countBad++
+			w.countMismatches++
 			w.stats.CountMismatch++
-			w.violation("video %s: count %d was last right %v ago, more than one sweep interval", v.id, c.N, stale)
+			w.violation("video %s: count %d was last right %v ago, more than one sweep interval", v.id, count.N, stale)
 		}
 	}
 	return nil
@@ -189,17 +189,17 @@ func (w *world) census(e *edge) error {
 		for i := lo; i < hi; i++ {
 			ids = append(ids, w.users[i].id)
 		}
-		sts, err := e.p.Statuses(w.ctx, ids)
+		statuses, err := e.engine.Statuses(w.ctx, ids)
 		if err != nil {
 			return fmt.Errorf("sim: statuses: %w", err)
 		}
-		for j, st := range sts {
+		for j, st := range statuses {
 			u := &w.users[lo+j]
 			w.stats.Census++
 			var want, got []string
-			for _, di := range u.devs {
-				d := &w.devs[di]
-				if s := w.ru.state(&d.rec, w.now); s != core.StatusOffline {
+			for _, di := range u.devices {
+				d := &w.devices[di]
+				if s := w.rules.state(&d.record, w.now); s != core.StatusOffline {
 					want = append(want, d.id+":"+s.String())
 				}
 			}

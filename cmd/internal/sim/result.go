@@ -46,10 +46,10 @@ type Result struct {
 }
 
 func (w *world) result() *Result {
-	r := &Result{Config: w.cfg, Stats: w.stats, Rows: w.rows, Violations: w.viol, Wall: time.Since(w.wall0)}
-	if w.crashK > 0 {
-		r.CrashAt = time.Duration(int64(w.crashK)*w.tick) * time.Millisecond
-		r.RestartAt = time.Duration(int64(w.backK)*w.tick) * time.Millisecond
+	r := &Result{Config: w.cfg, Stats: w.stats, Rows: w.rows, Violations: w.violations, Wall: time.Since(w.wallStart)}
+	if w.crashTick > 0 {
+		r.CrashAt = time.Duration(int64(w.crashTick)*w.tickMS) * time.Millisecond
+		r.RestartAt = time.Duration(int64(w.restartTick)*w.tickMS) * time.Millisecond
 	}
 	return r
 }
@@ -77,17 +77,17 @@ func (r *Result) WriteCSV(out io.Writer) error {
 	if err := cw.Write(head); err != nil {
 		return err
 	}
-	i := strconv.Itoa
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	sec := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
+	itoa := strconv.Itoa
+	formatInt64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	seconds := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) }
 	for _, row := range r.Rows {
-		rec := []string{sec(row.T), sec(row.Wall)}
+		rec := []string{seconds(row.Elapsed), seconds(row.Wall)}
 		for _, s := range statusCols {
-			rec = append(rec, i64(row.Truth[s]), i64(row.Engine[s]))
+			rec = append(rec, formatInt64(row.Truth[s]), formatInt64(row.Engine[s]))
 		}
-		rec = append(rec, i(row.Pending), i(row.Unsettled), i64(row.ViewersTruth), i64(row.ViewersEngine), i(row.CountMismatch),
-			sec(row.MaxStaleness), i(row.Events), i(row.TruthChanges), i(row.Beats), i(row.Refused), i(row.RefusedExpected),
-			i(row.Kicks), i(row.KicksExpected), i64(row.RedisTrips), i64(row.ScriptCalls))
+		rec = append(rec, itoa(row.Pending), itoa(row.Unsettled), formatInt64(row.ViewersTruth), formatInt64(row.ViewersEngine), itoa(row.CountMismatch),
+			seconds(row.MaxStaleness), itoa(row.Events), itoa(row.TruthChanges), itoa(row.Beats), itoa(row.Refused), itoa(row.RefusedExpected),
+			itoa(row.Kicks), itoa(row.KicksExpected), formatInt64(row.RedisTrips), formatInt64(row.ScriptCalls))
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -140,9 +140,9 @@ type Agreement struct {
 func (r *Result) Agreement() Agreement {
 	a := Agreement{Rows: len(r.Rows), StatusSamples: r.Stats.Census, StatusMismatch: r.Stats.CensusMismatch,
 		CountChecks: r.Stats.CountChecks, CountMismatch: r.Stats.CountMismatch}
-	var pend, verr float64
+	var pendingSum, viewerErrorSum float64
 	for _, row := range r.Rows {
-		pend += float64(row.Pending)
+		pendingSum += float64(row.Pending)
 		a.MaxPending = max(a.MaxPending, row.Pending)
 		a.Unsettled += row.Unsettled
 		a.MaxCountAge = max(a.MaxCountAge, row.MaxStaleness)
@@ -150,11 +150,11 @@ func (r *Result) Agreement() Agreement {
 		if d < 0 {
 			d = -d
 		}
-		verr += float64(d)
+		viewerErrorSum += float64(d)
 	}
 	if len(r.Rows) > 0 {
-		a.MeanPending = pend / float64(len(r.Rows))
-		a.MeanViewerError = verr / float64(len(r.Rows))
+		a.MeanPending = pendingSum / float64(len(r.Rows))
+		a.MeanViewerError = viewerErrorSum / float64(len(r.Rows))
 	}
 	return a
 }
@@ -162,20 +162,20 @@ func (r *Result) Agreement() Agreement {
 // Summary renders the run's figures for people.
 func (r *Result) Summary() string {
 	var b strings.Builder
-	c, s, a := r.Config, r.Stats, r.Agreement()
+	cfg, stats, agreement := r.Config, r.Stats, r.Agreement()
 	fmt.Fprintf(&b, "simulated %v of %d users on %d edges (%s engine), seed %d, in %.1fs of wall time\n",
-		c.Duration, c.Users, c.Edges, c.Engine, c.Seed, r.Wall.Seconds())
+		cfg.Duration, cfg.Users, cfg.Edges, cfg.Engine, cfg.Seed, r.Wall.Seconds())
 	fmt.Fprintf(&b, "  heartbeats %d in %d batches (%d lost on the way), logins %d, kicks %d (truth %d), network switches %d, sessions vanished %d\n",
-		s.Beats, s.Batches, s.Lost, s.Logins, s.Kicks, s.KicksExpected, s.Switches, s.Vanished)
+		stats.Beats, stats.Batches, stats.Lost, stats.Logins, stats.Kicks, stats.KicksExpected, stats.Switches, stats.Vanished)
 	fmt.Fprintf(&b, "  refused heartbeats %d (truth %d; %d from kicked clients), manual changes %d, edge crashes %d (%d devices moved)\n",
-		s.Refused, s.RefusedExpected, s.StaleSent, s.Manual, s.Crashes, s.Moved)
-	fmt.Fprintf(&b, "  video touches %d, leaves %d, viewings %d\n", s.Touches, s.Leaves, s.Watches)
+		stats.Refused, stats.RefusedExpected, stats.StaleSent, stats.Manual, stats.Crashes, stats.Moved)
+	fmt.Fprintf(&b, "  video touches %d, leaves %d, viewings %d\n", stats.Touches, stats.Leaves, stats.Watches)
 	fmt.Fprintf(&b, "  events published %d for %d net changes of the truth (%.1f%% suppressed by debounce)\n",
-		s.Events, s.TruthChanges, 100*(1-float64(s.Events)/math1(float64(s.TruthChanges))))
+		stats.Events, stats.TruthChanges, 100*(1-float64(stats.Events)/atLeastOne(float64(stats.TruthChanges))))
 	if n := len(r.Rows); n > 0 {
 		last := r.Rows[n-1]
 		fmt.Fprintf(&b, "  redis: %d round trips, %d script calls (%.0f calls per virtual second)\n",
-			last.RedisTrips, last.ScriptCalls, float64(last.ScriptCalls)/c.Duration.Seconds())
+			last.RedisTrips, last.ScriptCalls, float64(last.ScriptCalls)/cfg.Duration.Seconds())
 		fmt.Fprintf(&b, "  at the end: truth")
 		for _, st := range statusCols {
 			fmt.Fprintf(&b, " %s=%d", st, last.Truth[st])
@@ -187,13 +187,13 @@ func (r *Result) Summary() string {
 		fmt.Fprintf(&b, "; viewers truth=%d engine=%d\n", last.ViewersTruth, last.ViewersEngine)
 	}
 	fmt.Fprintf(&b, "agreement over %d sweeps: statuses %d/%d exact; published status lagging (allowed, within %v): mean %.1f, max %d users; unsettled %d\n",
-		a.Rows, a.StatusSamples-a.StatusMismatch, a.StatusSamples, settleAllowance(c), a.MeanPending, a.MaxPending, a.Unsettled)
+		agreement.Rows, agreement.StatusSamples-agreement.StatusMismatch, agreement.StatusSamples, settleAllowance(cfg), agreement.MeanPending, agreement.MaxPending, agreement.Unsettled)
 	fmt.Fprintf(&b, "  video counts %d/%d right as of their instant, oldest %v (allowed %v); mean |engine−truth now| of all viewers %.1f\n",
-		a.CountChecks-a.CountMismatch, a.CountChecks, a.MaxCountAge, videoSweep+c.SweepEvery+c.Tick, a.MeanViewerError)
-	if s.Violations == 0 {
+		agreement.CountChecks-agreement.CountMismatch, agreement.CountChecks, agreement.MaxCountAge, videoSweep+cfg.SweepEvery+cfg.Tick, agreement.MeanViewerError)
+	if stats.Violations == 0 {
 		fmt.Fprintf(&b, "no disagreement beyond what the design allows\n")
 	} else {
-		fmt.Fprintf(&b, "%d DISAGREEMENTS beyond what the design allows; first:\n", s.Violations)
+		fmt.Fprintf(&b, "%d DISAGREEMENTS beyond what the design allows; first:\n", stats.Violations)
 		for _, v := range r.Violations[:min(10, len(r.Violations))] {
 			fmt.Fprintf(&b, "  %s\n", v)
 		}
@@ -205,6 +205,6 @@ func settleAllowance(c Config) time.Duration {
 	return 15*time.Second + time.Second + 2*c.SweepEvery + c.Tick
 }
 
-func math1(x float64) float64 { return max(x, 1) }
+func atLeastOne(x float64) float64 { return max(x, 1) }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -80,11 +80,11 @@ func (s *sequencer) done(ticket int) {
 // turn), so that the edge decodes the answer while the next edge's scripts
 // run. The simulated engines make one round trip per batch call.
 type edgeStore struct {
-	inner   core.Store
-	seq     *sequencer
-	ticket  int
-	holding bool
-	done    bool
+	inner     core.Store
+	sequencer *sequencer
+	ticket    int
+	holding   bool
+	done      bool
 }
 
 // Eval waits for the turn, if any, and forwards to the shared store.
@@ -93,12 +93,12 @@ func (s *edgeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		return s.inner.Eval(ctx, calls)
 	}
 	if !s.holding {
-		s.seq.wait(s.ticket)
+		s.sequencer.wait(s.ticket)
 		s.holding = true
 	}
 	res := s.inner.Eval(ctx, calls)
 	if !slices.ContainsFunc(res, func(r core.Result) bool { return errors.Is(r.Err, core.ErrNoScript) }) {
-		s.seq.done(s.ticket)
+		s.sequencer.done(s.ticket)
 		s.done = true
 	}
 	return res
@@ -110,9 +110,9 @@ func (s *edgeStore) sequenced(ticket int, f func()) {
 	f()
 	if !s.done {
 		if !s.holding {
-			s.seq.wait(ticket)
+			s.sequencer.wait(ticket)
 		}
-		s.seq.done(ticket)
+		s.sequencer.done(ticket)
 	}
 	s.ticket, s.holding, s.done = -1, false, false
 }

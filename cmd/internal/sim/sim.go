@@ -17,52 +17,52 @@ import (
 
 // world is one run.
 type world struct {
-	ctx   context.Context
-	cfg   Config
-	mix   Mix
-	rng   *rand.Rand
-	ru    rules
-	clock *clock
-	start int64
-	now   int64
-	tick  int64 // ms
-	ticks int
-	k     int // current tick
+	ctx         context.Context
+	cfg         Config
+	mix         Mix
+	rng         *rand.Rand
+	rules       rules
+	clock       *clock
+	start       int64
+	now         int64
+	tickMS      int64 // the virtual time step, in ms
+	tickCount   int
+	currentTick int // the tick being run, from 1 to tickCount
 
-	users   []user
-	devs    []device
-	byID    map[string]int32
-	videos  []video
-	vweight []float64
-	wheel   [][]event
+	users        []user
+	devices      []device
+	userByID     map[string]int32
+	videos       []video
+	videoWeights []float64
+	wheel        [][]event // the events scheduled for each tick
 
-	edges   []*edge
-	rt      *host.Runtime
-	store   *countingStore
-	seq     *sequencer
-	settleS int64 // how long after a change its publication may lag
+	edges           []*edge
+	runtime         *host.Runtime
+	store           *countingStore
+	sequencer       *sequencer
+	maxPublishLagMS int64 // how long after a change its publication may lag
 
 	stats Stats
 	rows  []Row
 
 	// the last check of the video counts
-	lastCounts int64
-	viewers    [2]int64 // truth, engine
-	countBad   int
-	countAge   time.Duration
+	lastCountCheck  int64
+	viewers         [2]int64 // truth, engine
+	countMismatches int
+	maxCountAge     time.Duration
 
-	viol   []string
-	wall0  time.Time
-	crashK int
-	backK  int
-	down   int
+	violations  []string
+	wallStart   time.Time
+	crashTick   int // the tick at which an edge crashes (0: none)
+	restartTick int // the tick at which it boots again
+	crashedEdge int // its index
 }
 
 // clock is the virtual clock every engine reads.
-type clock struct{ ms atomic.Int64 }
+type clock struct{ unixMS atomic.Int64 }
 
 // Now returns the virtual instant.
-func (c *clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) Now() time.Time { return time.UnixMilli(c.unixMS.Load()) }
 
 // Run runs a simulation. The error is for a run that could not be carried
 // out (a Redis failure, an invalid configuration); disagreements between
@@ -73,15 +73,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	w := &world{ctx: ctx, cfg: cfg, mix: cfg.Mix, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		clock: &clock{}, tick: cfg.Tick.Milliseconds(), wall0: time.Now()}
-	w.ru = rules{idle: (5 * time.Minute).Milliseconds(), push: (10 * time.Minute).Milliseconds(),
-		leave: (15 * time.Second).Milliseconds(), coalesce: time.Second.Milliseconds(), fence: time.Hour.Milliseconds()}
-	w.settleS = w.ru.leave + w.ru.coalesce + 2*cfg.SweepEvery.Milliseconds() + w.tick
+		clock: &clock{}, tickMS: cfg.Tick.Milliseconds(), wallStart: time.Now()}
+	w.rules = rules{idleAfter: (5 * time.Minute).Milliseconds(), pushWindow: (10 * time.Minute).Milliseconds(),
+		leaveDelay: (15 * time.Second).Milliseconds(), coalesceWindow: time.Second.Milliseconds(), kickFence: time.Hour.Milliseconds()}
+	w.maxPublishLagMS = w.rules.leaveDelay + w.rules.coalesceWindow + 2*cfg.SweepEvery.Milliseconds() + w.tickMS
 	w.start = cfg.Start.UnixMilli()
 	w.now = w.start
-	w.clock.ms.Store(w.start)
-	w.ticks = int(cfg.Duration.Milliseconds() / w.tick)
-	w.wheel = make([][]event, w.ticks+1)
+	w.clock.unixMS.Store(w.start)
+	w.tickCount = int(cfg.Duration.Milliseconds() / w.tickMS)
+	w.wheel = make([][]event, w.tickCount+1)
 
 	store, mini := cfg.Store, cfg.Mini
 	if store == nil {
@@ -99,13 +99,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		mini.ClockTTL(true)
 	}
 	w.store = &countingStore{inner: store}
-	w.seq = newSequencer()
+	w.sequencer = newSequencer()
 	if cfg.Engine == EngineWASM {
-		if w.rt = cfg.Runtime; w.rt == nil {
-			if w.rt, err = host.NewRuntime(ctx, cfg.Module, host.Options{}); err != nil {
+		if w.runtime = cfg.Runtime; w.runtime == nil {
+			if w.runtime, err = host.NewRuntime(ctx, cfg.Module, host.Options{}); err != nil {
 				return nil, err
 			}
-			defer w.rt.Close(context.WithoutCancel(ctx))
+			defer w.runtime.Close(context.WithoutCancel(ctx))
 		}
 	}
 	w.populate()
@@ -115,46 +115,46 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	if w.mix.Crash > 0 {
-		w.crashK = int(float64(w.ticks) * w.mix.Crash)
-		w.backK = w.crashK + int(w.mix.CrashDown.Milliseconds()/w.tick)
+		w.crashTick = int(float64(w.tickCount) * w.mix.Crash)
+		w.restartTick = w.crashTick + int(w.mix.CrashDown.Milliseconds()/w.tickMS)
 	}
-	sweepK := int(cfg.SweepEvery.Milliseconds() / w.tick)
-	censusK := int(cfg.CensusEvery.Milliseconds() / w.tick)
-	progressK := int(time.Minute.Milliseconds() / w.tick)
-	for w.k = 1; w.k <= w.ticks; w.k++ {
+	sweepTicks := int(cfg.SweepEvery.Milliseconds() / w.tickMS)
+	censusTicks := int(cfg.CensusEvery.Milliseconds() / w.tickMS)
+	progressTicks := int(time.Minute.Milliseconds() / w.tickMS)
+	for w.currentTick = 1; w.currentTick <= w.tickCount; w.currentTick++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		w.now = w.start + int64(w.k)*w.tick
-		w.clock.ms.Store(w.now)
+		w.now = w.start + int64(w.currentTick)*w.tickMS
+		w.clock.unixMS.Store(w.now)
 		if mini != nil {
 			mini.SetTime(time.UnixMilli(w.now))
 		}
-		if w.crashK > 0 && w.k == w.crashK {
+		if w.crashTick > 0 && w.currentTick == w.crashTick {
 			w.crash()
 		}
-		if w.crashK > 0 && w.k == w.backK && !w.edges[w.down].up {
-			if err := w.boot(w.edges[w.down]); err != nil {
+		if w.crashTick > 0 && w.currentTick == w.restartTick && !w.edges[w.crashedEdge].up {
+			if err := w.boot(w.edges[w.crashedEdge]); err != nil {
 				return nil, err
 			}
 		}
 		w.startWatching()
-		for _, ev := range w.wheel[w.k] {
+		for _, ev := range w.wheel[w.currentTick] {
 			w.handle(ev)
 		}
-		w.wheel[w.k] = nil
+		w.wheel[w.currentTick] = nil
 		if err := w.flush(); err != nil {
 			return nil, err
 		}
-		if w.k%sweepK == 0 {
-			if err := w.sweep(censusK > 0 && w.k%censusK == 0); err != nil {
+		if w.currentTick%sweepTicks == 0 {
+			if err := w.sweep(censusTicks > 0 && w.currentTick%censusTicks == 0); err != nil {
 				return nil, err
 			}
 		}
-		if cfg.Progress != nil && w.k%progressK == 0 {
+		if cfg.Progress != nil && w.currentTick%progressTicks == 0 {
 			r := w.rows[len(w.rows)-1]
 			fmt.Fprintf(cfg.Progress, "  t=%-6s wall=%5.1fs online=%d/%d viewers=%d/%d events=%d redis=%d\n",
-				time.Duration(int64(w.k)*w.tick)*time.Millisecond, time.Since(w.wall0).Seconds(),
+				time.Duration(int64(w.currentTick)*w.tickMS)*time.Millisecond, time.Since(w.wallStart).Seconds(),
 				r.Engine[core.StatusOnline], r.Truth[core.StatusOnline], r.ViewersEngine, r.ViewersTruth,
 				w.stats.Events, w.store.calls.Load())
 		}

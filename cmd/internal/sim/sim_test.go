@@ -25,7 +25,7 @@ var (
 	runtimeErr  error
 )
 
-func runtimeT(tb testing.TB) *host.Runtime {
+func sharedRuntime(tb testing.TB) *host.Runtime {
 	tb.Helper()
 	runtimeOnce.Do(func() {
 		ctx := context.Background()
@@ -46,7 +46,9 @@ func runtimeT(tb testing.TB) *host.Runtime {
 	return runtime
 }
 
-func small(engine sim.Engine, seed uint64) sim.Config {
+// smallConfig is a short run that exercises every behaviour: crashes,
+// network switches, kicks, DND and videos.
+func smallConfig(engine sim.Engine, seed uint64) sim.Config {
 	mix := sim.DefaultMix()
 	mix.Crash = 0.5
 	mix.Switch = 0.02
@@ -71,9 +73,9 @@ func small(engine sim.Engine, seed uint64) sim.Config {
 func TestSmallRunAgrees(t *testing.T) {
 	for _, engine := range []sim.Engine{sim.EngineNative, sim.EngineWASM} {
 		t.Run(string(engine), func(t *testing.T) {
-			cfg := small(engine, 7)
+			cfg := smallConfig(engine, 7)
 			if engine == sim.EngineWASM {
-				cfg.Runtime = runtimeT(t)
+				cfg.Runtime = sharedRuntime(t)
 			}
 			res, err := sim.Run(context.Background(), cfg)
 			if err != nil {
@@ -118,7 +120,7 @@ func series(t *testing.T, cfg sim.Config) string {
 }
 
 func TestDeterministic(t *testing.T) {
-	cfg := small(sim.EngineNative, 11)
+	cfg := smallConfig(sim.EngineNative, 11)
 	cfg.Duration = min(cfg.Duration, 4*time.Minute)
 	if series(t, cfg) != series(t, cfg) {
 		t.Fatal("two runs with one seed differ")
@@ -128,10 +130,10 @@ func TestDeterministic(t *testing.T) {
 // TestWASMEqualsNative runs one simulation on WebAssembly edges and on
 // native ones: every figure of the time series is the same.
 func TestWASMEqualsNative(t *testing.T) {
-	cfg := small(sim.EngineNative, 5)
+	cfg := smallConfig(sim.EngineNative, 5)
 	cfg.Duration = min(cfg.Duration, 3*time.Minute)
 	native := series(t, cfg)
-	cfg.Engine, cfg.Runtime = sim.EngineWASM, runtimeT(t)
+	cfg.Engine, cfg.Runtime = sim.EngineWASM, sharedRuntime(t)
 	if wasm := series(t, cfg); wasm != native {
 		t.Fatalf("the series differ:\nnative\n%s\nwasm\n%s", native, wasm)
 	}

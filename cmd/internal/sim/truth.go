@@ -15,36 +15,36 @@ import (
 
 // rules are the configured windows, in milliseconds.
 type rules struct {
-	idle, push, leave, coalesce, fence int64
+	idleAfter, pushWindow, leaveDelay, coalesceWindow, kickFence int64
 }
 
 // record is a device session as Redis should hold it.
 type record struct {
-	has   bool  // a session exists (it may be gone or past its window)
-	gone  bool  // logged out or kicked: kept only to refuse tokens
-	fence int64 // a gone record: the last instant it refuses tokens
-	bg    bool
-	token string
-	login int64
-	seen  int64
-	act   int64
-	iv    int64
+	exists       bool  // a session exists (it may be gone or past its window)
+	gone         bool  // logged out or kicked: kept only to refuse tokens
+	fenceUntil   int64 // a gone record: the last instant it refuses tokens
+	background   bool
+	token        string
+	loginAt      int64
+	lastSeen     int64
+	lastActive   int64
+	beatInterval int64
 }
 
 func (ru rules) window(r *record) int64 {
-	if r.bg {
-		return ru.push
+	if r.background {
+		return ru.pushWindow
 	}
-	return 2 * r.iv
+	return 2 * r.beatInterval
 }
 
 // present reports whether Redis still has the record at t: its window has
 // not passed, or, for a gone record, its fence has not.
 func (ru rules) present(r *record, t int64) bool {
 	if r.gone {
-		return r.has && t <= r.fence
+		return r.exists && t <= r.fenceUntil
 	}
-	return r.has && t <= r.seen+ru.window(r)
+	return r.exists && t <= r.lastSeen+ru.window(r)
 }
 
 // state is a device's state at t (docs/design.md §5).
@@ -52,9 +52,9 @@ func (ru rules) state(r *record, t int64) core.Status {
 	switch {
 	case !ru.present(r, t) || r.gone:
 		return core.StatusOffline
-	case r.bg:
+	case r.background:
 		return core.StatusPushOnline
-	case t-r.act >= ru.idle:
+	case t-r.lastActive >= ru.idleAfter:
 		return core.StatusAway
 	}
 	return core.StatusOnline
@@ -63,8 +63,8 @@ func (ru rules) state(r *record, t int64) core.Status {
 // aggregate is a user's status at t (docs/design.md §6).
 func (w *world) aggregate(u *user, t int64) core.Status {
 	best := core.StatusOffline
-	for _, di := range u.devs {
-		if s := w.ru.state(&w.devs[di].rec, t); rank(s) > rank(best) {
+	for _, di := range u.devices {
+		if s := w.rules.state(&w.devices[di].record, t); rank(s) > rank(best) {
 			best = s
 		}
 	}
@@ -95,26 +95,26 @@ func rank(s core.Status) int {
 // advance moves u's truth to t through the instants at which a device
 // turns AWAY or OFFLINE on its own, noting when the status changed.
 func (w *world) advance(u *user, t int64) {
-	if t <= u.evalAt {
+	if t <= u.evaluatedTo {
 		return
 	}
-	var bps []int64
-	for _, di := range u.devs {
-		r := &w.devs[di].rec
-		if !r.has || r.gone {
+	var instants []int64
+	for _, di := range u.devices {
+		r := &w.devices[di].record
+		if !r.exists || r.gone {
 			continue
 		}
-		for _, bp := range []int64{r.act + w.ru.idle, r.seen + w.ru.window(r) + 1} {
-			if bp > u.evalAt && bp <= t {
-				bps = append(bps, bp)
+		for _, instant := range []int64{r.lastActive + w.rules.idleAfter, r.lastSeen + w.rules.window(r) + 1} {
+			if instant > u.evaluatedTo && instant <= t {
+				instants = append(instants, instant)
 			}
 		}
 	}
-	sort.Slice(bps, func(i, j int) bool { return bps[i] < bps[j] })
-	for _, bp := range bps {
-		w.settle(u, bp)
+	sort.Slice(instants, func(i, j int) bool { return instants[i] < instants[j] })
+	for _, instant := range instants {
+		w.settle(u, instant)
 	}
-	u.evalAt = t
+	u.evaluatedTo = t
 }
 
 // settle records u's status at t after a change of its records.
@@ -123,8 +123,8 @@ func (w *world) settle(u *user, t int64) {
 		u.status, u.since = s, t
 		w.stats.TruthChanges++
 	}
-	if t > u.evalAt {
-		u.evalAt = t
+	if t > u.evaluatedTo {
+		u.evaluatedTo = t
 	}
 }
 
@@ -137,8 +137,8 @@ type beatOutcome struct {
 // beat applies a heartbeat at t to the truth (docs/design.md §5 and §8,
 // under the multi policy of the simulated engines).
 func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
-	r := &d.rec
-	present := w.ru.present(r, t)
+	r := &d.record
+	present := w.rules.present(r, t)
 	switch {
 	case present && !r.gone && hb.Token != "" && hb.Token != r.token:
 		return beatOutcome{refused: true}
@@ -151,11 +151,11 @@ func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
 	default:
 		// no live session: an implicit login, keeping a token the client
 		// still has, or taking a new one
-		*r = record{has: true, token: hb.Token, login: t, act: t, iv: d.iv}
+		*r = record{exists: true, token: hb.Token, loginAt: t, lastActive: t, beatInterval: d.beatInterval}
 	}
-	r.seen, r.bg = t, hb.Background
-	if hb.Active && t > r.act {
-		r.act = t
+	r.lastSeen, r.background = t, hb.Background
+	if hb.Active && t > r.lastActive {
+		r.lastActive = t
 	}
 	return beatOutcome{token: r.token}
 }
@@ -164,70 +164,70 @@ func (w *world) beat(d *device, hb core.Heartbeat, t int64) beatOutcome {
 func (w *world) login(d *device, policy core.Policy, bg bool, token string, t int64) []int32 {
 	u := &w.users[d.user]
 	var kicked []int32
-	for _, di := range u.devs {
-		e := &w.devs[di]
-		if w.ru.state(&e.rec, t) == core.StatusOffline {
+	for _, di := range u.devices {
+		other := &w.devices[di]
+		if w.rules.state(&other.record, t) == core.StatusOffline {
 			continue
 		}
-		if di == d.idx || policy == core.PolicyExclusive ||
-			(policy == core.PolicyExclusivePerKind && e.kind.Class() == d.kind.Class()) {
-			e.rec.gone, e.rec.fence = true, t+w.ru.fence
+		if di == d.index || policy == core.PolicyExclusive ||
+			(policy == core.PolicyExclusivePerKind && other.kind.Class() == d.kind.Class()) {
+			other.record.gone, other.record.fenceUntil = true, t+w.rules.kickFence
 			kicked = append(kicked, di)
 		}
 	}
-	d.rec = record{has: true, bg: bg, token: token, login: t, seen: t, act: t, iv: d.iv}
+	d.record = record{exists: true, background: bg, token: token, loginAt: t, lastSeen: t, lastActive: t, beatInterval: d.beatInterval}
 	return kicked
 }
 
 // end applies a logout or disconnect at t: it reports whether the device
 // had a session the token may end (refused: the token is superseded).
 func (w *world) end(d *device, token string, logout bool, t int64) (removed, refused bool) {
-	r := &d.rec
-	if !w.ru.present(r, t) || r.gone {
+	r := &d.record
+	if !w.rules.present(r, t) || r.gone {
 		return false, false
 	}
 	if token != "" && token != r.token {
 		return false, true
 	}
 	if logout {
-		r.gone, r.fence = true, r.seen+w.ru.window(r)
+		r.gone, r.fenceUntil = true, r.lastSeen+w.rules.window(r)
 	} else {
-		r.has = false
+		r.exists = false
 	}
 	return true, false
 }
 
 // video is one video scope's truth: its viewers and their last touches.
 type video struct {
-	id      string
-	members map[int32]int64
-	samples []sample // the truth count at each sweep, oldest first
+	id        string
+	lastTouch map[int32]int64
+	samples   []sample // the truth count at each sweep, oldest first
 }
 
 // sample is a video's truth count at an instant.
-type sample struct{ t, n int64 }
+type sample struct{ at, count int64 }
 
 // staleness returns how long ago the count n, taken at asOf, was last the
 // truth (as far as the samples tell), and whether it was the truth at
 // asOf at all.
 func (v *video) staleness(n, asOf, now int64) (time.Duration, bool) {
-	i := sort.Search(len(v.samples), func(i int) bool { return v.samples[i].t >= asOf })
-	if i == len(v.samples) || v.samples[i].t != asOf || v.samples[i].n != n {
+	i := sort.Search(len(v.samples), func(i int) bool { return v.samples[i].at >= asOf })
+	if i == len(v.samples) || v.samples[i].at != asOf || v.samples[i].count != n {
 		return 0, false
 	}
 	last := asOf
 	for _, s := range v.samples[i+1:] {
-		if s.n != n {
+		if s.count != n {
 			break
 		}
-		last = s.t
+		last = s.at
 	}
 	return time.Duration(now-last) * time.Millisecond, true
 }
 
 func (w *world) violation(format string, args ...any) {
 	w.stats.Violations++
-	if len(w.viol) < 50 {
-		w.viol = append(w.viol, fmt.Sprintf("t=%s: ", time.Duration(w.now-w.start)*time.Millisecond)+fmt.Sprintf(format, args...))
+	if len(w.violations) < 50 {
+		w.violations = append(w.violations, fmt.Sprintf("t=%s: ", time.Duration(w.now-w.start)*time.Millisecond)+fmt.Sprintf(format, args...))
 	}
 }

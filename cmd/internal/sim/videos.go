@@ -6,7 +6,7 @@ func (w *world) startWatching() {
 	if len(w.videos) == 0 || w.mix.Watch == 0 {
 		return
 	}
-	expected := float64(len(w.users)) * w.mix.Watch * float64(w.tick) / 60000
+	expected := float64(len(w.users)) * w.mix.Watch * float64(w.tickMS) / 60000
 	n := int(expected)
 	if w.rng.Float64() < expected-float64(n) {
 		n++
@@ -18,8 +18,8 @@ func (w *world) startWatching() {
 			continue
 		}
 		via := int32(-1)
-		for _, di := range u.devs {
-			if d := &w.devs[di]; d.online && !d.bg && !d.paused {
+		for _, di := range u.devices {
+			if d := &w.devices[di]; d.online && !d.background && !d.paused {
 				via = di
 				break
 			}
@@ -27,12 +27,12 @@ func (w *world) startWatching() {
 		if via < 0 {
 			continue
 		}
-		u.watching, u.viaDev = int32(pick(w.rng, w.vweight)), via
-		u.wgen++
+		u.watching, u.watchDevice = int32(pick(w.rng, w.videoWeights)), via
+		u.watchGeneration++
 		w.stats.Watches++
-		w.send(w.devs[via].edge, op{kind: opTouch, user: ui, video: u.watching})
-		w.at(w.now+w.touchEvery(), event{kind: evTouch, gen: u.wgen, id: ui})
-		w.at(w.now+w.exp(w.mix.WatchFor), event{kind: evWatchEnd, gen: u.wgen, id: ui})
+		w.send(w.devices[via].edge, op{kind: opTouch, user: ui, video: u.watching})
+		w.at(w.now+w.touchEvery(), event{kind: evTouch, generation: u.watchGeneration, index: ui})
+		w.at(w.now+w.exp(w.mix.WatchFor), event{kind: evWatchEnd, generation: u.watchGeneration, index: ui})
 	}
 }
 
@@ -41,21 +41,21 @@ func (w *world) touchEvery() int64 {
 }
 
 func (w *world) watchEvent(ev event) {
-	u := &w.users[ev.id]
-	if ev.gen != u.wgen || u.watching < 0 {
+	u := &w.users[ev.index]
+	if ev.generation != u.watchGeneration || u.watching < 0 {
 		return
 	}
-	d := &w.devs[u.viaDev]
-	gone := !d.online || d.bg || d.paused
+	d := &w.devices[u.watchDevice]
+	gone := !d.online || d.background || d.paused
 	switch {
 	case ev.kind == evTouch && !gone:
-		w.send(d.edge, op{kind: opTouch, user: ev.id, video: u.watching})
-		w.at(w.now+w.touchEvery(), event{kind: evTouch, gen: u.wgen, id: ev.id})
+		w.send(d.edge, op{kind: opTouch, user: ev.index, video: u.watching})
+		w.at(w.now+w.touchEvery(), event{kind: evTouch, generation: u.watchGeneration, index: ev.index})
 		return
 	case ev.kind == evWatchEnd && !gone && w.rng.Float64() < w.mix.Leave:
-		w.send(d.edge, op{kind: opLeave, user: ev.id, video: u.watching})
+		w.send(d.edge, op{kind: opLeave, user: ev.index, video: u.watching})
 	}
 	// The viewer stops: left, or the device went away (the window ends it).
-	u.watching, u.viaDev = -1, -1
-	u.wgen++
+	u.watching, u.watchDevice = -1, -1
+	u.watchGeneration++
 }
