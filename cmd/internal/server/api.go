@@ -64,15 +64,10 @@ func toHeartbeat(p Principal, prefix string, hb HeartbeatRequest) (core.Heartbea
 	return out, nil
 }
 
+// rateLimit spends one token of user's session budget (heartbeats,
+// logins, logouts, manual statuses), whoever sends them.
 func (s *Server) rateLimit(user string) *Error {
-	ok, wait := s.limiter.allow(user, time.Now())
-	if ok {
-		return nil
-	}
-	s.m.rateLimited.Inc()
-	e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many heartbeats for %q; retry later", user)
-	e.RetryAfter = retryAfterSeconds(wait)
-	return e
+	return s.rateLimited(s.limiter, user, "heartbeats")
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, p Principal) *Error {
@@ -213,6 +208,9 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, p Principal,
 	if e != nil {
 		return e
 	}
+	if e := s.rateLimit(user); e != nil {
+		return e
+	}
 	res, err := op(r.Context(), user, req.Device, req.Token)
 	if err != nil {
 		return toAPIError(err, "")
@@ -220,6 +218,10 @@ func (s *Server) end(w http.ResponseWriter, r *http.Request, p Principal,
 	writeJSON(w, http.StatusOK, LogoutResponse{Removed: res.Removed, Changes: wireChanges(res.Changes)})
 	return nil
 }
+
+// maxManualTTL is the longest manual status expiry: longer ones would
+// overflow a time.Duration in milliseconds, and 0 means "until cleared".
+const maxManualTTL = 366 * 24 * time.Hour
 
 func (s *Server) manual(w http.ResponseWriter, r *http.Request, p Principal) *Error {
 	var req ManualRequest
@@ -234,8 +236,11 @@ func (s *Server) manual(w http.ResponseWriter, r *http.Request, p Principal) *Er
 	if !ok {
 		return fieldErr("status", "unknown manual status %q (NONE, DND, INVISIBLE)", req.Status)
 	}
-	if req.TTLMillis < 0 {
-		return fieldErr("ttl_ms", "must be 0 (until cleared) or positive")
+	if req.TTLMillis < 0 || req.TTLMillis > maxManualTTL.Milliseconds() {
+		return fieldErr("ttl_ms", "must be 0 (until cleared) or 1 to %d (%v), got %d", maxManualTTL.Milliseconds(), maxManualTTL, req.TTLMillis)
+	}
+	if e := s.rateLimit(user); e != nil {
+		return e
 	}
 	changes, err := s.eng.SetManual(r.Context(), user, m, time.Duration(req.TTLMillis)*time.Millisecond)
 	if err != nil {
@@ -252,6 +257,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, p Principal) *Er
 	}
 	if !p.canRead(user) {
 		return forbidden("reading another user's status needs the %q claim", s.auth.cfg.ReadClaim)
+	}
+	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
+		return e
 	}
 	st, err := s.eng.Status(r.Context(), user)
 	if err != nil {
@@ -277,6 +285,9 @@ func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *
 			return forbidden("users[%d]: reading another user's status needs the %q claim", i, s.auth.cfg.ReadClaim)
 		}
 	}
+	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
+		return e
+	}
 	sts, err := s.eng.Statuses(r.Context(), req.Users)
 	if err != nil {
 		return toAPIError(err, "")
@@ -301,16 +312,34 @@ func scopeOf(r *http.Request) (core.Scope, *Error) {
 	return sc, nil
 }
 
-// memberFor returns the member a touch or leave is for: the caller, one
-// of the caller's devices ("USER/DEVICE"), or anyone for an admin.
-func memberFor(p Principal, given string) (string, *Error) {
+// memberFor returns the member a touch or leave is for. A user counts as
+// itself only: its user ID exactly, or, in a class that counts devices
+// (Config.DeviceClasses), "USER/DEVICE" for one of its live devices. A
+// token with the admin or service claim may name any member.
+func (s *Server) memberFor(ctx context.Context, p Principal, sc core.Scope, given string) (string, *Error) {
 	switch {
 	case given == "":
 		return p.actAs("member", "")
-	case p.Admin, given == p.User, p.User != "" && strings.HasPrefix(given, p.User+"/"):
+	case p.Admin, p.Service, given == p.User:
 		return given, nil
 	}
-	return "", forbidden("a token for %q can touch only %q or %q", p.User, p.User, p.User+"/DEVICE")
+	if p.User == "" || !s.deviceClasses[sc.Class] || !strings.HasPrefix(given, p.User+"/") {
+		if s.deviceClasses[sc.Class] {
+			return "", forbidden("a token for %q can touch only %q or %q for one of its live devices", p.User, p.User, p.User+"/DEVICE")
+		}
+		return "", forbidden("a token for %q can touch only %q: class %q counts users", p.User, p.User, sc.Class)
+	}
+	device := strings.TrimPrefix(given, p.User+"/")
+	st, err := s.eng.Status(ctx, p.User)
+	if err != nil {
+		return "", toAPIError(err, "")
+	}
+	for _, d := range st.Devices {
+		if d.ID == device {
+			return given, nil
+		}
+	}
+	return "", forbidden("%q has no live device %q: log it in (or heartbeat) first", p.User, device)
 }
 
 func (s *Server) touch(w http.ResponseWriter, r *http.Request, p Principal) *Error {
@@ -332,7 +361,10 @@ func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal
 			return e
 		}
 	}
-	member, e := memberFor(p, req.Member)
+	if e := s.limitCaller(s.scopeLim, p, r, "touches and leaves"); e != nil {
+		return e
+	}
+	member, e := s.memberFor(r.Context(), p, sc, req.Member)
 	if e != nil {
 		return e
 	}
@@ -352,9 +384,12 @@ func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal
 	return nil
 }
 
-func (s *Server) count(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+func (s *Server) count(w http.ResponseWriter, r *http.Request, p Principal) *Error {
 	sc, e := scopeOf(r)
 	if e != nil {
+		return e
+	}
+	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
 		return e
 	}
 	c, err := s.eng.Count(r.Context(), sc)
@@ -373,6 +408,9 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request, p Principal) *E
 	}
 	if !p.Read {
 		return forbidden("listing a scope's members needs the %q claim", s.auth.cfg.ReadClaim)
+	}
+	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
+		return e
 	}
 	q := r.URL.Query()
 	limit := 100

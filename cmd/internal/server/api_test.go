@@ -30,7 +30,9 @@ func withClasses(cfg server.Config) server.Config {
 // status, batch statuses and heartbeats, and scopes.
 func TestAPI(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, addr string) {
-		in := startServer(t, newStore(t, addr), withClasses(testConfig()))
+		cfg := withClasses(testConfig())
+		cfg.DeviceClasses = []string{"room"} // members may be alice's devices
+		in := startServer(t, newStore(t, addr), cfg)
 		alice := in.as(t, token(t, "alice"))
 		admin := in.as(t, token(t, "ops", "presence_admin"))
 
@@ -87,7 +89,7 @@ func TestAPI(t *testing.T) {
 		if touched.Member != "alice" || touched.Scope != "room:lobby" {
 			t.Fatalf("touch: %+v", touched)
 		}
-		alice.must("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "alice/phone"}, nil)
+		alice.must("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "alice/web2"}, nil) // her live device
 		if code, e := alice.do("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "bob"}, nil); code != http.StatusForbidden {
 			t.Fatalf("touch as bob: %d %+v", code, e)
 		}
@@ -190,7 +192,7 @@ func TestBadInput(t *testing.T) {
 		{"too much meta", "POST", "/v1/heartbeat", map[string]any{"device": "d", "meta": meta}, "", 400, server.CodeInvalidField, "meta"},
 		{"clock skew", "POST", "/v1/heartbeat", `{"device":"d","at":1000}`, "", 400, server.CodeClockSkew, "at"},
 		{"negative at", "POST", "/v1/heartbeat", `{"device":"d","at":-5}`, "", 400, server.CodeInvalidField, "at"},
-		{"form body", "POST", "/v1/heartbeat", `{"device":"d"}`, "application/x-www-form-urlencoded", 400, server.CodeInvalidJSON, "Content-Type"},
+		{"form body", "POST", "/v1/heartbeat", `{"device":"d"}`, "application/x-www-form-urlencoded", 415, server.CodeUnsupportedMediaType, "Content-Type"},
 		{"too large", "POST", "/v1/heartbeat", map[string]string{"device": "d", "token": strings.Repeat("x", 5000)}, "", 413, server.CodeBodyTooLarge, ""},
 		{"empty batch", "POST", "/v1/heartbeats", `{"beats":[]}`, "", 400, server.CodeInvalidField, "beats"},
 		{"unknown policy", "POST", "/v1/login", `{"device":"d","policy":"solo"}`, "", 400, server.CodeInvalidField, "policy"},

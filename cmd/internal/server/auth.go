@@ -46,6 +46,10 @@ type AuthConfig struct {
 	// endpoints, the gateway kick streams and the dashboard's data.
 	// It implies ReadClaim. Default "presence_admin".
 	AdminClaim string
+	// ServiceClaim is the permission to act as any user (heartbeats,
+	// logins, manual statuses, touches and leaves for others, as a gateway
+	// does), without the admin endpoints. Default "presence_service".
+	ServiceClaim string
 	// Issuer and Audience, when set, must match the token's "iss" and "aud".
 	Issuer   string
 	Audience string
@@ -60,6 +64,8 @@ type Principal struct {
 	User string
 	// Read allows reading other users' statuses and events.
 	Read bool
+	// Service allows acting as any user.
+	Service bool
 	// Admin allows everything.
 	Admin bool
 }
@@ -83,7 +89,7 @@ func (p Principal) actAs(field, given string) (string, *Error) {
 		return "", fieldErr(field, "required (the request has no token whose subject could stand in)")
 	case given == "":
 		return p.User, nil
-	case given != p.User && !p.Admin:
+	case given != p.User && !p.Admin && !p.Service:
 		return "", forbidden("a token for %q cannot act as %q", p.User, given)
 	}
 	return given, nil
@@ -110,6 +116,9 @@ func newAuthenticator(cfg AuthConfig) (*authenticator, error) {
 	}
 	if cfg.AdminClaim == "" {
 		cfg.AdminClaim = "presence_admin"
+	}
+	if cfg.ServiceClaim == "" {
+		cfg.ServiceClaim = "presence_service"
 	}
 	if cfg.Leeway == 0 {
 		cfg.Leeway = 30 * time.Second
@@ -160,6 +169,7 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
 	}
 	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim)}
+	p.Service = hasClaim(claims, a.cfg.ServiceClaim)
 	p.Read = p.Admin || hasClaim(claims, a.cfg.ReadClaim)
 	return p, nil
 }

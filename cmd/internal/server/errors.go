@@ -14,23 +14,26 @@ import (
 // Error codes of the JSON API. They are stable: clients may match them. Each
 // comes with one HTTP status, listed beside it.
 const (
-	CodeInvalidJSON      = "invalid_json"       // 400: the body is not the JSON the endpoint takes
-	CodeInvalidField     = "invalid_field"      // 400: a field or parameter failed validation; Field names it
-	CodeClockSkew        = "clock_skew"         // 400: "at" is too far from the server's clock
-	CodeUnsupported      = "unsupported"        // 400: the scope's layout cannot answer (approx scopes do not list or forget)
-	CodeUnauthenticated  = "unauthenticated"    // 401: no token, or a token that does not verify
-	CodeForbidden        = "forbidden"          // 403: the token does not allow this
-	CodeNotFound         = "not_found"          // 404: no such endpoint
-	CodeMethodNotAllowed = "method_not_allowed" // 405
-	CodeSessionReplaced  = "session_replaced"   // 409: the session token was superseded by a later login, a kick or a logout
-	CodeNoSession        = "no_session"         // 409: the device must log in first (exclusive policies)
-	CodeTooManyDevices   = "too_many_devices"   // 409: the login would exceed the device cap
-	CodeBodyTooLarge     = "body_too_large"     // 413
-	CodeRateLimited      = "rate_limited"       // 429: the user's heartbeat budget is spent; see Retry-After
-	CodeInternal         = "internal"           // 500
-	CodeUnavailable      = "unavailable"        // 503: Redis cannot be reached; retry
-	CodeShuttingDown     = "shutting_down"      // 503: the instance is draining; retry on another
-	CodeTimeout          = "timeout"            // 504: the request ran out of time
+	CodeInvalidJSON          = "invalid_json"           // 400: the body is not the JSON the endpoint takes
+	CodeInvalidField         = "invalid_field"          // 400: a field or parameter failed validation; Field names it
+	CodeClockSkew            = "clock_skew"             // 400: "at" is too far from the server's clock
+	CodeUnsupported          = "unsupported"            // 400: the scope's layout cannot answer (approx scopes do not list or forget)
+	CodeUnauthenticated      = "unauthenticated"        // 401: no token, or a token that does not verify
+	CodeForbidden            = "forbidden"              // 403: the token does not allow this
+	CodeNotFound             = "not_found"              // 404: no such endpoint
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405
+	CodeSessionReplaced      = "session_replaced"       // 409: the session token was superseded by a later login, a kick or a logout
+	CodeNoSession            = "no_session"             // 409: the device must log in first (exclusive policies)
+	CodeTooManyDevices       = "too_many_devices"       // 409: the login would exceed the device cap
+	CodeBodyTimeout          = "body_timeout"           // 408: the body did not arrive within the read timeout
+	CodeBodyTooLarge         = "body_too_large"         // 413
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a state-changing request whose Content-Type is not application/json
+	CodeRateLimited          = "rate_limited"           // 429: the caller's budget for this kind of request is spent; see Retry-After
+	CodeTooManyStreams       = "too_many_streams"       // 429: the caller (or the instance) holds the most event streams allowed; see Retry-After
+	CodeInternal             = "internal"               // 500
+	CodeUnavailable          = "unavailable"            // 503: Redis cannot be reached; retry
+	CodeShuttingDown         = "shutting_down"          // 503: the instance is draining; retry on another
+	CodeTimeout              = "timeout"                // 504: the request ran out of time
 )
 
 // Error is an API error: what the server sends as
@@ -43,8 +46,8 @@ type Error struct {
 	// Field names the request field or parameter at fault, for
 	// invalid_field, invalid_json and clock_skew.
 	Field string `json:"field,omitempty"`
-	// RetryAfter is the seconds to wait, for rate_limited (also sent as the
-	// Retry-After header).
+	// RetryAfter is the seconds to wait, for rate_limited, too_many_streams
+	// and the 503s (also sent as the Retry-After header).
 	RetryAfter int `json:"retry_after,omitempty"`
 
 	cause error // logged, not sent
@@ -153,6 +156,11 @@ func joinField(prefix, f string) string {
 
 // writeError sends e as JSON.
 func writeError(w http.ResponseWriter, e *Error) {
+	if e.Status == http.StatusServiceUnavailable && e.RetryAfter == 0 {
+		c := *e
+		c.RetryAfter = 1
+		e = &c
+	}
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(e.RetryAfter))
 	}

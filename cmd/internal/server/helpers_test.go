@@ -173,7 +173,8 @@ func (c client) do(method, path string, body, out any) (int, *server.Error) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if rd != nil {
+	if rd != nil || (method != http.MethodGet && method != http.MethodHead) {
+		// Every state-changing request declares JSON, with a body or not.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {

@@ -112,19 +112,64 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 		if s.cfg.Auth.InsecureDev {
 			w.Header().Set("X-Presence-Insecure", "1")
 		}
+		// refuse answers before the body is read: the connection is closed
+		// after the answer rather than kept to read a body nobody wants
+		// (which a client could hold back).
+		refuse := func(e *Error) {
+			if r.ContentLength == 0 || r.ProtoMajor != 1 {
+				writeError(rec, e)
+				return
+			}
+			w.Header().Set("Connection", "close")
+			writeError(rec, e)
+			// net/http would otherwise read what is left of the body
+			// before closing, for as long as the client holds it back.
+			rc := http.NewResponseController(w)
+			_ = rc.Flush()
+			_ = rc.SetReadDeadline(time.Now())
+		}
+		origin := r.Header.Get("Origin")
+		allowed, listed := s.originAllowed(r)
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if e := s.preflight(rec, r, method); e != nil {
+				refuse(e)
+			}
+			return
+		}
+		if !allowed {
+			refuse(forbidden("origin %q may not call this service (see --cors-origins)", origin))
+			return
+		}
+		if listed {
+			corsHeaders(w.Header(), origin)
+		}
 		if method != "" && r.Method != method {
 			w.Header().Set("Allow", method)
-			writeError(rec, apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method))
+			refuse(apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, r.Method))
 			return
+		}
+		if method != "" && writes(method) {
+			if e := checkContentType(r); e != nil {
+				refuse(e)
+				return
+			}
 		}
 		if acc != public {
 			var e *Error
 			if p, e = s.auth.authenticate(r, stream); e != nil {
-				writeError(rec, e)
+				if le := s.rateLimited(s.ipLim, clientIP(r), "requests without a valid token"); le != nil {
+					e = le
+				}
+				refuse(e)
 				return
 			}
 			if acc == adminOnly && !p.Admin {
-				writeError(rec, forbidden("this endpoint needs a token with the %q claim", s.auth.cfg.AdminClaim))
+				refuse(forbidden("this endpoint needs a token with the %q claim", s.auth.cfg.AdminClaim))
+				return
+			}
+		} else if route != "GET /healthz" {
+			if e := s.rateLimited(s.ipLim, clientIP(r), "requests without a token"); e != nil {
+				refuse(e)
 				return
 			}
 		}
@@ -136,9 +181,9 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 		}
 		if e := h(rec, r.WithContext(ctx), p); e != nil && !rec.wrote {
 			if e.Status >= 500 && e.cause != nil {
-				s.log.WarnContext(r.Context(), "presence: request failed", "route", route, "code", e.Code, "err", e.cause)
+				s.failures.record(r.Context(), route, e.Code, e.cause)
 			}
-			writeError(rec, e)
+			refuse(e)
 		}
 	})
 }
@@ -146,6 +191,9 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 func (s *Server) accessLog(r *http.Request, route string, code int, d time.Duration, p Principal) {
 	level := slog.LevelDebug
 	switch {
+	case code == http.StatusServiceUnavailable:
+		// Redis is down or the instance drains: the failure log reports
+		// these once an interval, not once a request.
 	case code >= 500:
 		level = slog.LevelWarn
 	case code >= 400:

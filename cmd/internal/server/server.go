@@ -38,8 +38,23 @@ type Config struct {
 	// defaults.
 	Batcher batcher.Config
 
-	// RequestTimeout bounds every request but the streams. Default 5 s.
+	// RequestTimeout bounds the handling of every request but the streams.
+	// Default 5 s.
 	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request's headers. Default 5 s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, headers and body: a
+	// client that declares a body and does not send it is cut off then.
+	// Default 10 s. The streams clear it once they start.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing the answer of every request but the
+	// streams, from the end of its headers; it must exceed RequestTimeout.
+	// Default RequestTimeout + 10 s. The streams clear it and bound each
+	// write by StreamWriteTimeout instead.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its next
+	// request. Default 60 s.
+	IdleTimeout time.Duration
 	// MaxBody caps a request body; MaxBatchBody caps the bodies of the
 	// batch endpoints. Defaults 64 KiB and 2 MiB.
 	MaxBody, MaxBatchBody int64
@@ -48,6 +63,35 @@ type Config struct {
 	// a negative rate: no limit.
 	HeartbeatRate  float64
 	HeartbeatBurst int
+	// The other per-caller budgets, each a sustained rate per second and a
+	// burst (a negative rate: no limit); callers with the admin or service
+	// claim are exempt. ScopeRate: touches and leaves of one user, default
+	// 10 and 50. ReadRate: status, statuses, counts and member pages of one
+	// user, default 20 and 100. StreamRate: event streams opened by one
+	// user, default 1 and 10. IPRate: requests of one client address that
+	// carry no valid token (the public endpoints but /healthz, and refused
+	// tokens), default 10 and 50.
+	ScopeRate, ReadRate, StreamRate, IPRate     float64
+	ScopeBurst, ReadBurst, StreamBurst, IPBurst int
+	// MaxStreamsPerUser caps the event streams (SSE and WebSocket) one user
+	// holds open at once (admin and service tokens exempt), default 8;
+	// MaxStreams caps them all on this instance, default 10,000. A stream
+	// beyond either is refused with 429 too_many_streams.
+	MaxStreamsPerUser, MaxStreams int
+
+	// CORSOrigins lists the origins ("https://app.example.com") whose pages
+	// may call the API across origins: they get CORS answers, preflights
+	// included. A request that carries an Origin that is neither its own
+	// host nor listed is refused with 403.
+	CORSOrigins []string
+	// DeviceClasses names the scope classes that count devices: there a
+	// user may also touch and leave as "USER/DEVICE", for a live device
+	// of its own. Default none: every class counts users.
+	DeviceClasses []string
+	// FailureLogEvery is how often repeated request failures (Redis
+	// unavailable, internal errors) are logged: the first at once, then
+	// one line per interval with their count. Default 10 s.
+	FailureLogEvery time.Duration
 
 	// StreamBuffer is how many events may wait for a slow stream before it
 	// is ended (its client reconnects and catches up). Default 1024.
@@ -90,14 +134,20 @@ type Server struct {
 	eng     *core.Engine
 	log     *slog.Logger
 	auth    *authenticator
-	limiter *limiter
-	m       *metrics
-	hub     *hub
-	users   *userTracker
-	scopes  *scopeTracker
-	sweeps  *sweepLog
-	mux     *http.ServeMux
-	started time.Time
+	limiter *limiter // heartbeats, logins, logouts, manual statuses: per user acted for
+	// scopeLim, readLim and streamLim are the other per-user budgets,
+	// ipLim the per-address budget of requests without a valid token.
+	scopeLim, readLim, streamLim, ipLim *limiter
+	origins                             map[string]bool
+	deviceClasses                       map[string]bool
+	failures                            *failureLog
+	m                                   *metrics
+	hub                                 *hub
+	users                               *userTracker
+	scopes                              *scopeTracker
+	sweeps                              *sweepLog
+	mux                                 *http.ServeMux
+	started                             time.Time
 
 	// beats merges concurrent heartbeats into batch calls while Run runs;
 	// nil before and after, when heartbeats go to the engine one by one.
@@ -111,6 +161,10 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   sync.WaitGroup
 	nstreams  atomic.Int64
+	// open and userStreams count the streams admitted by openStream, in
+	// all and per user, under streamsMu.
+	open        int
+	userStreams map[string]int
 }
 
 // New returns a server over store. It returns ErrNoSecret when neither a
@@ -133,6 +187,11 @@ func New(store core.Store, cfg Config) (*Server, error) {
 		}
 	}
 	setDur(&cfg.RequestTimeout, 5*time.Second)
+	setDur(&cfg.ReadHeaderTimeout, 5*time.Second)
+	setDur(&cfg.ReadTimeout, 10*time.Second)
+	setDur(&cfg.WriteTimeout, cfg.RequestTimeout+10*time.Second)
+	setDur(&cfg.IdleTimeout, 60*time.Second)
+	setDur(&cfg.FailureLogEvery, 10*time.Second)
 	setDur(&cfg.StreamPing, 15*time.Second)
 	setDur(&cfg.StreamWriteTimeout, 10*time.Second)
 	setDur(&cfg.PollInterval, time.Second)
@@ -153,6 +212,24 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	if cfg.HeartbeatBurst == 0 {
 		cfg.HeartbeatBurst = 20
 	}
+	setRate := func(r *float64, b *int, defR float64, defB int) {
+		if *r == 0 {
+			*r = defR
+		}
+		if *b == 0 {
+			*b = defB
+		}
+	}
+	setRate(&cfg.ScopeRate, &cfg.ScopeBurst, 10, 50)
+	setRate(&cfg.ReadRate, &cfg.ReadBurst, 20, 100)
+	setRate(&cfg.StreamRate, &cfg.StreamBurst, 1, 10)
+	setRate(&cfg.IPRate, &cfg.IPBurst, 10, 50)
+	if cfg.MaxStreamsPerUser == 0 {
+		cfg.MaxStreamsPerUser = 8
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = 10_000
+	}
 	if cfg.StreamBuffer == 0 {
 		cfg.StreamBuffer = 1024
 	}
@@ -163,8 +240,18 @@ func New(store core.Store, cfg Config) (*Server, error) {
 		cfg.MaxTrackedScopes = 200
 	}
 	if cfg.PollInterval < 0 || cfg.RequestTimeout < 0 || cfg.StreamBuffer < 1 || cfg.HeartbeatBurst < 1 ||
-		cfg.MaxBody < 1 || cfg.MaxBatchBody < 1 || cfg.MaxTrackedUsers < 1 || cfg.MaxTrackedScopes < 1 {
+		cfg.MaxBody < 1 || cfg.MaxBatchBody < 1 || cfg.MaxTrackedUsers < 1 || cfg.MaxTrackedScopes < 1 ||
+		cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 || cfg.WriteTimeout < 0 || cfg.IdleTimeout < 0 ||
+		cfg.ScopeBurst < 1 || cfg.ReadBurst < 1 || cfg.StreamBurst < 1 || cfg.IPBurst < 1 ||
+		cfg.MaxStreamsPerUser < 1 || cfg.MaxStreams < 1 || cfg.FailureLogEvery < 0 {
 		return nil, errors.New("server: negative or zero limits in Config")
+	}
+	if cfg.WriteTimeout <= cfg.RequestTimeout {
+		return nil, errors.New("server: WriteTimeout must exceed RequestTimeout, or a timed-out request gets no answer")
+	}
+	origins, err := parseOrigins(cfg.CORSOrigins)
+	if err != nil {
+		return nil, err
 	}
 	ecfg := cfg.Engine
 	switch {
@@ -191,6 +278,17 @@ func New(store core.Store, cfg Config) (*Server, error) {
 		users: newUserTracker(cfg.MaxTrackedUsers), scopes: newScopeTracker(cfg.MaxTrackedScopes),
 		sweeps: newSweepLog(50), drain: make(chan struct{})}
 	s.limiter = newLimiter(cfg.HeartbeatRate, cfg.HeartbeatBurst)
+	s.scopeLim = newLimiter(cfg.ScopeRate, cfg.ScopeBurst)
+	s.readLim = newLimiter(cfg.ReadRate, cfg.ReadBurst)
+	s.streamLim = newLimiter(cfg.StreamRate, cfg.StreamBurst)
+	s.ipLim = newLimiter(cfg.IPRate, cfg.IPBurst)
+	s.origins = origins
+	s.deviceClasses = map[string]bool{}
+	for _, c := range cfg.DeviceClasses {
+		s.deviceClasses[c] = true
+	}
+	s.failures = &failureLog{log: cfg.Logger, every: cfg.FailureLogEvery}
+	s.userStreams = map[string]int{}
 	s.hub = newHub(eng, cfg.Logger, m, cfg.PollInterval, cfg.StreamBuffer, func(e core.LoggedChange) { s.users.apply(e.Change) })
 	if s.cfg.Ready == nil {
 		s.cfg.Ready = func(ctx context.Context) error {
@@ -228,6 +326,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.hub.run(ctx) })
+	wg.Go(func() { s.failures.run(ctx) })
 	if s.cfg.SweepUsers > 0 && s.cfg.SweepScopes > 0 {
 		wg.Go(func() {
 			_ = sweeper.Run(ctx, s.eng, sweeper.Options{UserInterval: s.cfg.SweepUsers, ScopeInterval: s.cfg.SweepScopes,
@@ -263,7 +362,9 @@ func (s *Server) Run(ctx context.Context) error {
 				return
 			case now := <-t.C:
 				s.scopes.refresh(ctx, s.eng, now, time.Minute)
-				s.limiter.prune(now)
+				for _, l := range []*limiter{s.limiter, s.scopeLim, s.readLim, s.streamLim, s.ipLim} {
+					l.prune(now)
+				}
 			}
 		}
 	})
@@ -310,17 +411,26 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 }
 
+// HTTPServer returns an http.Server for the handler with the configured
+// deadlines (ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout):
+// what Serve runs, for a program that serves it itself (with TLS, say).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
 // Serve answers HTTP on ln and runs the background work until ctx ends,
 // then shuts down gracefully: it drains the streams, lets requests in
 // flight finish (within DrainTimeout), and stops the background work.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := s.HTTPServer()
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	ran := make(chan struct{})

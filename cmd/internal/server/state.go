@@ -56,6 +56,9 @@ func (t *userTracker) setLocked(user string, st core.Status, at time.Time) {
 	if known && at.Before(old.at) {
 		return // older news
 	}
+	if known && old.status == st {
+		return // the same status: it holds since the earlier instant
+	}
 	if st == core.StatusOffline {
 		delete(t.users, user)
 		return
@@ -96,7 +99,7 @@ func (t *userTracker) reconcile(ctx context.Context, eng *core.Engine) error {
 		t.mu.Lock()
 		for _, st := range sts {
 			delete(t.pending, st.User)
-			t.setLocked(st.User, st.Status, st.At)
+			t.setLocked(st.User, st.Status, t.sinceLocked(st))
 		}
 		t.mu.Unlock()
 	}
@@ -104,6 +107,26 @@ func (t *userTracker) reconcile(ctx context.Context, eng *core.Engine) error {
 	t.asOf = time.Now()
 	t.mu.Unlock()
 	return nil
+}
+
+// sinceLocked is when a re-read user entered the status it was read in:
+// the known instant if the status is the one already known (a re-read
+// says nothing new); the read's instant if it changed unseen; for a user
+// first learnt from a read, the earliest login of its live devices.
+func (t *userTracker) sinceLocked(st core.UserStatus) time.Time {
+	if old, ok := t.users[st.User]; ok {
+		if old.status == st.Status {
+			return old.at
+		}
+		return st.At // changed unseen: the read is the best bound known
+	}
+	since := st.At
+	for _, d := range st.Devices {
+		if !d.LoginAt.IsZero() && d.LoginAt.Before(since) {
+			since = d.LoginAt
+		}
+	}
+	return since
 }
 
 // UsersOverview is what the dashboard shows of users.

@@ -124,13 +124,19 @@ type sink interface {
 // stream is one open event stream: its hub subscription, which carries
 // changes and kicks alike from the change log.
 type stream struct {
-	s   *Server
-	req streamRequest
-	sub *subscriber
+	s    *Server
+	req  streamRequest
+	sub  *subscriber
+	user string // whose per-user slot it holds; "" for none
 }
 
 // openStream subscribes a stream; errors come before anything is written.
-func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *Error) {
+// It spends one of the caller's stream opens and takes a slot of the
+// caller's and the instance's stream caps.
+func (s *Server) openStream(ctx context.Context, r *http.Request, p Principal, req streamRequest) (*stream, *Error) {
+	if e := s.limitCaller(s.streamLim, p, r, "event streams opened"); e != nil {
+		return nil, e
+	}
 	wait := time.NewTimer(s.cfg.RequestTimeout)
 	defer wait.Stop()
 	select {
@@ -141,10 +147,27 @@ func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *E
 		return nil, toAPIError(ctx.Err(), "")
 	}
 	st := &stream{s: s, req: req}
+	if !p.Admin && !p.Service && p.User != "" {
+		st.user = p.User
+	}
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
 	if s.draining.Load() {
 		return nil, apiErr(http.StatusServiceUnavailable, CodeShuttingDown, "the instance is shutting down; connect to another")
+	}
+	if s.open >= s.cfg.MaxStreams {
+		e := apiErr(http.StatusTooManyRequests, CodeTooManyStreams, "this instance holds the most event streams it allows (%d); retry later or connect to another", s.cfg.MaxStreams)
+		e.RetryAfter = 5
+		return nil, e
+	}
+	if st.user != "" && s.userStreams[st.user] >= s.cfg.MaxStreamsPerUser {
+		e := apiErr(http.StatusTooManyRequests, CodeTooManyStreams, "%q holds %d event streams, the most allowed; close one first", st.user, s.cfg.MaxStreamsPerUser)
+		e.RetryAfter = 5
+		return nil, e
+	}
+	s.open++
+	if st.user != "" {
+		s.userStreams[st.user]++
 	}
 	s.streams.Add(1)
 	st.sub, _ = s.hub.subscribe(req.f)
@@ -153,8 +176,17 @@ func (s *Server) openStream(ctx context.Context, req streamRequest) (*stream, *E
 
 // close releases the subscriptions.
 func (st *stream) close() {
-	st.s.hub.unsubscribe(st.sub)
-	st.s.streams.Done()
+	s := st.s
+	s.hub.unsubscribe(st.sub)
+	s.streamsMu.Lock()
+	s.open--
+	if st.user != "" {
+		if s.userStreams[st.user]--; s.userStreams[st.user] <= 0 {
+			delete(s.userStreams, st.user)
+		}
+	}
+	s.streamsMu.Unlock()
+	s.streams.Done()
 }
 
 // run sends the stream: the catch-up from the change log after the
@@ -265,13 +297,18 @@ func (s *Server) sse(w http.ResponseWriter, r *http.Request, p Principal) *Error
 	if e != nil {
 		return e
 	}
-	st, e := s.openStream(r.Context(), req)
+	st, e := s.openStream(r.Context(), r, p, req)
 	if e != nil {
 		return e
 	}
 	defer st.close()
 	s.streamStarted("sse")
 	rc := http.NewResponseController(w)
+	// The server's read and write deadlines are for requests; a stream
+	// lives on, each write bounded by StreamWriteTimeout, the client's
+	// presence checked by the keep-alive pings.
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -341,12 +378,16 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, p Principal) 
 	if e != nil {
 		return e
 	}
-	st, e := s.openStream(r.Context(), req)
+	st, e := s.openStream(r.Context(), r, p, req)
 	if e != nil {
 		return e
 	}
 	defer st.close()
-	c, err := websocket.Accept(w, r, nil)
+	// Accept hijacks the connection, which clears the server's deadlines;
+	// each write is then bounded by StreamWriteTimeout, and the pings
+	// find dead peers.
+	// The Origin was checked by wrap against the host and --cors-origins.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return nil // Accept answered the request
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -273,11 +274,14 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *Err
 		return nil
 	}
 	var tooLarge *http.MaxBytesError
+	var netErr net.Error
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &tooLarge):
 		return apiErr(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is larger than %d bytes", tooLarge.Limit)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return apiErr(http.StatusRequestTimeout, CodeBodyTimeout, "the body did not arrive in time")
 	case errors.Is(err, io.EOF):
 		return apiErr(http.StatusBadRequest, CodeInvalidJSON, "the body is empty; send a JSON object")
 	case errors.As(err, &typeErr):

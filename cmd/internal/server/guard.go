@@ -1,0 +1,209 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// parseOrigins checks the CORS allowlist: each entry a scheme, a host and
+// an optional port, as browsers send them in Origin.
+func parseOrigins(list []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, o := range list {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil || u.Fragment != "" {
+			return nil, fmt.Errorf("server: CORS origin %q: want scheme://host[:port], such as https://app.example.com", o)
+		}
+		out[strings.ToLower(u.Scheme+"://"+u.Host)] = true
+	}
+	return out, nil
+}
+
+// originAllowed reports whether a request's Origin may call: no Origin
+// (not a browser, or a same-origin GET), its own host, or a listed origin.
+// listed tells whether the origin is a cross-origin one of the allowlist,
+// which gets CORS headers.
+func (s *Server) originAllowed(r *http.Request) (ok, listed bool) {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true, false
+	}
+	lo := strings.ToLower(o)
+	if s.origins[lo] {
+		return true, true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false, false
+	}
+	return strings.EqualFold(u.Host, r.Host), false
+}
+
+// corsHeaders marks an answer readable by the allowed origin o.
+func corsHeaders(h http.Header, o string) {
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After, X-Presence-Insecure")
+}
+
+// preflight answers a CORS preflight (OPTIONS with
+// Access-Control-Request-Method) for a route taking method.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request, method string) *Error {
+	ok, listed := s.originAllowed(r)
+	o := r.Header.Get("Origin")
+	if !ok || o == "" {
+		return forbidden("origin %q may not call this service (see --cors-origins)", o)
+	}
+	want := r.Header.Get("Access-Control-Request-Method")
+	if method != "" && want != method && !(method == http.MethodGet && want == http.MethodHead) {
+		w.Header().Set("Allow", method)
+		return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, method, want)
+	}
+	h := w.Header()
+	if listed {
+		corsHeaders(h, o)
+	}
+	if method == "" {
+		method = "GET, HEAD"
+	}
+	h.Set("Access-Control-Allow-Methods", method)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+	h.Set("Access-Control-Max-Age", "600")
+	h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// writes reports whether method changes state.
+func writes(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// checkContentType refuses a state-changing request whose body is not
+// declared JSON: browsers send only form and text types across origins
+// without a preflight, so this keeps other sites' pages from writing.
+func checkContentType(r *http.Request) *Error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "application/json" {
+		return nil
+	}
+	e := apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+		"Content-Type must be application/json, got %q", ct)
+	e.Field = "Content-Type"
+	return e
+}
+
+// clientIP is the address a request came from, for the per-address budget.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// rateLimited is the 429 of a spent budget.
+func (s *Server) rateLimited(l *limiter, key, what string) *Error {
+	ok, wait := l.allow(key, time.Now())
+	if ok {
+		return nil
+	}
+	s.m.rateLimited.Inc()
+	e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many %s for %q; retry later", what, key)
+	e.RetryAfter = retryAfterSeconds(wait)
+	return e
+}
+
+// limitCaller spends one token of the caller's budget l: by user, and
+// not at all for admin and service tokens.
+func (s *Server) limitCaller(l *limiter, p Principal, r *http.Request, what string) *Error {
+	if p.Admin || p.Service {
+		return nil
+	}
+	key := p.User
+	if key == "" {
+		key = "ip:" + clientIP(r)
+	}
+	return s.rateLimited(l, key, what)
+}
+
+// failureLog keeps repeated request failures (Redis down, say) to one log
+// line per interval: the first failure is logged at once, the others are
+// counted and reported together when the interval has passed.
+type failureLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu      sync.Mutex
+	last    time.Time // when a line was last written
+	count   int       // failures since, not yet reported
+	lastErr error
+	route   string
+	code    string
+}
+
+// record notes a failed request.
+func (f *failureLog) record(ctx context.Context, route, code string, err error) {
+	f.mu.Lock()
+	now := time.Now()
+	if f.last.IsZero() || now.Sub(f.last) >= f.every {
+		n := f.count
+		f.last, f.count = now, 0
+		f.mu.Unlock()
+		if n > 0 {
+			f.log.WarnContext(ctx, "presence: requests failed", "count", n+1, "interval", f.every, "route", route, "code", code, "err", err)
+		} else {
+			f.log.WarnContext(ctx, "presence: request failed", "route", route, "code", code, "err", err)
+		}
+		return
+	}
+	f.count++
+	f.lastErr, f.route, f.code = err, route, code
+	f.mu.Unlock()
+}
+
+// flush writes the pending count once its interval has passed.
+func (f *failureLog) flush(now time.Time) {
+	f.mu.Lock()
+	if f.count == 0 || now.Sub(f.last) < f.every {
+		f.mu.Unlock()
+		return
+	}
+	n, err, route, code := f.count, f.lastErr, f.route, f.code
+	f.last, f.count = now, 0
+	f.mu.Unlock()
+	f.log.Warn("presence: requests failed", "count", n, "interval", f.every, "route", route, "code", code, "err", err)
+}
+
+// run flushes the pending counts until ctx ends.
+func (f *failureLog) run(ctx context.Context) {
+	t := time.NewTicker(max(f.every/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			f.flush(time.Now().Add(f.every))
+			return
+		case now := <-t.C:
+			f.flush(now)
+		}
+	}
+}
