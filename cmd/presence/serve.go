@@ -36,6 +36,13 @@ type serveFlags struct {
 	quick, sweep                            bool
 	web, mobile, idle, leave, push          time.Duration
 	logFormat, logLevel                     string
+
+	// The deadlines and limits of issue 20.
+	readHeaderTimeout, readTimeout, writeTimeout, idleTimeout time.Duration
+	scopeRate, readRate, streamRate, ipRate                   float64
+	scopeBurst, readBurst, streamBurst, ipBurst               int
+	maxStreamsPerUser, maxStreams                             int
+	corsOrigins, deviceClasses, serviceClaim                  string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -65,6 +72,23 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idle, "idle-after", 0, "idle time after which a device is AWAY (0: 5m)")
 	fs.DurationVar(&f.leave, "leave-delay", 0, "how long a user must stay offline before OFFLINE is published (0: 15s)")
 	fs.DurationVar(&f.push, "push-window", 0, "how long a backgrounded app stays PUSH_ONLINE (0: 10m)")
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time to read a request's headers")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 10*time.Second, "time to read a whole request, body included (a body that does not arrive is cut off then)")
+	fs.DurationVar(&f.writeTimeout, "write-timeout", 0, "time to write an answer, event streams excepted; must exceed --request-timeout (0: --request-timeout + 10s)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
+	fs.Float64Var(&f.scopeRate, "scope-rate", 10, "touches and leaves per second per user (negative: no limit)")
+	fs.IntVar(&f.scopeBurst, "scope-burst", 50, "touches and leaves a user may send at once")
+	fs.Float64Var(&f.readRate, "read-rate", 20, "status, statuses, count and member reads per second per user (negative: no limit)")
+	fs.IntVar(&f.readBurst, "read-burst", 100, "reads a user may send at once")
+	fs.Float64Var(&f.streamRate, "stream-rate", 1, "event streams opened per second per user (negative: no limit)")
+	fs.IntVar(&f.streamBurst, "stream-burst", 10, "event streams a user may open at once")
+	fs.Float64Var(&f.ipRate, "ip-rate", 10, "requests per second per client address without a valid token (negative: no limit)")
+	fs.IntVar(&f.ipBurst, "ip-burst", 50, "requests without a valid token a client address may send at once")
+	fs.IntVar(&f.maxStreamsPerUser, "max-streams-per-user", 8, "event streams (SSE and WebSocket) one user may hold open")
+	fs.IntVar(&f.maxStreams, "max-streams", 10000, "event streams this instance holds open in all")
+	fs.StringVar(&f.corsOrigins, "cors-origins", "", "origins,… (scheme://host[:port]) whose pages may call the API across origins; other foreign origins are refused")
+	fs.StringVar(&f.deviceClasses, "device-classes", "", "scope classes,… that count devices: a user may touch them as USER/DEVICE for a live device of its own")
+	fs.StringVar(&f.serviceClaim, "service-claim", "presence_service", "JWT claim of service tokens, which act for any user (gateways)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -208,6 +232,32 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 			Issuer: f.issuer, Audience: f.audience},
 		Logger: log, RequestTimeout: f.timeout, MaxBody: f.maxBody, MaxBatchBody: 32 * f.maxBody,
 		HeartbeatRate: f.rate, HeartbeatBurst: f.burst, DrainTimeout: f.drain,
+		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idleTimeout,
+		ScopeRate: f.scopeRate, ScopeBurst: f.scopeBurst, ReadRate: f.readRate, ReadBurst: f.readBurst,
+		StreamRate: f.streamRate, StreamBurst: f.streamBurst, IPRate: f.ipRate, IPBurst: f.ipBurst,
+		MaxStreamsPerUser: f.maxStreamsPerUser, MaxStreams: f.maxStreams,
+		CORSOrigins: splitList(f.corsOrigins), DeviceClasses: splitList(f.deviceClasses),
+	}
+	cfg.Auth.ServiceClaim = f.serviceClaim
+	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout,
+		"--idle-timeout": f.idleTimeout, "--request-timeout": f.timeout} {
+		if d <= 0 {
+			return server.Config{}, usageError{msg: name + " must be positive"}
+		}
+	}
+	if f.writeTimeout < 0 || (f.writeTimeout > 0 && f.writeTimeout <= f.timeout) {
+		return server.Config{}, usageError{msg: "--write-timeout must exceed --request-timeout, or a timed-out request gets no answer"}
+	}
+	for name, n := range map[string]int{"--scope-burst": f.scopeBurst, "--read-burst": f.readBurst, "--stream-burst": f.streamBurst,
+		"--ip-burst": f.ipBurst, "--max-streams-per-user": f.maxStreamsPerUser, "--max-streams": f.maxStreams} {
+		if n < 1 {
+			return server.Config{}, usageError{msg: name + " must be at least 1"}
+		}
+	}
+	for name, r := range map[string]float64{"--scope-rate": f.scopeRate, "--read-rate": f.readRate, "--stream-rate": f.streamRate, "--ip-rate": f.ipRate} {
+		if r == 0 {
+			return server.Config{}, usageError{msg: name + " must not be 0 (negative: no limit)"}
+		}
 	}
 	if !f.sweep {
 		cfg.SweepUsers, cfg.SweepScopes = -1, -1

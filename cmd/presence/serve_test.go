@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
 )
@@ -108,6 +111,10 @@ func TestServeRefuses(t *testing.T) {
 		{"short secret", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"PRESENCE_JWT_SECRET": "short"}, "at least 32 bytes"},
 		{"both redis flags", []string{"serve", "--insecure-dev", "--redis", "redis://127.0.0.1:1", "--redis-cluster", "127.0.0.1:2"}, nil, "exclude each other"},
 		{"bad policy", []string{"serve", "--insecure-dev", "--policy", "solo"}, nil, "--policy"},
+		{"write timeout under the request timeout", []string{"serve", "--insecure-dev", "--write-timeout", "1s"}, nil, "--write-timeout"},
+		{"zero read timeout", []string{"serve", "--insecure-dev", "--read-timeout", "0"}, nil, "--read-timeout"},
+		{"zero stream cap", []string{"serve", "--insecure-dev", "--max-streams-per-user", "0"}, nil, "--max-streams-per-user"},
+		{"bad CORS origin", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--cors-origins", "app.example.com/x"}, nil, "CORS origin"},
 		{"token without user", []string{"serve", "token"}, map[string]string{"PRESENCE_JWT_SECRET": strings.Repeat("s", 32)}, "-user"},
 	}
 	for _, tc := range tests {
@@ -121,6 +128,41 @@ func TestServeRefuses(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want a failure mentioning %q", c, stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestServeLimitFlags checks that the deadline and limit flags reach the
+// server's configuration, and their defaults.
+func TestServeLimitFlags(t *testing.T) {
+	parse := func(args ...string) server.Config {
+		t.Helper()
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		var f serveFlags
+		f.register(fs)
+		if err := fs.Parse(append([]string{"--insecure-dev"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	def := parse()
+	if def.ReadHeaderTimeout != 5*time.Second || def.ReadTimeout != 10*time.Second || def.IdleTimeout != time.Minute ||
+		def.MaxStreamsPerUser != 8 || def.MaxStreams != 10000 || def.CORSOrigins != nil || def.Auth.ServiceClaim != "presence_service" {
+		t.Fatalf("defaults: %+v", def)
+	}
+	cfg := parse("--read-header-timeout", "2s", "--read-timeout", "3s", "--write-timeout", "20s", "--idle-timeout", "30s",
+		"--scope-rate", "1", "--scope-burst", "2", "--read-rate", "3", "--read-burst", "4", "--stream-rate", "-1", "--stream-burst", "6",
+		"--ip-rate", "7", "--ip-burst", "8", "--max-streams-per-user", "2", "--max-streams", "100",
+		"--cors-origins", "https://a.example, https://b.example:8443", "--device-classes", "call,video", "--service-claim", "gw")
+	if cfg.ReadHeaderTimeout != 2*time.Second || cfg.ReadTimeout != 3*time.Second || cfg.WriteTimeout != 20*time.Second || cfg.IdleTimeout != 30*time.Second ||
+		cfg.ScopeRate != 1 || cfg.ScopeBurst != 2 || cfg.ReadRate != 3 || cfg.ReadBurst != 4 || cfg.StreamRate != -1 || cfg.StreamBurst != 6 ||
+		cfg.IPRate != 7 || cfg.IPBurst != 8 || cfg.MaxStreamsPerUser != 2 || cfg.MaxStreams != 100 ||
+		strings.Join(cfg.CORSOrigins, " ") != "https://a.example https://b.example:8443" || strings.Join(cfg.DeviceClasses, " ") != "call video" ||
+		cfg.Auth.ServiceClaim != "gw" {
+		t.Fatalf("flags: %+v", cfg)
 	}
 }
 
