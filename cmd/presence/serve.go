@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -43,6 +44,7 @@ type serveFlags struct {
 	scopeBurst, readBurst, streamBurst, ipBurst               int
 	maxStreamsPerUser, maxStreams                             int
 	corsOrigins, deviceClasses, serviceClaim                  string
+	trustedProxies, adminAddr, tlsCert, tlsKey                string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -89,6 +91,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.corsOrigins, "cors-origins", "", "origins,… (scheme://host[:port]) whose pages may call the API across origins; other foreign origins are refused")
 	fs.StringVar(&f.deviceClasses, "device-classes", "", "scope classes,… that count devices: a user may touch them as USER/DEVICE for a live device of its own")
 	fs.StringVar(&f.serviceClaim, "service-claim", "presence_service", "JWT claim of service tokens, which act for any user (gateways)")
+	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "CIDRs,… of the proxies whose X-Forwarded-For names the client (default: none, the peer is the client)")
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "listen address of an operators' listener serving /metrics, /v1/admin/*, /healthz and /readyz without a token (keep it private)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -175,11 +181,38 @@ Every flag may also be set by the environment: --jwt-secret as
 		return err
 	}
 	srvRef.Store(srv)
+	var tlsCfg *tls.Config
+	if f.tlsCert != "" || f.tlsKey != "" {
+		if f.tlsCert == "" || f.tlsKey == "" {
+			return usageError{msg: "--tls-cert and --tls-key go together"}
+		}
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return usageError{msg: fmt.Sprintf("--tls-cert/--tls-key: %v", err)}
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}
 	url := "http://" + ln.Addr().String()
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		url = "https://" + ln.Addr().String()
+	}
+	if f.adminAddr != "" {
+		aln, err := net.Listen("tcp", f.adminAddr)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ahs := srv.HTTPServer()
+		ahs.Handler = srv.AdminHandler()
+		go func() { _ = ahs.Serve(aln) }()
+		defer ahs.Close()
+		log.Info("presence: operators' listener", "url", "http://"+aln.Addr().String(), "serves", "/metrics /v1/admin/* /healthz /readyz")
+	}
 	if f.insecure {
 		log.Warn("INSECURE DEV MODE: every request is accepted WITHOUT A TOKEN, as an admin. Never expose this server; set PRESENCE_JWT_SECRET for real use.")
 	}
@@ -236,7 +269,7 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 		ScopeRate: f.scopeRate, ScopeBurst: f.scopeBurst, ReadRate: f.readRate, ReadBurst: f.readBurst,
 		StreamRate: f.streamRate, StreamBurst: f.streamBurst, IPRate: f.ipRate, IPBurst: f.ipBurst,
 		MaxStreamsPerUser: f.maxStreamsPerUser, MaxStreams: f.maxStreams,
-		CORSOrigins: splitList(f.corsOrigins), DeviceClasses: splitList(f.deviceClasses),
+		CORSOrigins: splitList(f.corsOrigins), DeviceClasses: splitList(f.deviceClasses), TrustedProxies: splitList(f.trustedProxies),
 	}
 	cfg.Auth.ServiceClaim = f.serviceClaim
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout,

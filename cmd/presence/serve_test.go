@@ -4,10 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +127,8 @@ func TestServeRefuses(t *testing.T) {
 		{"zero read timeout", []string{"serve", "--insecure-dev", "--read-timeout", "0"}, nil, "--read-timeout"},
 		{"zero stream cap", []string{"serve", "--insecure-dev", "--max-streams-per-user", "0"}, nil, "--max-streams-per-user"},
 		{"bad CORS origin", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--cors-origins", "app.example.com/x"}, nil, "CORS origin"},
+		{"TLS certificate without a key", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--tls-cert", "cert.pem"}, nil, "go together"},
+		{"bad trusted proxy", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--trusted-proxies", "10.0.0.0/33"}, nil, "trusted proxy"},
 		{"token without user", []string{"serve", "token"}, map[string]string{"PRESENCE_JWT_SECRET": strings.Repeat("s", 32)}, "-user"},
 	}
 	for _, tc := range tests {
@@ -244,5 +258,106 @@ func TestRedactURL(t *testing.T) {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// TestServeTLSAndAdminAddr runs serve with --tls-cert/--tls-key and an
+// operators' listener: the API answers over HTTPS, /metrics needs an
+// admin token there (in JWT mode) and none on --admin-addr.
+func TestServeTLSAndAdminAddr(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "presence test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+
+	secret := strings.Repeat("k", 40)
+	t.Setenv("PRESENCE_JWT_SECRET", secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile,
+			"--admin-addr", "127.0.0.1:0", "--log-format", "json"}, outW, &stderr)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no start-up line: %v; stderr:\n%s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, outR)
+	_, rest, _ := strings.Cut(line, "dashboard at ")
+	base, _, _ := strings.Cut(rest, "/dashboard/")
+	if !strings.HasPrefix(base, "https://127.0.0.1:") {
+		t.Fatalf("start-up line %q", line)
+	}
+	adminURL := ""
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		var rec struct{ Msg, URL string }
+		if json.Unmarshal([]byte(l), &rec) == nil && strings.Contains(rec.Msg, "operators' listener") {
+			adminURL = rec.URL
+		}
+	}
+	if adminURL == "" {
+		t.Fatalf("no operators' listener in the log:\n%s", stderr.String())
+	}
+	status := func(c *http.Client, url, tok string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	admin, err := server.NewToken([]byte(secret), server.TokenOptions{User: "ops", Claims: []string{"presence_admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := status(client, base+"/healthz", ""); c != 200 {
+		t.Fatalf("/healthz over HTTPS: %d", c)
+	}
+	if c := status(client, base+"/metrics", ""); c != http.StatusUnauthorized {
+		t.Fatalf("/metrics over HTTPS without a token: %d", c)
+	}
+	if c := status(client, base+"/metrics", admin); c != 200 {
+		t.Fatalf("/metrics over HTTPS with an admin token: %d", c)
+	}
+	if c := status(http.DefaultClient, adminURL+"/metrics", ""); c != 200 {
+		t.Fatalf("/metrics on --admin-addr: %d", c)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", c, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }

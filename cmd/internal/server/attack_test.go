@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -623,5 +624,83 @@ func TestDashboardSince(t *testing.T) {
 	}
 	if got["alice"] != at["alice"] || got["bob"] != at["bob"] {
 		t.Fatalf("since: %v; want each user's change instant %v (reconciled at %d)", got, at, ov.Users.ReconciledAt)
+	}
+}
+
+// TestAdminSurface: /metrics and the admin endpoints need an admin token,
+// or the admin listener; /v1/info shows the Redis to admins only.
+func TestAdminSurface(t *testing.T) {
+	cfg := testConfig()
+	cfg.Backend = "redis at 10.0.0.7:6379"
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	for tok, want := range map[string]int{"": 401, token(t, "alice"): 403, token(t, "alice", "presence_read"): 403, token(t, "ops", "presence_admin"): 200} {
+		hdr := map[string]string{}
+		if tok != "" {
+			hdr["Authorization"] = "Bearer " + tok
+		}
+		if res, b := send(t, "GET", in.url+"/metrics", "", hdr); res.StatusCode != want {
+			t.Errorf("/metrics with %v: %d %.100s; want %d", hdr, res.StatusCode, b, want)
+		}
+	}
+	var info server.InfoResponse
+	in.as(t, "").must("GET", "/v1/info", nil, &info)
+	if info.Backend != "" || info.Auth != "jwt" {
+		t.Errorf("info without a token: %+v", info)
+	}
+	in.as(t, token(t, "alice")).must("GET", "/v1/info", nil, &info)
+	if info.Backend != "" {
+		t.Errorf("info for a user shows %q", info.Backend)
+	}
+	in.as(t, token(t, "ops", "presence_admin")).must("GET", "/v1/info", nil, &info)
+	if info.Backend != cfg.Backend {
+		t.Errorf("info for an admin: backend %q", info.Backend)
+	}
+
+	adm := httptest.NewServer(in.srv.AdminHandler())
+	defer adm.Close()
+	for _, path := range []string{"/metrics", "/v1/admin/overview", "/v1/admin/sweeper", "/healthz", "/readyz"} {
+		if code, _, _ := get(t, adm.URL+path); code != 200 {
+			t.Errorf("admin listener %s: %d", path, code)
+		}
+	}
+	if code, _, _ := get(t, adm.URL+"/v1/heartbeat"); code != 404 {
+		t.Errorf("the admin listener serves the API: %d", code)
+	}
+}
+
+// TestTrustedProxies: X-Forwarded-For names the client only when the peer
+// is a trusted proxy; each client then has its own per-address budget.
+func TestTrustedProxies(t *testing.T) {
+	budgetOf := func(t *testing.T, in *instance, xff string) int {
+		n := 0
+		for range 20 {
+			res, _ := send(t, "GET", in.url+"/v1/info", "", map[string]string{"X-Forwarded-For": xff})
+			if res.StatusCode == http.StatusTooManyRequests {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	cfg := testConfig()
+	cfg.IPRate, cfg.IPBurst = 0.001, 10
+	cfg.TrustedProxies = []string{"127.0.0.0/8"}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	if a, b := budgetOf(t, in, "198.51.100.1"), budgetOf(t, in, "203.0.113.9, 198.51.100.2"); a != 10 || b != 10 {
+		t.Fatalf("behind a trusted proxy, two clients had %d and %d requests; want 10 each", a, b)
+	}
+	if n := budgetOf(t, in, "198.51.100.2, 127.0.0.1"); n != 0 {
+		t.Fatalf("the rightmost untrusted hop is the client, whose budget is spent; got %d more", n)
+	}
+
+	cfg = testConfig()
+	cfg.IPRate, cfg.IPBurst = 0.001, 10
+	in = startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	if a, b := budgetOf(t, in, "198.51.100.1"), budgetOf(t, in, "198.51.100.2"); a+b > 10 {
+		t.Fatalf("X-Forwarded-For believed from an untrusted peer: %d + %d requests", a, b)
+	}
+	if _, err := server.New(newStore(t, miniredis.RunT(t).Addr()), server.Config{Auth: server.AuthConfig{InsecureDev: true},
+		TrustedProxies: []string{"10.0.0.0/33"}}); err == nil {
+		t.Error("New accepted a malformed trusted proxy")
 	}
 }

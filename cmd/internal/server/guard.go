@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -111,11 +112,63 @@ func checkContentType(r *http.Request) *Error {
 	return e
 }
 
-// clientIP is the address a request came from, for the per-address budget.
-func clientIP(r *http.Request) string {
+// parseProxies reads the trusted proxies: CIDRs or single addresses.
+func parseProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range list {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !strings.Contains(v, "/") {
+			a, err := netip.ParseAddr(v)
+			if err != nil {
+				return nil, fmt.Errorf("server: trusted proxy %q: want a CIDR or an address", v)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, fmt.Errorf("server: trusted proxy %q: want a CIDR or an address", v)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func (s *Server) trustedProxy(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range s.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientIP is the address a request came from, for the per-address budget
+// and the access log: the peer, or, when the peer is a trusted proxy, the
+// rightmost X-Forwarded-For address that is not one (addresses further
+// left were written by the client, and could be anything).
+func (s *Server) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || len(s.proxies) == 0 || !s.trustedProxy(peer) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return host // a malformed hop: trust nothing further
+		}
+		if !s.trustedProxy(a) {
+			return a.Unmap().String()
+		}
 	}
 	return host
 }
@@ -140,7 +193,7 @@ func (s *Server) limitCaller(l *limiter, p Principal, r *http.Request, what stri
 	}
 	key := p.User
 	if key == "" {
-		key = "ip:" + clientIP(r)
+		key = "ip:" + s.clientIP(r)
 	}
 	return s.rateLimited(l, key, what)
 }

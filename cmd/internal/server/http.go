@@ -28,6 +28,7 @@ const (
 	public    access = iota // no token
 	signedIn                // any valid token (or insecure-dev)
 	adminOnly               // a token with the admin claim
+	trusted                 // the admin listener: no token, acts as an admin
 )
 
 // handlerFunc is an API handler: it writes its answer, or returns the
@@ -62,11 +63,7 @@ func (s *Server) routes() {
 		return nil
 	}))
 	mux.Handle("/readyz", s.wrap("GET /readyz", "GET", public, false, s.readyz))
-	metrics := s.m.handler()
-	mux.Handle("/metrics", s.wrap("GET /metrics", "GET", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
-		metrics.ServeHTTP(w, r)
-		return nil
-	}))
+	mux.Handle("/metrics", s.wrap("GET /metrics", "GET", adminOnly, false, s.metricsHandler()))
 	static, _ := fs.Sub(dashboardFiles, "dashboard")
 	files := http.StripPrefix("/dashboard/", http.FileServerFS(static))
 	mux.Handle("/dashboard/", s.wrap("GET /dashboard/", "", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
@@ -86,6 +83,34 @@ func (s *Server) routes() {
 		}
 		return apiErr(http.StatusNotFound, CodeNotFound, "no endpoint %s", r.URL.Path)
 	}))
+}
+
+func (s *Server) metricsHandler() handlerFunc {
+	metrics := s.m.handler()
+	return func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	}
+}
+
+// AdminHandler returns the operator's handler, for a listener of its own
+// that only operators reach (presence serve --admin-addr): /metrics, the
+// admin endpoints, /healthz and /readyz, without a token.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.wrap("admin GET /metrics", "GET", trusted, false, s.metricsHandler()))
+	mux.Handle("/v1/admin/sweeper", s.wrap("admin GET /v1/admin/sweeper", "GET", trusted, false, s.sweeper))
+	mux.Handle("/v1/admin/overview", s.wrap("admin GET /v1/admin/overview", "GET", trusted, false, s.overview))
+	mux.Handle("/v1/info", s.wrap("admin GET /v1/info", "GET", trusted, false, s.info))
+	mux.Handle("/healthz", s.wrap("admin GET /healthz", "GET", trusted, false, func(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	}))
+	mux.Handle("/readyz", s.wrap("admin GET /readyz", "GET", trusted, false, s.readyz))
+	mux.Handle("/", s.wrap("admin /", "", trusted, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		return apiErr(http.StatusNotFound, CodeNotFound, "no endpoint %s on the admin listener", r.URL.Path)
+	}))
+	return mux
 }
 
 // wrap applies what every route shares: method check, authentication,
@@ -154,10 +179,20 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 				return
 			}
 		}
-		if acc != public {
+		switch acc {
+		case trusted:
+			p = Principal{Admin: true, Read: true}
+		case public:
+			if route != "GET /healthz" {
+				if e := s.rateLimited(s.ipLim, s.clientIP(r), "requests without a token"); e != nil {
+					refuse(e)
+					return
+				}
+			}
+		default:
 			var e *Error
 			if p, e = s.auth.authenticate(r, stream); e != nil {
-				if le := s.rateLimited(s.ipLim, clientIP(r), "requests without a valid token"); le != nil {
+				if le := s.rateLimited(s.ipLim, s.clientIP(r), "requests without a valid token"); le != nil {
 					e = le
 				}
 				refuse(e)
@@ -165,11 +200,6 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 			}
 			if acc == adminOnly && !p.Admin {
 				refuse(forbidden("this endpoint needs a token with the %q claim", s.auth.cfg.AdminClaim))
-				return
-			}
-		} else if route != "GET /healthz" {
-			if e := s.rateLimited(s.ipLim, clientIP(r), "requests without a token"); e != nil {
-				refuse(e)
 				return
 			}
 		}
@@ -201,7 +231,7 @@ func (s *Server) accessLog(r *http.Request, route string, code int, d time.Durat
 	}
 	// The query is left out on purpose: it may hold an access token.
 	s.log.Log(r.Context(), level, "http", "method", r.Method, "route", route, "path", r.URL.Path,
-		"status", code, "duration", d, "user", p.User, "remote", r.RemoteAddr)
+		"status", code, "duration", d, "user", p.User, "remote", r.RemoteAddr, "client", s.clientIP(r))
 }
 
 // recorder remembers the status a handler sent; it passes Flush and Hijack
@@ -271,8 +301,9 @@ type InfoResponse struct {
 	Auth       string `json:"auth"`
 	ReadClaim  string `json:"read_claim"`
 	AdminClaim string `json:"admin_claim"`
-	Backend    string `json:"backend"`
-	StartedAt  int64  `json:"started_at"`
+	// Backend describes the Redis; shown to admins only.
+	Backend   string `json:"backend,omitempty"`
+	StartedAt int64  `json:"started_at"`
 	// IntervalsMS is the heartbeat interval of each device kind.
 	IntervalsMS  map[string]int64 `json:"intervals_ms"`
 	IdleAfterMS  int64            `json:"idle_after_ms"`
@@ -290,8 +321,15 @@ type ClassInfo struct {
 	WindowMS int64  `json:"window_ms"`
 }
 
-func (s *Server) info(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
-	writeJSON(w, http.StatusOK, s.infoResponse())
+func (s *Server) info(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	out := s.infoResponse()
+	// The route needs no token; the internals are for admins only.
+	if !p.Admin {
+		if q, e := s.auth.authenticate(r, false); e != nil || !q.Admin {
+			out.Backend = ""
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

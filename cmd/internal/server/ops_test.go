@@ -35,7 +35,8 @@ func TestOperations(t *testing.T) {
 	in := startServer(t, newStore(t, mr.Addr()), testConfig())
 	in.as(t, token(t, "alice")).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "d"}, nil)
 
-	code, _, body := get(t, in.url+"/metrics")
+	res, body := send(t, "GET", in.url+"/metrics", "", map[string]string{"Authorization": "Bearer " + token(t, "ops", "presence_admin")})
+	code := res.StatusCode
 	for _, want := range []string{`presence_heartbeats_total{result="accepted"} 1`,
 		`presence_http_requests_total{code="200",route="POST /v1/heartbeat"} 1`,
 		`presence_published_total{kind="change"}`, "go_goroutines"} {

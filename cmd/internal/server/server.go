@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,11 @@ type Config struct {
 	// included. A request that carries an Origin that is neither its own
 	// host nor listed is refused with 403.
 	CORSOrigins []string
+	// TrustedProxies lists the proxies (CIDRs, or addresses) whose
+	// X-Forwarded-For is believed: a request from one of them is from the
+	// rightmost forwarded address that is not a trusted proxy, for the
+	// per-address budget and the access log. Default none: the peer.
+	TrustedProxies []string
 	// DeviceClasses names the scope classes that count devices: there a
 	// user may also touch and leave as "USER/DEVICE", for a live device
 	// of its own. Default none: every class counts users.
@@ -139,6 +145,7 @@ type Server struct {
 	// ipLim the per-address budget of requests without a valid token.
 	scopeLim, readLim, streamLim, ipLim *limiter
 	origins                             map[string]bool
+	proxies                             []netip.Prefix
 	deviceClasses                       map[string]bool
 	failures                            *failureLog
 	m                                   *metrics
@@ -253,6 +260,10 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := parseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
 	ecfg := cfg.Engine
 	switch {
 	case ecfg.ChangeLog == 0:
@@ -282,7 +293,7 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	s.readLim = newLimiter(cfg.ReadRate, cfg.ReadBurst)
 	s.streamLim = newLimiter(cfg.StreamRate, cfg.StreamBurst)
 	s.ipLim = newLimiter(cfg.IPRate, cfg.IPBurst)
-	s.origins = origins
+	s.origins, s.proxies = origins, proxies
 	s.deviceClasses = map[string]bool{}
 	for _, c := range cfg.DeviceClasses {
 		s.deviceClasses[c] = true
