@@ -31,8 +31,9 @@
 //	GET  /v1/ws                             the same events over a WebSocket (WSMessage)
 //	GET  /v1/admin/sweeper                  the sweeper's last reports (admin)
 //	GET  /v1/admin/overview                 the dashboard's data (admin)
-//	GET  /v1/info                           timings and auth mode (no token)
-//	GET  /healthz, /readyz, /metrics        liveness, readiness (Redis answers), Prometheus
+//	GET  /v1/info                           timings and auth mode (no token; Redis named to admins)
+//	GET  /healthz, /readyz                  liveness, readiness (Redis answers)
+//	GET  /metrics                           Prometheus (admin; or AdminHandler without a token)
 //	GET  /dashboard/                        the dashboard
 //
 // # Errors
@@ -45,9 +46,22 @@
 // # Authentication
 //
 // See AuthConfig: an HS256 JWT whose subject is the user. A client acts only
-// as itself; reading others needs the read claim; admin endpoints, gateway
-// kick streams and acting for others need the admin claim. Without a secret
+// as itself (in scopes: its user ID, or USER/DEVICE for a live device of
+// its own in Config.DeviceClasses); reading others needs the read claim;
+// acting for others needs the service or the admin claim; admin endpoints,
+// /metrics and gateway kick streams need the admin claim. Without a secret
 // New refuses to build a server unless AuthConfig.InsecureDev is set.
+//
+// # Limits
+//
+// HTTPServer (what Serve runs) has the read-header, read (body), write and
+// idle deadlines of Config; the streams clear them. Every state-changing
+// request must be application/json (415), a foreign Origin is refused
+// (403) unless in Config.CORSOrigins, which also get preflight answers.
+// Per-user budgets (heartbeats, touches, reads, stream opens), a budget
+// per client address for requests without a valid token, and caps on
+// streams per user and per instance answer 429 with Retry-After.
+// cmd/internal/server/README.md, "Deploying", lists them with their flags.
 //
 // # Events
 //

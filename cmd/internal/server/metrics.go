@@ -60,7 +60,7 @@ func newMetrics() *metrics {
 	m.streams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_event_streams",
 		Help: "Open event streams, by transport (sse, websocket)."}, []string{"transport"})
 	m.rateLimited = prometheus.NewCounter(prometheus.CounterOpts{Name: "presence_rate_limited_total",
-		Help: "Heartbeats refused by the per-user rate limit."})
+		Help: "Requests (and batch beats) refused by a rate limit: per user or per client address."})
 	m.usersBy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_users_by_status",
 		Help: "Users this instance knows to be in each status (see the dashboard's notes on what it knows)."}, []string{"status"})
 	m.changeLog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "presence_change_log_entries_total",
