@@ -16,14 +16,15 @@ import (
 // by any number of goroutines and processes sharing one Redis: all state
 // lives in Redis, and every change is one atomic script.
 type Engine struct {
-	store    Store
+	plans    *planner // what plans are made of: settings, scripts, token source
 	settings *settings
 	scripts  scriptSet
-	cache    CachedReader
-	pub      Publisher
-	metrics  Metrics
-	log      *slog.Logger
-	rand     io.Reader
+
+	store   Store
+	cache   CachedReader
+	pub     Publisher
+	metrics Metrics
+	log     *slog.Logger
 
 	lastNow atomic.Pointer[msArg] // nowArg's latest
 
@@ -40,17 +41,15 @@ func New(store Store, cfg Config) (*Engine, error) {
 	if store == nil {
 		return nil, invalid("store", "must not be nil")
 	}
-	s, err := newSettings(cfg)
+	p, err := newPlanner(cfg)
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{store: store, settings: s, scripts: loadScripts(), metrics: cfg.Metrics, log: cfg.Logger, rand: cfg.Rand}
+	e := &Engine{plans: p, settings: p.settings, scripts: p.scripts, store: store, metrics: cfg.Metrics, log: cfg.Logger}
 	if e.metrics == nil {
 		e.metrics = NopMetrics{}
 	}
-	if e.rand == nil {
-		e.rand = rand.Reader
-	}
+	s := p.settings
 	e.cache, _ = store.(CachedReader)
 	e.pub, _ = store.(Publisher)
 	if s.lastGood > 0 {
@@ -59,13 +58,19 @@ func New(store Store, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// cryptoRand is the token source when Config.Rand is nil.
+var cryptoRand = rand.Reader
+
+// Planner returns a planner of this engine's configuration, whose plans
+// draw tokens from the engine's source: for driving plans elsewhere, or
+// together with Run.
+func (e *Engine) Planner() *Planner { return &Planner{e.plans} }
+
 // ChangeChannel is the channel status changes are published on.
-func (e *Engine) ChangeChannel() string { return e.settings.keys.prefix + ":changes" }
+func (e *Engine) ChangeChannel() string { return e.plans.changeChannel() }
 
 // KickChannel is the channel kicks for gateway are published on.
-func (e *Engine) KickChannel(gateway string) string {
-	return e.settings.keys.prefix + ":kick:" + gateway
-}
+func (e *Engine) KickChannel(gateway string) string { return e.plans.kickChannel(gateway) }
 
 // nowArg is the "now" argument of every script: the injected clock's
 // instant, or "" for the server's clock. The calls of one millisecond share
@@ -90,25 +95,55 @@ type msArg struct {
 }
 
 // newToken returns 16 hex digits of randomness for a session or lock token.
-func (e *Engine) newToken() (string, error) {
+func (p *planner) newToken() (string, error) {
 	var b [8]byte
-	if _, err := io.ReadFull(e.rand, b[:]); err != nil {
+	if _, err := io.ReadFull(p.rand, b[:]); err != nil {
 		return "", fmt.Errorf("presence: reading a token: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
 }
 
 // userArgs returns the common arguments of the user scripts of bucket b
-// (their order is documented in lua/userlib.lua), with room for more.
+// at the engine's now; see planner.userArgs.
 func (e *Engine) userArgs(b uint32, more int) []string {
+	return e.planner().userArgs(e.nowArg(), b, more)
+}
+
+// planner returns the engine's planner, or one of its settings and
+// scripts for an engine made in a test without New.
+func (e *Engine) planner() *planner {
+	if e.plans != nil {
+		return e.plans
+	}
+	return &planner{settings: e.settings, scripts: e.scripts, rand: cryptoRand}
+}
+
+// decodeBeats is the planner's, for the engine's tests.
+func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
+	return e.planner().decodeBeats(v, beats, run, acks)
+}
+
+// decodeStatus is the planner's, for the engine's tests.
+func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
+	return e.planner().decodeStatus(user, v, now)
+}
+
+// scopeKeys is the planner's, for the engine's tests.
+func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
+	return e.planner().scopeKeys(field, sc)
+}
+
+// userArgs returns the common arguments of the user scripts of bucket b at
+// now (their order is documented in lua/userlib.lua), with room for more.
+func (p *planner) userArgs(now string, b uint32, more int) []string {
 	args := make([]string, 0, 12+more)
-	args = append(args, e.nowArg())
-	args = append(args, e.settings.userParams[:]...)
-	args[6], args[10] = e.settings.users[b].devPrefix, e.settings.users[b].counts
+	args = append(args, now)
+	args = append(args, p.settings.userParams[:]...)
+	args[6], args[10] = p.settings.users[b].devPrefix, p.settings.users[b].counts
 	return args
 }
 
-func (e *Engine) userKeys(b uint32) []string { return e.settings.users[b].keys }
+func (p *planner) userKeys(b uint32) []string { return p.settings.users[b].keys }
 
 func msTime(ms int64) time.Time {
 	if ms == 0 {
@@ -180,14 +215,7 @@ func codeErr(code string) error {
 // Ping checks that Redis is reachable and runs scripts, for readiness
 // probes, and returns the server's clock.
 func (e *Engine) Ping(ctx context.Context) (time.Time, error) {
-	// A key-less call: a cluster driver sends it to any node.
-	res, err := e.evalCalls(ctx, "ping", []Call{{SHA: e.scripts.ping.sha}})
-	if err != nil {
-		return time.Time{}, err
-	}
-	ms, err := res[0].Value.AsInt()
-	if err != nil {
-		return time.Time{}, err
-	}
-	return msTime(ms), nil
+	p := e.Planner().Ping()
+	e.drive(ctx, p)
+	return p.Outcome()
 }

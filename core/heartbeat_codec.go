@@ -6,16 +6,16 @@ import (
 	"strings"
 )
 
-// steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b before its
+// steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b at now before its
 // beats, with room for n beats.
-func (e *Engine) steadyArgs(b uint32, n int) []string {
-	args := make([]string, 0, 2+len(e.settings.beatParams)+8*n)
-	args = append(args, e.nowArg(), e.settings.users[b].devPrefix)
-	return append(args, e.settings.beatParams[:]...)
+func (p *planner) steadyArgs(now string, b uint32, n int) []string {
+	args := make([]string, 0, 2+len(p.settings.beatParams)+8*n)
+	args = append(args, now, p.settings.users[b].devPrefix)
+	return append(args, p.settings.beatParams[:]...)
 }
 
 // appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua) to args.
-func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
+func (p *planner) appendSteady(args []string, hb Heartbeat) []string {
 	meta, at := beatExtras(hb)
 	return append(args, hb.User, hb.Device, hb.Token, hb.Gateway, meta,
 		flag(hb.Active), flag(hb.Background), at)
@@ -25,14 +25,14 @@ func (e *Engine) appendSteady(args []string, hb Heartbeat) []string {
 // a beat without a token, at position j of its run, carries seed.j, the
 // token its implicit login issues. It is formatted here, for the beats the
 // steady script left, and not for those it applied.
-func (e *Engine) appendBeat(args []string, hb Heartbeat, seed string, j int) []string {
+func (p *planner) appendBeat(args []string, hb Heartbeat, seed string, j int) []string {
 	meta, at := beatExtras(hb)
 	issue := ""
 	if hb.Token == "" {
 		issue = seed + "." + strconv.Itoa(j)
 	}
 	return append(args, hb.User, hb.Device, kindCodes[hb.Kind], hb.Gateway, hb.Token,
-		flag(hb.Active), flag(hb.Background), e.settings.intervalArgs[hb.Kind], meta, at, issue)
+		flag(hb.Active), flag(hb.Background), p.settings.intervalArgs[hb.Kind], meta, at, issue)
 }
 
 // beatExtras returns a beat's metadata ("" keep, "=" .. encoded to set) and
@@ -78,7 +78,7 @@ func decodeSteady(v Value, tokens []string) error {
 
 // decodeBeats reads a heartbeat reply {now, results} for the beats at
 // positions run into acks.
-func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
+func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
 	now, rest, err := splitReply(v, 1)
 	if err != nil {
 		return err

@@ -77,7 +77,7 @@ func NewModel(cfg Config) (*Model, error) {
 func (m *Model) now() int64 { return m.settings.cfg.Clock.Now().UnixMilli() }
 
 func (m *Model) token() (string, error) {
-	e := Engine{rand: m.rand}
+	e := planner{rand: m.rand}
 	return e.newToken()
 }
 
@@ -217,7 +217,7 @@ func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := Engine{settings: m.settings}
+	e := planner{settings: m.settings}
 	acks := make([]Ack, len(beats))
 	var order []int
 	for i, hb := range beats {
@@ -325,7 +325,7 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	if l.Policy != nil {
 		policy = *l.Policy
 	}
-	if err := (&Engine{settings: m.settings}).checkLogin(l, policy); err != nil {
+	if err := (&planner{settings: m.settings}).checkLogin(l, policy); err != nil {
 		return LoginResult{}, err
 	}
 	m.mu.Lock()

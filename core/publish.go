@@ -80,25 +80,6 @@ func UnmarshalKick(b []byte) (Kick, error) {
 	return Kick{User: w.User, Device: w.Device, Kind: kind, Gateway: w.Gateway, At: time.UnixMilli(w.At)}, nil
 }
 
-// publish appends changes and kicks to the change log, if there is one,
-// and announces them through the store's Publisher, if it has one. The
-// state change is already committed, so a failed publish is logged and
-// counted, not returned.
-func (e *Engine) publish(ctx context.Context, changes []Change, kicks []Kick) {
-	e.logEvents(ctx, changes, kicks)
-	if e.pub == nil || len(changes)+len(kicks) == 0 {
-		return
-	}
-	for _, c := range changes {
-		e.send(ctx, "change", e.ChangeChannel(), MarshalChange(c))
-	}
-	for _, k := range kicks {
-		if k.Gateway != "" {
-			e.send(ctx, "kick", e.KickChannel(k.Gateway), MarshalKick(k))
-		}
-	}
-}
-
 func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) {
 	if err := e.pub.Publish(ctx, channel, msg); err != nil {
 		e.metrics.Error("publish", err)
@@ -125,34 +106,29 @@ type LoggedChange struct {
 // after were already trimmed, so a reader missed some: it should reload the
 // statuses it shows. It needs Config.ChangeLog.
 func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (entries []LoggedChange, gap bool, err error) {
-	if e.settings.changeLog == 0 {
-		return nil, false, ErrUnsupported
-	}
-	if limit < 1 || limit > MaxPage {
-		return nil, false, invalid("limit", "must be 1 to %d, got %d", MaxPage, limit)
-	}
-	if after != "" && !validStreamID(after) {
-		return nil, false, invalid("after", "%q is not a change log ID", after)
-	}
-	vals, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logRead, []string{e.settings.keys.logKey()}, []string{after, itoa(int64(limit))}}})
-	if err != nil {
-		return nil, false, err
-	}
-	items, err := vals[0].AsArray(2)
+	p := e.Planner().ChangeLogAfter(e.nowArg(), after, limit)
+	e.drive(ctx, p)
+	page, err := p.Outcome()
+	return page.Entries, page.Gap, err
+}
+
+// decodeLogPage reads a reply of lua/log_read.lua read after after.
+func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err error) {
+	items, err := v.AsArray(2)
 	if err != nil {
 		return nil, false, err
 	}
 	oldest, err1 := items[0].AsString()
 	flat, err2 := items[1].AsArray(-1)
 	if err1 != nil || err2 != nil || len(flat)%3 != 0 {
-		return nil, false, replyErr("change log: %s", vals[0])
+		return nil, false, replyErr("change log: %s", v)
 	}
 	for i := 0; i < len(flat); i += 3 {
 		id, err1 := flat[i].AsString()
 		kind, err2 := flat[i+1].AsString()
 		raw, err3 := flat[i+2].AsString()
 		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, false, replyErr("change log: %s", vals[0])
+			return nil, false, replyErr("change log: %s", v)
 		}
 		entry := LoggedChange{ID: id}
 		switch kind {
@@ -177,25 +153,18 @@ func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (e
 	return entries, gap, nil
 }
 
-// logEvents appends changes and kicks to the change log, when there is one.
-func (e *Engine) logEvents(ctx context.Context, changes []Change, kicks []Kick) {
-	if e.settings.changeLog == 0 || len(changes)+len(kicks) == 0 {
-		return
-	}
+// logAppendCall is the call of lua/log_append.lua that appends changes
+// and kicks to the change log.
+func (p *planner) logAppendCall(changes []Change, kicks []Kick) Call {
 	args := make([]string, 0, 1+2*(len(changes)+len(kicks)))
-	args = append(args, itoa(int64(e.settings.changeLog)))
+	args = append(args, itoa(int64(p.settings.changeLog)))
 	for _, c := range changes {
 		args = append(args, "c", string(MarshalChange(c)))
 	}
 	for _, k := range kicks {
 		args = append(args, "k", string(MarshalKick(k)))
 	}
-	if _, err := e.eval(ctx, "change log", []scriptCall{{e.scripts.logAppend, []string{e.settings.keys.logKey()}, args}}); err != nil {
-		e.metrics.Error("change log", err)
-		if e.log != nil {
-			e.log.WarnContext(ctx, "presence: change log append failed", "err", err)
-		}
-	}
+	return Call{SHA: p.scripts.logAppend.sha, Keys: []string{p.settings.keys.logKey()}, Args: args}
 }
 
 // validStreamID reports whether id looks like "ms-seq".

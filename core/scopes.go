@@ -19,12 +19,12 @@ type scopeKeys struct {
 	count  string
 }
 
-func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
-	cls, err := e.settings.checkScope(field, sc)
+func (p *planner) scopeKeys(field string, sc Scope) (scopeKeys, error) {
+	cls, err := p.settings.checkScope(field, sc)
 	if err != nil {
 		return scopeKeys{}, err
 	}
-	l := e.settings.keys
+	l := p.settings.keys
 	b := l.scopeBucket(sc)
 	base := l.scopeBase(b)
 	k := scopeKeys{layout: l, scope: sc, cls: cls, bucket: b, count: base + sufCount + sc.ref()}
@@ -69,97 +69,24 @@ func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
 // TouchBatch records up to MaxBatch touches in one round trip (one script
 // call per scope bucket). Nothing is sent if any touch is invalid.
 func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
-	if err := checkBatch("touches", len(touches)); err != nil {
-		return err
-	}
-	groups := map[uint32][]string{}
-	var order []uint32
-	// A spread scope's shards live in other slots: their members are
-	// written one call per shard, and the scope registered once per batch.
-	shardMembers := map[string][]string{}
-	var shardOrder []string
-	shardTTL := map[string]string{}
-	registered := map[Scope]bool{}
-	for i, t := range touches {
-		field := "touches[" + strconv.Itoa(i) + "]"
-		k, err := e.scopeKeys(field+".Scope", t.Scope)
-		if err != nil {
-			return err
-		}
-		if err := checkID(field+".Member", t.Member); err != nil {
-			return err
-		}
-		layout, data := strconv.Itoa(int(k.cls.layout)), k.data
-		switch {
-		case k.cls.spread:
-			shard := k.shardKey(t.Member)
-			if _, ok := shardMembers[shard]; !ok {
-				shardOrder = append(shardOrder, shard)
-				shardTTL[shard] = itoa(k.cls.window + e.settings.grace)
-			}
-			shardMembers[shard] = append(shardMembers[shard], t.Member)
-			if registered[t.Scope] {
-				continue
-			}
-			registered[t.Scope] = true
-			layout, data = "3", ""
-		case k.cls.layout == LayoutCompact:
-			data = k.shardKey(t.Member)
-		}
-		if _, ok := groups[k.bucket]; !ok {
-			order = append(order, k.bucket)
-		}
-		groups[k.bucket] = append(groups[k.bucket], layout, data, k.tail,
-			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), itoa(k.cls.bucket))
-	}
-	calls := make([]scriptCall, len(order), len(order)+len(shardOrder))
-	for g, b := range order {
-		items := groups[b]
-		args := append(make([]string, 0, 3+len(items)), e.nowArg(), itoa(e.settings.grace), strconv.Itoa(len(items)/8))
-		calls[g] = scriptCall{e.scripts.touch, e.scopeBucketKeys(b)[:2], append(args, items...)}
-	}
-	for _, shard := range shardOrder {
-		args := append([]string{e.nowArg(), shardTTL[shard]}, shardMembers[shard]...)
-		calls = append(calls, scriptCall{e.scripts.shardTouch, []string{shard}, args})
-	}
-	_, err := e.eval(ctx, "touch", calls)
+	p := e.Planner().TouchBatch(e.nowArg(), touches)
+	e.drive(ctx, p)
+	_, err := p.Outcome()
 	return err
 }
 
 // scopeBucketKeys are the registry, release counters and lock of bucket b.
-func (e *Engine) scopeBucketKeys(b uint32) []string {
-	base := e.settings.keys.scopeBase(b)
+func (p *planner) scopeBucketKeys(b uint32) []string {
+	base := p.settings.keys.scopeBase(b)
 	return []string{base + sufRegistry, base + sufRelease, base + sufLock}
 }
 
 // Leave removes member from the scope at once. It reports whether the
 // member was there. Approx scopes cannot forget a member: ErrUnsupported.
 func (e *Engine) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
-	k, err := e.scopeKeys("scope", sc)
-	if err != nil {
-		return false, err
-	}
-	if err := checkID("member", member); err != nil {
-		return false, err
-	}
-	keys := []string{k.data}
-	switch k.cls.layout {
-	case LayoutApprox:
-		return false, ErrUnsupported
-	case LayoutCompact:
-		keys[0] = k.shardKey(member)
-		if !k.cls.spread {
-			// the shard shares the bucket's slot: count the change where
-			// the sweep's walk looks (sweep_scopes.lua)
-			keys = append(keys, e.scopeBucketKeys(k.bucket)[1])
-		}
-	}
-	vals, err := e.eval(ctx, "leave", []scriptCall{{e.scripts.leave, keys, []string{strconv.Itoa(int(k.cls.layout)), member, sc.ref()}}})
-	if err != nil {
-		return false, err
-	}
-	n, err := vals[0].AsInt()
-	return n == 1, err
+	p := e.Planner().Leave(e.nowArg(), sc, member)
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // Count returns the scope's member count: live for exact and approx scopes;
@@ -185,6 +112,8 @@ func (e *Engine) Count(ctx context.Context, sc Scope) (Count, error) {
 	return c, nil
 }
 
+// count reads a compact scope's count through the client-side cache when
+// the store has one, else drives the count plan.
 func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 	if k.cls.layout == LayoutCompact && e.cache != nil {
 		v, err := e.cache.CachedGet(ctx, k.count)
@@ -199,25 +128,10 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 			return parseCount(s)
 		}
 	}
-	mode := ""
-	if k.cls.spread {
-		mode = "peek"
-	}
-	args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(e.settings.countTTL), mode}
-	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.count, []string{k.count}, args}})
-	if err != nil {
-		return Count{}, err
-	}
-	c, err := decodeCount(vals[0], 1, mode == "peek")
-	if err != nil || c.N >= 0 {
-		return c, err
-	}
-	now, _, err := splitReply(vals[0], 2)
-	if err != nil {
-		return Count{}, err
-	}
-	return e.countSpread(ctx, k, msTime(now))
+	p := newPlan[Count](e.plans, e.nowArg())
+	p.m.settle(e.plans.count(&p.m, k, func(c Count) { p.out = c }))
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // decodeCount reads a reply whose items from index i are count, asOf; a
@@ -233,44 +147,6 @@ func decodeCount(v Value, i int, peek bool) (Count, error) {
 		return Count{}, replyErr("count: %s", v)
 	}
 	return Count{N: n, AsOf: msTime(asOf)}, nil
-}
-
-// shardSizes sums the sizes of a spread scope's shards, in one pipelined
-// round (one per node on a cluster).
-func (e *Engine) shardSizes(ctx context.Context, op string, k scopeKeys) (int64, error) {
-	calls := make([]scriptCall, k.cls.shards)
-	for n := range calls {
-		calls[n] = scriptCall{e.scripts.shardLen, []string{k.shardKeyN(n)}, nil}
-	}
-	vals, err := e.eval(ctx, op, calls)
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, v := range vals {
-		n, err := v.AsCount()
-		if err != nil {
-			return 0, err
-		}
-		sum += n
-	}
-	return sum, nil
-}
-
-// countSpread sums the shards of a spread scope, in one pipelined round
-// (one per node on a cluster), and writes the count key unless a sweep
-// wrote one meanwhile.
-func (e *Engine) countSpread(ctx context.Context, k scopeKeys, now time.Time) (Count, error) {
-	sum, err := e.shardSizes(ctx, "count", k)
-	if err != nil {
-		return Count{}, err
-	}
-	vals, err := e.eval(ctx, "count", []scriptCall{{e.scripts.countSet, []string{k.count},
-		[]string{itoa(sum), itoa(now.UnixMilli()), itoa(e.settings.countTTL)}}})
-	if err != nil {
-		return Count{}, err
-	}
-	return decodeCount(vals[0], 0, false)
 }
 
 // parseCount reads a count key's "count:asOf".
@@ -313,44 +189,9 @@ func (e *Engine) lastGoodCount(sc Scope) (Count, bool) {
 // exact scopes, shard by shard for compact ones. cursor is "" for the first
 // page, then the page's Next. Approx scopes cannot list: ErrUnsupported.
 func (e *Engine) Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
-	k, err := e.scopeKeys("scope", sc)
-	if err != nil {
-		return MemberPage{}, err
-	}
-	shard, offset, err := checkPage(cursor, limit)
-	if err != nil {
-		return MemberPage{}, err
-	}
-	if k.cls.layout == LayoutApprox {
-		return MemberPage{}, ErrUnsupported
-	}
-	page := MemberPage{Members: make([]Member, 0, limit)}
-	for {
-		// One call reads every shard of a scope whose shards share a slot;
-		// a spread scope is read one shard (one slot) per call.
-		data, last, key := k.data, k.cls.shards, k.count
-		if k.cls.spread {
-			data, last, key = k.shardPrefix(shard), shard+1, k.shardKeyN(shard)
-		}
-		args := []string{e.nowArg(), strconv.Itoa(int(k.cls.layout)), data, k.tail, itoa(k.cls.window),
-			strconv.Itoa(last), strconv.Itoa(shard), strconv.Itoa(offset), strconv.Itoa(limit - len(page.Members))}
-		vals, err := e.eval(ctx, "members", []scriptCall{{e.scripts.members, []string{key}, args}})
-		if err != nil {
-			return MemberPage{}, err
-		}
-		nextShard, nextOffset, err := decodeMembers(vals[0], &page)
-		if err != nil {
-			return MemberPage{}, err
-		}
-		if nextShard >= 0 {
-			page.Next = formatCursor(nextShard, nextOffset)
-			return page, nil
-		}
-		if !k.cls.spread || shard+1 >= k.cls.shards {
-			return page, nil
-		}
-		shard, offset = shard+1, 0
-	}
+	p := e.Planner().Members(e.nowArg(), sc, cursor, limit)
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // decodeMembers appends a members.lua page to page and returns its next cursor.
@@ -407,38 +248,7 @@ func parseCursor(c string) (shard, offset int, err error) {
 // must be positive and at most the class's window. Approx scopes count whole
 // buckets, so they may include members up to one bucket older.
 func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
-	k, err := e.scopeKeys("scope", sc)
-	if err != nil {
-		return 0, err
-	}
-	if d < time.Millisecond || millis(d) > k.cls.window {
-		return 0, invalid("d", "must be 1ms to the class window %v, got %v", time.Duration(k.cls.window)*time.Millisecond, d)
-	}
-	var calls []scriptCall
-	for n := 0; n < k.cls.shards; n++ {
-		if !k.cls.spread {
-			calls = append(calls, scriptCall{e.scripts.active, []string{k.count}, []string{e.nowArg(),
-				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(millis(d)), strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), "0"}})
-			break
-		}
-		calls = append(calls, scriptCall{e.scripts.active, []string{k.shardKeyN(n)}, []string{e.nowArg(),
-			strconv.Itoa(int(k.cls.layout)), k.shardPrefix(n), k.tail, itoa(millis(d)), strconv.Itoa(n + 1), itoa(k.cls.bucket), strconv.Itoa(n)}})
-	}
-	vals, err := e.eval(ctx, "active", calls)
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, v := range vals {
-		_, rest, err := splitReply(v, 1)
-		if err != nil {
-			return 0, err
-		}
-		n, err := rest[0].AsCount()
-		if err != nil {
-			return 0, err
-		}
-		sum += n
-	}
-	return sum, nil
+	p := e.Planner().ActiveWithin(e.nowArg(), sc, d)
+	e.drive(ctx, p)
+	return p.Outcome()
 }

@@ -1,11 +1,9 @@
 package core
 
 import (
-	"context"
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -210,71 +208,3 @@ func (s scriptSet) all() []*Script {
 // Scripts returns every script the engine runs, for tools that preload them
 // (SCRIPT LOAD) or inspect them.
 func Scripts() []*Script { return loadScripts().all() }
-
-// scriptCall is one call the engine wants made.
-type scriptCall struct {
-	script *Script
-	keys   []string
-	args   []string
-}
-
-// eval runs calls through the store and returns their values in order, or
-// the first error; see evalCalls.
-func (e *Engine) eval(ctx context.Context, op string, calls []scriptCall) ([]Value, error) {
-	out := make([]Call, len(calls))
-	for i, c := range calls {
-		out[i] = Call{SHA: c.script.sha, Keys: c.keys, Args: c.args}
-	}
-	res, err := e.evalCalls(ctx, op, out)
-	if err != nil {
-		return nil, err
-	}
-	vals := make([]Value, len(res))
-	for i, r := range res {
-		vals[i] = r.Value
-	}
-	return vals, nil
-}
-
-// evalCalls runs calls (by SHA) through the store: refused before sending
-// if a call's keys span slots; then, for the calls the server did not know,
-// by source in a second round trip. It returns the results, all without
-// error, or the first error, wrapped in a *StoreError naming op.
-func (e *Engine) evalCalls(ctx context.Context, op string, calls []Call) ([]Result, error) {
-	for _, c := range calls {
-		if err := SameSlot(c.Keys); err != nil {
-			return nil, err
-		}
-	}
-	res := e.store.Eval(ctx, calls)
-	if len(res) != len(calls) {
-		return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res), len(calls))}
-	}
-	var missing []int
-	for i, r := range res {
-		if r.Err != nil && errors.Is(r.Err, ErrNoScript) {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		again := make([]Call, len(missing))
-		for j, i := range missing {
-			again[j] = Call{Source: e.scripts.bySHA[calls[i].SHA].source, Keys: calls[i].Keys, Args: calls[i].Args}
-		}
-		res2 := e.store.Eval(ctx, again)
-		if len(res2) != len(again) {
-			return nil, &StoreError{Op: op, Err: replyErr("store returned %d results for %d calls", len(res2), len(again))}
-		}
-		for j, i := range missing {
-			res[i] = res2[j]
-		}
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			err := &StoreError{Op: op, Unavailable: errors.Is(r.Err, ErrUnavailable), Err: r.Err}
-			e.metrics.Error(op, err)
-			return nil, err
-		}
-	}
-	return res, nil
-}

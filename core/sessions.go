@@ -1,9 +1,6 @@
 package core
 
-import (
-	"context"
-	"strconv"
-)
+import "context"
 
 // Login logs a device in under the policy (design section 8) and returns a
 // new session token. Sessions the policy removes, and an earlier session of
@@ -11,48 +8,9 @@ import (
 // refused, and announced on their gateways' kick channels. A login beyond
 // Config.MaxDevices is refused with ErrTooManyDevices and changes nothing.
 func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
-	policy := e.settings.cfg.Policy
-	if l.Policy != nil {
-		policy = *l.Policy
-	}
-	if err := e.checkLogin(l, policy); err != nil {
-		return LoginResult{}, err
-	}
-	token := l.Token
-	if token == "" {
-		var err error
-		if token, err = e.newToken(); err != nil {
-			return LoginResult{}, err
-		}
-	}
-	b := e.settings.keys.userBucket(l.User)
-	args := append(e.userArgs(b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
-		strconv.Itoa(int(policy)), flag(l.Background), itoa(e.settings.interval[l.Kind]), encodeMeta(l.Meta), token)
-	vals, err := e.eval(ctx, "login", []scriptCall{{e.scripts.login, e.userKeys(b), args}})
-	if err != nil {
-		return LoginResult{}, err
-	}
-	now, rest, err := splitReply(vals[0], 3)
-	if err != nil {
-		return LoginResult{}, err
-	}
-	code, err := rest[0].AsString()
-	if err != nil {
-		return LoginResult{}, err
-	}
-	if err := codeErr(code); err != nil {
-		return LoginResult{}, err
-	}
-	kicked, err := decodeKicks(l.User, rest[1], now)
-	if err != nil {
-		return LoginResult{}, err
-	}
-	changes, err := decodeChanges(rest[2], now)
-	if err != nil {
-		return LoginResult{}, err
-	}
-	e.publish(ctx, changes, kicked)
-	return LoginResult{Token: token, Kicked: kicked, Changes: changes}, nil
+	p := e.plans.login(e.nowArg(), l)
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // decodeKicks reads the kicks (device, kind, gateway, ...) of a login at now.
@@ -89,33 +47,9 @@ func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (En
 	return e.end(ctx, "disconnect", user, device, token)
 }
 
-// end runs lua/logout.lua for Logout and Disconnect; mode names which.
+// end drives the plan of Logout and Disconnect; mode names which.
 func (e *Engine) end(ctx context.Context, mode, user, device, token string) (Ended, error) {
-	if err := checkEnd(user, device, token); err != nil {
-		return Ended{}, err
-	}
-	b := e.settings.keys.userBucket(user)
-	args := append(e.userArgs(b, 4), user, device, mode, token)
-	vals, err := e.eval(ctx, mode, []scriptCall{{e.scripts.logout, e.userKeys(b), args}})
-	if err != nil {
-		return Ended{}, err
-	}
-	now, rest, err := splitReply(vals[0], 3)
-	if err != nil {
-		return Ended{}, err
-	}
-	code, err1 := rest[0].AsString()
-	removed, err2 := rest[1].AsInt()
-	if err1 != nil || err2 != nil {
-		return Ended{}, replyErr("%s: %s", mode, vals[0])
-	}
-	if err := codeErr(code); err != nil {
-		return Ended{}, err
-	}
-	changes, err := decodeChanges(rest[2], now)
-	if err != nil {
-		return Ended{}, err
-	}
-	e.publish(ctx, changes, nil)
-	return Ended{Removed: removed == 1, Changes: changes}, nil
+	p := e.plans.end(e.nowArg(), mode, user, device, token)
+	e.drive(ctx, p)
+	return p.Outcome()
 }

@@ -3,68 +3,27 @@ package core
 import (
 	"context"
 	"sort"
-	"strconv"
 	"strings"
 )
 
 // Status returns one user's status and live devices.
 func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
-	out, err := e.Statuses(ctx, []string{user})
-	if err != nil {
-		return UserStatus{}, err
-	}
-	return out[0], nil
+	p := e.Planner().Status(e.nowArg(), user)
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // Statuses returns up to MaxBatch users' statuses in one round trip (one
 // read-only script call per user bucket), in the order asked.
 func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
-	if err := checkUsers(users); err != nil {
-		return nil, err
-	}
-	groups := map[uint32][]int{}
-	var order []uint32
-	for i, u := range users {
-		b := e.settings.keys.userBucket(u)
-		if _, ok := groups[b]; !ok {
-			order = append(order, b)
-		}
-		groups[b] = append(groups[b], i)
-	}
-	calls := make([]scriptCall, len(order))
-	for g, b := range order {
-		args := append(e.userArgs(b, 1+len(groups[b])), strconv.Itoa(len(groups[b])))
-		for _, i := range groups[b] {
-			args = append(args, users[i])
-		}
-		calls[g] = scriptCall{e.scripts.status, e.userKeys(b)[:1], args}
-	}
-	vals, err := e.eval(ctx, "status", calls)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]UserStatus, len(users))
-	for g, b := range order {
-		now, rest, err := splitReply(vals[g], 1)
-		if err != nil {
-			return nil, err
-		}
-		items, err := rest[0].AsArray(len(groups[b]))
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range groups[b] {
-			if out[i], err = e.decodeStatus(users[i], items[j], now); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+	p := e.Planner().Statuses(e.nowArg(), users)
+	e.drive(ctx, p)
+	return p.Outcome()
 }
 
 // decodeStatus reads one user's entry of a lua/status.lua reply
 // {manual, manual until, device hash fields} at now.
-func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
+func (p *planner) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
 	f, err := v.AsArray(3)
 	if err != nil {
 		return UserStatus{}, err
@@ -105,7 +64,7 @@ func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, erro
 		}
 		recs[id] = r
 	}
-	return e.settings.userStatus(user, recs, Manual(manual), manualUntil, now), nil
+	return p.settings.userStatus(user, recs, Manual(manual), manualUntil, now), nil
 }
 
 // userStatus derives a user's status from stored records by the rules.

@@ -128,7 +128,7 @@ func checkManual(user string, m Manual, ttl time.Duration) error {
 }
 
 // checkHeartbeat applies the input rules to a heartbeat before anything is sent.
-func (e *Engine) checkHeartbeat(hb Heartbeat) error {
+func (*planner) checkHeartbeat(hb Heartbeat) error {
 	if err := checkID("Heartbeat.User", hb.User); err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (e *Engine) checkHeartbeat(hb Heartbeat) error {
 }
 
 // checkLogin applies the input rules to a login under policy p.
-func (e *Engine) checkLogin(l Login, p Policy) error {
+func (*planner) checkLogin(l Login, p Policy) error {
 	if err := checkID("Login.User", l.User); err != nil {
 		return err
 	}

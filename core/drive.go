@@ -1,0 +1,136 @@
+package core
+
+import "context"
+
+// This file is Engine as a driver of plans (plan.go): it makes their calls
+// through its Store, supplies "now" from Config.Clock, reports their notes
+// to Metrics and the Logger, and publishes their messages through the
+// Store's Publisher once each plan has ended.
+
+// drive steps one plan to its end over the store, one round trip per
+// step, then publishes its messages. When ctx ends between the rounds of
+// a plan that can stop there (a sweep), the plan is aborted and its
+// cleanup is sent without ctx's cancellation.
+func (e *Engine) drive(ctx context.Context, s Stepper) {
+	m := s.machine()
+	e.report(ctx, m)
+	for !m.done {
+		res := e.store.Eval(ctx, m.calls())
+		m.now = e.nowArg()
+		_ = m.step(res) // a wrong number of results ends the plan with the error
+		e.report(ctx, m)
+		if !m.done && ctx.Err() != nil && m.abort(ctx.Err()) {
+			ctx = context.WithoutCancel(ctx)
+			e.report(ctx, m)
+		}
+	}
+	e.publish(ctx, m.pubs)
+}
+
+// Run steps plans (made by e.Planner()) together until every one has
+// ended: each round sends the pending calls of all of them in one
+// Store.Eval (one pipelined round trip where the store pipelines), splits
+// the results back, and steps each plan with its own. A plan's NOSCRIPT
+// resend, next round or change log append joins the next shared round;
+// a plan publishes its messages as soon as it ends, and its outcome is
+// then ready (Plan.Outcome). A plan aborted because ctx ended (a sweep
+// between steps) sends its cleanup without ctx's cancellation, in a
+// round trip of its own. Run is safe to call from several goroutines
+// with distinct plans; a plan must be stepped by one driver only.
+func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
+	detached := context.WithoutCancel(ctx)
+	free := make([]bool, len(plans)) // aborted: its calls go without ctx's cancellation
+	live := make([]int, 0, len(plans))
+	for i, s := range plans {
+		m := s.machine()
+		e.report(ctx, m)
+		if m.done {
+			e.publish(ctx, m.pubs)
+			continue
+		}
+		live = append(live, i)
+	}
+	for len(live) > 0 {
+		for _, group := range []bool{false, true} {
+			var calls []Call
+			var members []int
+			for _, i := range live {
+				if free[i] == group {
+					calls = append(calls, plans[i].machine().calls()...)
+					members = append(members, i)
+				}
+			}
+			if len(members) == 0 {
+				continue
+			}
+			c := ctx
+			if group {
+				c = detached
+			}
+			res := e.store.Eval(c, calls)
+			now := e.nowArg()
+			at := 0
+			for _, i := range members {
+				m := plans[i].machine()
+				n := len(m.calls())
+				part := res[min(at, len(res)):min(at+n, len(res))]
+				if len(res) != len(calls) {
+					part = nil // the store broke its contract: every plan of the round fails
+				}
+				at += n
+				m.now = now
+				_ = m.step(part)
+				e.report(c, m)
+			}
+		}
+		next := live[:0]
+		for _, i := range live {
+			m := plans[i].machine()
+			if !m.done && !free[i] && ctx.Err() != nil && m.abort(ctx.Err()) {
+				free[i] = true
+				e.report(detached, m)
+			}
+			if m.done {
+				c := ctx
+				if free[i] {
+					c = detached
+				}
+				e.publish(c, m.pubs)
+				continue
+			}
+			next = append(next, i)
+		}
+		live = next
+	}
+}
+
+// report passes the plan's notes to the metrics and the logger.
+func (e *Engine) report(ctx context.Context, m *machine) {
+	for _, n := range m.takeNotes() {
+		switch n.kind {
+		case noteStoreError:
+			e.metrics.Error(n.op, n.err)
+		case noteLogFailed:
+			e.metrics.Error("change log", n.err)
+			if e.log != nil {
+				e.log.WarnContext(ctx, "presence: change log append failed", "err", n.err)
+			}
+		case noteHeartbeats:
+			e.metrics.Heartbeats(n.accepted, n.refused)
+		case noteSwept:
+			e.metrics.Swept(n.op, n.report)
+		}
+	}
+}
+
+// publish announces a plan's messages through the store's Publisher, if
+// it has one. The state change is already committed, so a failed publish
+// is logged and counted, not returned.
+func (e *Engine) publish(ctx context.Context, pubs []Publication) {
+	if e.pub == nil {
+		return
+	}
+	for _, p := range pubs {
+		e.send(ctx, p.Kind, p.Channel, p.Payload)
+	}
+}

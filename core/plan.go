@@ -1,0 +1,371 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// This file is the plan machinery (design section 2): an operation as a
+// value that yields the script calls it needs, takes their results, may
+// yield more, and ends with its outcome and the messages to publish. A plan
+// performs no I/O, reads no clock and starts no goroutine: the caller (a
+// driver such as Engine) makes the calls, feeds the results back, supplies
+// "now", and publishes. TestPlansDoNoIO keeps the plan files (plan*.go) so.
+
+// Errors of stepping a plan.
+var (
+	// ErrPlanResults means Step got a number of results other than the
+	// number of calls the plan yielded. The plan ends with a *StoreError
+	// that matches it (and ErrReply), as an engine ends an operation whose
+	// store broke its contract.
+	ErrPlanResults = errors.New("presence: wrong number of results for a plan's calls")
+	// ErrPlanDone means Step was called on a plan that has ended.
+	ErrPlanDone = errors.New("presence: plan already ended")
+	// ErrPlanPending is the error Outcome returns before the plan has ended.
+	ErrPlanPending = errors.New("presence: plan not ended")
+)
+
+// Publication is a message a plan asks its driver to publish once the plan
+// has ended: a status change on the change channel or a kick on a
+// gateway's kick channel. Publishing is the driver's I/O; a failed publish
+// changes nothing the plan did.
+type Publication struct {
+	Kind    string // "change" or "kick", as Metrics.Published counts them
+	Channel string
+	Payload []byte
+}
+
+// Stepper is a plan of any outcome type, as a driver steps it: Calls are
+// the script calls to make now (in one round trip where the store
+// pipelines them), Step takes their results, one per call and in order,
+// until Done. SetNow sets the "now" of the calls the plan builds from then
+// on (NowArg). Only this package makes Steppers: *Plan[T] for every T.
+type Stepper interface {
+	Calls() []Call
+	Step(results []Result) error
+	Done() bool
+	SetNow(now string)
+	Messages() []Publication
+	machine() *machine
+}
+
+// Plan is one operation as a step machine whose outcome is a T. Make one
+// with a Planner's methods (or let Engine make and drive it).
+type Plan[T any] struct {
+	m   machine
+	out T
+}
+
+// Calls returns the script calls the plan needs next: send them all (in
+// one round trip where the store pipelines) and pass their results to
+// Step. It returns nil once the plan has ended. The slice is the plan's:
+// do not change it.
+func (p *Plan[T]) Calls() []Call { return p.m.calls() }
+
+// Step feeds the results of the calls last returned by Calls, one per call
+// and in order, and advances the plan: to more calls (a resend by source
+// after NOSCRIPT, a further round of the operation) or to its end. It
+// returns ErrPlanDone on an ended plan (which it leaves as it was), and on
+// a wrong number of results a *StoreError matching ErrPlanResults, with
+// which the plan then ends. A result's error is not Step's: it ends the
+// plan with a *StoreError (see Outcome).
+func (p *Plan[T]) Step(results []Result) error { return p.m.step(results) }
+
+// Done reports whether the plan has ended.
+func (p *Plan[T]) Done() bool { return p.m.done }
+
+// SetNow sets the "now" argument of the calls the plan builds from here
+// on: NowArg of the driver's clock, or "" to let each script read the
+// server's clock. A driver that has a clock sets it before each Step.
+func (p *Plan[T]) SetNow(now string) { p.m.now = now }
+
+// Outcome returns the plan's result and error once it has ended, or
+// ErrPlanPending before. An operation that reports progress along with an
+// error (a sweep interrupted midway) returns both.
+func (p *Plan[T]) Outcome() (T, error) {
+	if !p.m.done {
+		var zero T
+		return zero, ErrPlanPending
+	}
+	return p.out, p.m.err
+}
+
+// Messages returns what the ended plan asks its driver to publish, in
+// order: changes, then kicks. It is empty while the plan runs and after
+// an operation that failed.
+func (p *Plan[T]) Messages() []Publication {
+	if !p.m.done {
+		return nil
+	}
+	return p.m.pubs
+}
+
+func (p *Plan[T]) machine() *machine { return &p.m }
+
+// NowArg formats t as plans and scripts take "now": milliseconds since the
+// epoch; the zero time gives "", which lets each script read the server's
+// clock.
+func NowArg(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return itoa(t.UnixMilli())
+}
+
+// round is one step of an operation: calls to send together, and what
+// comes of their values. next returns the following round, or nil with the
+// plan's error (nil: the plan ended well). onErr, when set, decides what a
+// failure of the round's calls (a result's error, a wrong number of
+// results, keys that span slots) leads to, else the plan fails with it;
+// abort, when set, is where a driver may end the plan before the round is
+// sent, because its caller gave up (a sweep releases its locks there).
+type round struct {
+	op    string
+	calls []Call
+	next  func(vals []Value) (*round, error)
+	onErr func(err error) (*round, error)
+	abort func(err error) (*round, error)
+}
+
+// fail is what a failure of r's calls leads to.
+func (r *round) fail(err error) (*round, error) {
+	if r.onErr != nil {
+		return r.onErr(err)
+	}
+	return nil, err
+}
+
+// noteKind names what a note asks of the driver.
+type noteKind uint8
+
+const (
+	noteStoreError noteKind = iota // Metrics.Error(op, err): a call failed
+	noteLogFailed                  // Metrics.Error("change log", err) and a warning: the change log append failed
+	noteHeartbeats                 // Metrics.Heartbeats(accepted, refused)
+	noteSwept                      // Metrics.Swept(op, report)
+)
+
+// note is a metric or a log line the plan asks its driver for, in the
+// order the operation met them.
+type note struct {
+	kind     noteKind
+	op       string
+	err      error
+	accepted int
+	refused  int
+	report   SweepReport
+}
+
+// machine is the state of a plan whatever its outcome type: the current
+// round, the NOSCRIPT fallback, the end.
+type machine struct {
+	scripts *scriptSet
+	now     string
+
+	cur      *round
+	sent     []Call   // what Calls returns: the round's calls, or the resends by source
+	first    []Result // in a fallback: the results of the round's first send
+	missing  []int    // in a fallback: the calls resent, by index in the round
+	fallback bool
+
+	done  bool
+	err   error
+	pubs  []Publication
+	notes []note
+}
+
+func (m *machine) calls() []Call {
+	if m.done {
+		return nil
+	}
+	return m.sent
+}
+
+func (m *machine) note(n note) { m.notes = append(m.notes, n) }
+
+// takeNotes returns the notes since the last call.
+func (m *machine) takeNotes() []note {
+	n := m.notes
+	m.notes = nil
+	return n
+}
+
+// settle moves the plan to round r, or ends it when r is nil (with err).
+// A round whose keys span slots fails before it is sent; a round without
+// calls goes on at once.
+func (m *machine) settle(r *round, err error) {
+	for {
+		if r == nil || err != nil {
+			m.done, m.err, m.cur, m.sent = true, err, nil, nil
+			if err != nil {
+				m.pubs = nil
+			}
+			return
+		}
+		if e := checkSlots(r.calls); e != nil {
+			r, err = r.fail(e)
+			continue
+		}
+		if len(r.calls) == 0 {
+			r, err = r.next(nil)
+			continue
+		}
+		m.cur, m.sent, m.fallback, m.first, m.missing = r, r.calls, false, nil, nil
+		return
+	}
+}
+
+func checkSlots(calls []Call) error {
+	for _, c := range calls {
+		if err := SameSlot(c.Keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fail ends the plan with err (before its first round).
+func (m *machine) fail(err error) { m.settle(nil, err) }
+
+func (m *machine) step(res []Result) error {
+	if m.done {
+		return ErrPlanDone
+	}
+	r := m.cur
+	if len(res) != len(m.sent) {
+		err := &StoreError{Op: r.op, Err: fmt.Errorf("%w: %w: store returned %d results for %d calls",
+			ErrReply, ErrPlanResults, len(res), len(m.sent))}
+		m.settle(r.fail(err))
+		return err
+	}
+	if m.fallback {
+		merged := m.first
+		for j, i := range m.missing {
+			merged[i] = res[j]
+		}
+		res = merged
+	} else {
+		var missing []int
+		for i, x := range res {
+			if x.Err != nil && errors.Is(x.Err, ErrNoScript) {
+				missing = append(missing, i)
+			}
+		}
+		if len(missing) > 0 {
+			// the server lacks these scripts: send them by source, once
+			again := make([]Call, len(missing))
+			for j, i := range missing {
+				c := m.sent[i]
+				if s := m.scripts.bySHA[c.SHA]; s != nil {
+					c = Call{Source: s.source, Keys: c.Keys, Args: c.Args}
+				}
+				again[j] = c
+			}
+			m.first = append([]Result(nil), res...)
+			m.missing, m.sent, m.fallback = missing, again, true
+			return nil
+		}
+	}
+	for _, x := range res {
+		if x.Err != nil {
+			err := &StoreError{Op: r.op, Unavailable: errors.Is(x.Err, ErrUnavailable), Err: x.Err}
+			m.note(note{kind: noteStoreError, op: r.op, err: err})
+			m.settle(r.fail(err))
+			return nil
+		}
+	}
+	vals := make([]Value, len(res))
+	for i, x := range res {
+		vals[i] = x.Value
+	}
+	m.settle(r.next(vals))
+	return nil
+}
+
+// abort ends the plan with err where its current round allows it (see
+// round.abort), before that round is sent. It reports whether it did.
+func (m *machine) abort(err error) bool {
+	if m.done || m.fallback || m.cur.abort == nil {
+		return false
+	}
+	m.settle(m.cur.abort(err))
+	return true
+}
+
+// planner builds plans: the engine's settings and scripts, and the source
+// of its tokens, without its store.
+type planner struct {
+	settings *settings
+	scripts  scriptSet
+	rand     io.Reader
+}
+
+// Planner makes the plans of an engine's operations (Plan), for drivers
+// other than Engine's blocking one: hosts with their own I/O, or many
+// operations sharing round trips (Engine.Run). Its methods mirror Engine's,
+// with "now" (NowArg) in place of the context; they draw tokens from
+// Config.Rand as the engine would, when the plan is made.
+type Planner struct{ p *planner }
+
+// NewPlanner returns a planner configured by cfg, as New configures an
+// engine (an *InputError for an invalid configuration). Config.Clock,
+// Metrics and Logger are the driver's: a planner does not use them.
+func NewPlanner(cfg Config) (*Planner, error) {
+	p, err := newPlanner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Planner{p}, nil
+}
+
+func newPlanner(cfg Config) (*planner, error) {
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand}
+	if p.rand == nil {
+		p.rand = cryptoRand
+	}
+	return p, nil
+}
+
+// newPlan returns a plan of p at now, not yet started.
+func newPlan[T any](p *planner, now string) *Plan[T] {
+	return &Plan[T]{m: machine{scripts: &p.scripts, now: now}}
+}
+
+// finish ends an operation whose change is applied: it queues the messages
+// of changes and kicks and, with a change log, appends them to it first in
+// a round of its own, whose failure is noted, not returned. err is the
+// plan's error after that (a refused heartbeat's).
+func (p *planner) finish(m *machine, changes []Change, kicks []Kick, err error) (*round, error) {
+	if len(changes)+len(kicks) == 0 {
+		return nil, err
+	}
+	for _, c := range changes {
+		m.pubs = append(m.pubs, Publication{Kind: "change", Channel: p.changeChannel(), Payload: MarshalChange(c)})
+	}
+	for _, k := range kicks {
+		if k.Gateway != "" {
+			m.pubs = append(m.pubs, Publication{Kind: "kick", Channel: p.kickChannel(k.Gateway), Payload: MarshalKick(k)})
+		}
+	}
+	if p.settings.changeLog == 0 {
+		return nil, err
+	}
+	return &round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks)},
+		next: func([]Value) (*round, error) { return nil, err },
+		onErr: func(logErr error) (*round, error) {
+			m.note(note{kind: noteLogFailed, err: logErr})
+			return nil, err
+		}}, nil
+}
+
+func (p *planner) changeChannel() string { return p.settings.keys.prefix + ":changes" }
+
+func (p *planner) kickChannel(gateway string) string {
+	return p.settings.keys.prefix + ":kick:" + gateway
+}

@@ -1,0 +1,471 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The plans of the user operations: heartbeats, sessions, manual status,
+// statuses, online counts. Engine's methods of the same names drive them.
+
+// Heartbeat plans Engine.Heartbeat at now: the steady beat, then the full
+// path if the steady script left the beat. An implicit login's token seed
+// is drawn when the plan is made.
+func (pl *Planner) Heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
+
+func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
+	pl := newPlan[Ack](p, now)
+	m := &pl.m
+	if err := p.checkHeartbeat(hb); err != nil {
+		m.note(note{kind: noteHeartbeats, refused: 1})
+		m.fail(err)
+		return pl
+	}
+	b := p.settings.keys.userBucket(hb.User)
+	// drawn before the steady beat, so that a beat draws one seed whichever
+	// script applies it, as the model's does
+	seed, err := p.seedFor(hb.Token == "")
+	if err != nil {
+		m.fail(err)
+		return pl
+	}
+	full := func() (*round, error) {
+		args := append(p.userArgs(m.now, b, 12), "1")
+		calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
+		return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
+			var acks [1]Ack
+			if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:]); err != nil {
+				return nil, err
+			}
+			m.note(beatNote(acks[:]))
+			pl.out = acks[0]
+			return p.finish(m, acks[0].Changes, nil, acks[0].Err)
+		}}, nil
+	}
+	if !p.mayBeSteady(hb) {
+		m.settle(full())
+		return pl
+	}
+	args := p.appendSteady(p.steadyArgs(m.now, b, 1), hb)
+	m.settle(&round{op: "heartbeat", calls: []Call{{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: args}},
+		next: func(vals []Value) (*round, error) {
+			var token [1]string
+			if err := decodeSteady(vals[0], token[:]); err != nil {
+				return nil, err
+			}
+			if token[0] == "" {
+				return full()
+			}
+			m.note(note{kind: noteHeartbeats, accepted: 1})
+			pl.out = Ack{Token: token[0]}
+			return nil, nil
+		}}, nil)
+	return pl
+}
+
+// HeartbeatBatch plans Engine.HeartbeatBatch at now: one round of steady
+// beats, one of the beats they left. The token seeds are drawn when the
+// plan is made.
+func (pl *Planner) HeartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+	return pl.p.heartbeatBatch(now, beats)
+}
+
+func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+	pl := newPlan[[]Ack](p, now)
+	m := &pl.m
+	if err := checkBatch("beats", len(beats)); err != nil {
+		m.fail(err)
+		return pl
+	}
+	acks := make([]Ack, len(beats))
+	// Valid beats, ordered by bucket and user (stable, so a user's beats
+	// keep their order), make one call per run of equal buckets.
+	order := make([]int, 0, len(beats))
+	bucket := make([]uint32, len(beats))
+	for i, hb := range beats {
+		if acks[i].Err = p.checkHeartbeat(hb); acks[i].Err == nil {
+			bucket[i] = p.settings.keys.userBucket(hb.User)
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(bucket[x], bucket[y]), strings.Compare(beats[x].User, beats[y].User))
+	})
+	var runs [][]int
+	for lo := 0; lo < len(order); {
+		hi := lo + 1
+		for hi < len(order) && bucket[order[hi]] == bucket[order[lo]] {
+			hi++
+		}
+		runs = append(runs, order[lo:hi])
+		lo = hi
+	}
+	// An implicit login's token is seed.j for the j-th beat of its run,
+	// one seed per run that has a beat without a token: drawn before the
+	// steady beats, so that a beat's token does not depend on which script
+	// applies it.
+	seed := make([]string, len(beats)) // by beat: its run's seed
+	pos := make([]int, len(beats))     // by beat: its position in its run
+	for _, run := range runs {
+		tokenless := false
+		for _, i := range run {
+			tokenless = tokenless || beats[i].Token == ""
+		}
+		s, err := p.seedFor(tokenless)
+		if err != nil {
+			m.fail(err)
+			return pl
+		}
+		for j, i := range run {
+			seed[i], pos[i] = s, j
+		}
+	}
+	full := func(runs [][]int) (*round, error) {
+		calls := make([]Call, len(runs))
+		for r, run := range runs {
+			b := bucket[run[0]]
+			args := append(p.userArgs(m.now, b, 1+11*len(run)), strconv.Itoa(len(run)))
+			for _, i := range run {
+				args = p.appendBeat(args, beats[i], seed[i], pos[i])
+			}
+			calls[r] = Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args}
+		}
+		end := func() (*round, error) {
+			var changes []Change
+			for _, a := range acks {
+				changes = append(changes, a.Changes...)
+			}
+			m.note(beatNote(acks))
+			pl.out = acks
+			return p.finish(m, changes, nil, nil)
+		}
+		if len(calls) == 0 {
+			return end()
+		}
+		return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
+			for r, run := range runs {
+				if err := p.decodeBeats(vals[r], beats, run, acks); err != nil {
+					return nil, err
+				}
+			}
+			return end()
+		}}, nil
+	}
+	m.settle(p.steadyBeats(m.now, beats, bucket, runs, acks, full))
+	return pl
+}
+
+// steadyBeats offers the beats of each run (one bucket's valid beats, in
+// order) that may be steady to lua/heartbeat_steady.lua, one call per run in one round
+// trip, and sets the acks of those it applied. It goes on with then and the runs of the
+// beats left for heartbeat_full.lua, in their order. A user with several beats
+// in the batch has them all left there, so that one script applies them
+// together and in order: split between the two scripts, they could be
+// applied out of order or apart.
+func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack,
+	then func(runs [][]int) (*round, error)) (*round, error) {
+	var calls []Call
+	var offered [][]int
+	for _, run := range runs {
+		var these []int
+		for k, i := range run {
+			// a run holds a user's beats next to each other
+			repeated := (k > 0 && beats[run[k-1]].User == beats[i].User) ||
+				(k+1 < len(run) && beats[run[k+1]].User == beats[i].User)
+			if !repeated && p.mayBeSteady(beats[i]) {
+				these = append(these, i)
+			}
+		}
+		if len(these) == 0 {
+			continue
+		}
+		b := bucket[run[0]]
+		args := p.steadyArgs(now, b, len(these))
+		for _, i := range these {
+			args = p.appendSteady(args, beats[i])
+		}
+		calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: args})
+		offered = append(offered, these)
+	}
+	if len(calls) == 0 {
+		return then(runs)
+	}
+	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
+		applied := make([]bool, len(beats))
+		for c, these := range offered {
+			tokens := make([]string, len(these))
+			if err := decodeSteady(vals[c], tokens); err != nil {
+				return nil, err
+			}
+			for j, i := range these {
+				if tokens[j] != "" {
+					acks[i].Token, applied[i] = tokens[j], true
+				}
+			}
+		}
+		left := runs[:0:0]
+		for _, run := range runs {
+			var rest []int
+			for _, i := range run {
+				if !applied[i] {
+					rest = append(rest, i)
+				}
+			}
+			if len(rest) > 0 {
+				left = append(left, rest)
+			}
+		}
+		return then(left)
+	}}, nil
+}
+
+// seedFor returns a fresh token seed when a run of beats has one without a
+// token (its implicit login gets seed.j), else "".
+func (p *planner) seedFor(needed bool) (string, error) {
+	if !needed {
+		return "", nil
+	}
+	return p.newToken()
+}
+
+// mayBeSteady reports whether lua/heartbeat_steady.lua may apply hb. Every beat may,
+// but one without a token under an exclusive policy: heartbeat_full.lua refuses
+// it whatever is stored, so it changes nothing and can go there at once,
+// out of its place among the user's other beats.
+func (p *planner) mayBeSteady(hb Heartbeat) bool {
+	return hb.Token != "" || p.settings.cfg.Policy == PolicyMulti
+}
+
+// beatNote counts accepted and refused beats for the metrics.
+func beatNote(acks []Ack) note {
+	accepted := 0
+	for _, a := range acks {
+		if a.Err == nil {
+			accepted++
+		}
+	}
+	return note{kind: noteHeartbeats, accepted: accepted, refused: len(acks) - accepted}
+}
+
+// Login plans Engine.Login at now; a new token is drawn when the plan is
+// made.
+func (pl *Planner) Login(now string, l Login) *Plan[LoginResult] { return pl.p.login(now, l) }
+
+func (p *planner) login(now string, l Login) *Plan[LoginResult] {
+	pl := newPlan[LoginResult](p, now)
+	m := &pl.m
+	policy := p.settings.cfg.Policy
+	if l.Policy != nil {
+		policy = *l.Policy
+	}
+	if err := p.checkLogin(l, policy); err != nil {
+		m.fail(err)
+		return pl
+	}
+	token := l.Token
+	if token == "" {
+		var err error
+		if token, err = p.newToken(); err != nil {
+			m.fail(err)
+			return pl
+		}
+	}
+	b := p.settings.keys.userBucket(l.User)
+	args := append(p.userArgs(now, b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(p.settings.interval[l.Kind]), encodeMeta(l.Meta), token)
+	m.settle(&round{op: "login", calls: []Call{{SHA: p.scripts.login.sha, Keys: p.userKeys(b), Args: args}},
+		next: func(vals []Value) (*round, error) {
+			now, rest, err := splitReply(vals[0], 3)
+			if err != nil {
+				return nil, err
+			}
+			code, err := rest[0].AsString()
+			if err != nil {
+				return nil, err
+			}
+			if err := codeErr(code); err != nil {
+				return nil, err
+			}
+			kicked, err := decodeKicks(l.User, rest[1], now)
+			if err != nil {
+				return nil, err
+			}
+			changes, err := decodeChanges(rest[2], now)
+			if err != nil {
+				return nil, err
+			}
+			pl.out = LoginResult{Token: token, Kicked: kicked, Changes: changes}
+			return p.finish(m, changes, kicked, nil)
+		}}, nil)
+	return pl
+}
+
+// Logout plans Engine.Logout at now.
+func (pl *Planner) Logout(now, user, device, token string) *Plan[Ended] {
+	return pl.p.end(now, "logout", user, device, token)
+}
+
+// Disconnect plans Engine.Disconnect at now.
+func (pl *Planner) Disconnect(now, user, device, token string) *Plan[Ended] {
+	return pl.p.end(now, "disconnect", user, device, token)
+}
+
+// end plans lua/logout.lua for Logout and Disconnect; mode names which.
+func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
+	pl := newPlan[Ended](p, now)
+	m := &pl.m
+	if err := checkEnd(user, device, token); err != nil {
+		m.fail(err)
+		return pl
+	}
+	b := p.settings.keys.userBucket(user)
+	args := append(p.userArgs(now, b, 4), user, device, mode, token)
+	m.settle(&round{op: mode, calls: []Call{{SHA: p.scripts.logout.sha, Keys: p.userKeys(b), Args: args}},
+		next: func(vals []Value) (*round, error) {
+			now, rest, err := splitReply(vals[0], 3)
+			if err != nil {
+				return nil, err
+			}
+			code, err1 := rest[0].AsString()
+			removed, err2 := rest[1].AsInt()
+			if err1 != nil || err2 != nil {
+				return nil, replyErr("%s: %s", mode, vals[0])
+			}
+			if err := codeErr(code); err != nil {
+				return nil, err
+			}
+			changes, err := decodeChanges(rest[2], now)
+			if err != nil {
+				return nil, err
+			}
+			pl.out = Ended{Removed: removed == 1, Changes: changes}
+			return p.finish(m, changes, nil, nil)
+		}}, nil)
+	return pl
+}
+
+// SetManual plans Engine.SetManual at now.
+func (pl *Planner) SetManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+	return pl.p.setManual(now, user, md, ttl)
+}
+
+func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+	pl := newPlan[[]Change](p, now)
+	m := &pl.m
+	if err := checkManual(user, md, ttl); err != nil {
+		m.fail(err)
+		return pl
+	}
+	b := p.settings.keys.userBucket(user)
+	args := append(p.userArgs(now, b, 3), user, strconv.Itoa(int(md)), itoa(millis(ttl)))
+	m.settle(&round{op: "manual", calls: []Call{{SHA: p.scripts.manual.sha, Keys: p.userKeys(b), Args: args}},
+		next: func(vals []Value) (*round, error) {
+			now, rest, err := splitReply(vals[0], 1)
+			if err != nil {
+				return nil, err
+			}
+			changes, err := decodeChanges(rest[0], now)
+			if err != nil {
+				return nil, err
+			}
+			pl.out = changes
+			return p.finish(m, changes, nil, nil)
+		}}, nil)
+	return pl
+}
+
+// Status plans Engine.Status at now.
+func (pl *Planner) Status(now, user string) *Plan[UserStatus] {
+	p := pl.p
+	plan := newPlan[UserStatus](p, now)
+	plan.m.settle(p.statuses(&plan.m, []string{user}, func(out []UserStatus) { plan.out = out[0] }))
+	return plan
+}
+
+// Statuses plans Engine.Statuses at now.
+func (pl *Planner) Statuses(now string, users []string) *Plan[[]UserStatus] {
+	p := pl.p
+	plan := newPlan[[]UserStatus](p, now)
+	plan.m.settle(p.statuses(&plan.m, users, func(out []UserStatus) { plan.out = out }))
+	return plan
+}
+
+// statuses is the round of Statuses: one read-only call per user bucket,
+// whose statuses, in the order asked, go to set.
+func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (*round, error) {
+	if err := checkUsers(users); err != nil {
+		return nil, err
+	}
+	groups := map[uint32][]int{}
+	var order []uint32
+	for i, u := range users {
+		b := p.settings.keys.userBucket(u)
+		if _, ok := groups[b]; !ok {
+			order = append(order, b)
+		}
+		groups[b] = append(groups[b], i)
+	}
+	calls := make([]Call, len(order))
+	for g, b := range order {
+		args := append(p.userArgs(m.now, b, 1+len(groups[b])), strconv.Itoa(len(groups[b])))
+		for _, i := range groups[b] {
+			args = append(args, users[i])
+		}
+		calls[g] = Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b)[:1], Args: args}
+	}
+	return &round{op: "status", calls: calls, next: func(vals []Value) (*round, error) {
+		out := make([]UserStatus, len(users))
+		for g, b := range order {
+			now, rest, err := splitReply(vals[g], 1)
+			if err != nil {
+				return nil, err
+			}
+			items, err := rest[0].AsArray(len(groups[b]))
+			if err != nil {
+				return nil, err
+			}
+			for j, i := range groups[b] {
+				if out[i], err = p.decodeStatus(users[i], items[j], now); err != nil {
+					return nil, err
+				}
+			}
+		}
+		set(out)
+		return nil, nil
+	}}, nil
+}
+
+// Online plans Engine.Online at now (the scripts read no clock: now is
+// unused).
+func (pl *Planner) Online(now string) *Plan[map[Status]int64] {
+	p := pl.p
+	plan := newPlan[map[Status]int64](p, now)
+	calls := make([]Call, len(p.settings.users))
+	for b := range p.settings.users {
+		calls[b] = Call{SHA: p.scripts.counts.sha, Keys: []string{p.settings.users[b].counts}}
+	}
+	plan.m.settle(&round{op: "online", calls: calls, next: func(vals []Value) (*round, error) {
+		out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
+		for _, v := range vals {
+			flat, err := v.AsArray(-1)
+			if err != nil || len(flat)%2 != 0 {
+				return nil, replyErr("online counts: %s", v)
+			}
+			for i := 0; i < len(flat); i += 2 {
+				s, err1 := flat[i].AsString()
+				n, err2 := flat[i+1].AsInt()
+				code, err3 := strconv.Atoi(s)
+				if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
+					return nil, replyErr("online counts: %s", v)
+				}
+				out[Status(code)] += n
+			}
+		}
+		plan.out = out
+		return nil, nil
+	}}, nil)
+	return plan
+}
