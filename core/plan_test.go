@@ -1,0 +1,396 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/core"
+)
+
+// planNow is the "now" the machinery tests plan at.
+const planNow = "1700000000000"
+
+func testPlanner(t *testing.T, cfg core.Config) *core.Planner {
+	t.Helper()
+	pl, err := core.NewPlanner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// TestPlanWrongResults: a wrong number of results ends the plan with a
+// *StoreError matching ErrPlanResults, and a step after the end is refused.
+func TestPlanWrongResults(t *testing.T) {
+	pl := testPlanner(t, core.Config{})
+	p := pl.Login(planNow, core.Login{User: "u", Device: "d", Kind: core.KindWeb})
+	if p.Done() || len(p.Calls()) != 1 {
+		t.Fatalf("a login plan starts with one call, got done=%v calls=%d", p.Done(), len(p.Calls()))
+	}
+	if _, err := p.Outcome(); !errors.Is(err, core.ErrPlanPending) {
+		t.Fatalf("outcome before the end: %v, want ErrPlanPending", err)
+	}
+	err := p.Step(nil)
+	var se *core.StoreError
+	if !errors.Is(err, core.ErrPlanResults) || !errors.As(err, &se) || se.Op != "login" {
+		t.Fatalf("step with no results: %v, want a *StoreError of login matching ErrPlanResults", err)
+	}
+	if !p.Done() || p.Calls() != nil {
+		t.Fatal("the plan did not end")
+	}
+	if _, err := p.Outcome(); !errors.Is(err, core.ErrPlanResults) {
+		t.Fatalf("outcome: %v, want ErrPlanResults", err)
+	}
+	if err := p.Step([]core.Result{{}}); !errors.Is(err, core.ErrPlanDone) {
+		t.Fatalf("step after the end: %v, want ErrPlanDone", err)
+	}
+}
+
+// TestPlanNoScriptFallback: calls answered NOSCRIPT are resent by source,
+// alone, and the plan ends with the merged results.
+func TestPlanNoScriptFallback(t *testing.T) {
+	pl := testPlanner(t, core.Config{UserBuckets: 4})
+	p := pl.Online(planNow)
+	calls := p.Calls()
+	if len(calls) != 4 {
+		t.Fatalf("online: %d calls, want one per bucket (4)", len(calls))
+	}
+	res := make([]core.Result, len(calls))
+	for i := range res {
+		res[i].Value = core.ArrayValue(core.StringValue("3"), core.IntValue(int64(i+1))) // i+1 ONLINE
+	}
+	res[1] = core.Result{Err: fmt.Errorf("%w: no such script", core.ErrNoScript)}
+	res[3] = core.Result{Err: core.ErrNoScript}
+	if err := p.Step(res); err != nil || p.Done() {
+		t.Fatalf("after NOSCRIPT: err %v done %v", err, p.Done())
+	}
+	again := p.Calls()
+	if len(again) != 2 {
+		t.Fatalf("resent %d calls, want 2", len(again))
+	}
+	for j, i := range []int{1, 3} {
+		if again[j].SHA != "" || again[j].Source == "" || !reflect.DeepEqual(again[j].Keys, calls[i].Keys) {
+			t.Fatalf("resend %d: %+v, want call %d by source", j, again[j], i)
+		}
+		if s := scriptOf(again[j]); s != "counts" {
+			t.Fatalf("resend %d runs %q, want counts", j, s)
+		}
+	}
+	err := p.Step([]core.Result{
+		{Value: core.ArrayValue(core.StringValue("3"), core.IntValue(20))},
+		{Value: core.ArrayValue(core.StringValue("3"), core.IntValue(40))},
+	})
+	if err != nil || !p.Done() {
+		t.Fatalf("after the resend: err %v done %v", err, p.Done())
+	}
+	got, err := p.Outcome()
+	if err != nil || got[core.StatusOnline] != 1+20+3+40 {
+		t.Fatalf("outcome %v %v, want 64 online", got, err)
+	}
+}
+
+// TestPlanErrorResult: a result's error ends the plan with a *StoreError
+// naming the operation; an unreachable Redis matches ErrUnavailable.
+func TestPlanErrorResult(t *testing.T) {
+	pl := testPlanner(t, core.Config{})
+	p := pl.Status(planNow, "u")
+	down := fmt.Errorf("%w: connection refused", core.ErrUnavailable)
+	if err := p.Step([]core.Result{{Err: down}}); err != nil {
+		t.Fatalf("step: %v (a result's error is the outcome's, not Step's)", err)
+	}
+	_, err := p.Outcome()
+	var se *core.StoreError
+	if !p.Done() || !errors.As(err, &se) || se.Op != "status" || !errors.Is(err, core.ErrUnavailable) || !errors.Is(err, down) {
+		t.Fatalf("outcome %v, want a *StoreError of status matching ErrUnavailable", err)
+	}
+	if len(p.Messages()) != 0 {
+		t.Fatal("a failed plan publishes nothing")
+	}
+}
+
+// TestPlanInvalidInput: a plan refused before its first call is born ended.
+func TestPlanInvalidInput(t *testing.T) {
+	pl := testPlanner(t, core.Config{})
+	p := pl.Heartbeat(planNow, core.Heartbeat{User: "", Device: "d"})
+	if !p.Done() || p.Calls() != nil {
+		t.Fatal("an invalid heartbeat's plan must end at once")
+	}
+	if _, err := p.Outcome(); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("outcome %v, want ErrInvalid", err)
+	}
+}
+
+// TestPlanSteadyFallsThrough: a beat the steady script leaves goes on to
+// the full path, whose change is appended to the change log before the plan
+// ends with the message to publish.
+func TestPlanSteadyFallsThrough(t *testing.T) {
+	pl := testPlanner(t, core.Config{ChangeLog: 100, Rand: rand.NewChaCha8([32]byte{})})
+	p := pl.Heartbeat(planNow, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb})
+	if s := scriptOf(p.Calls()[0]); s != "beat" {
+		t.Fatalf("first call runs %q, want beat", s)
+	}
+	must(t, p.Step([]core.Result{{Value: core.StringValue("")}})) // left to the full path
+	c := p.Calls()
+	if len(c) != 1 || scriptOf(c[0]) != "heartbeat" {
+		t.Fatalf("second round %v, want the full heartbeat", c)
+	}
+	issued := c[0].Args[len(c[0].Args)-1]
+	results := core.ArrayValue(core.StringValue(""), core.StringValue(issued), core.IntValue(0), core.IntValue(3))
+	must(t, p.Step([]core.Result{{Value: core.ArrayValue(core.IntValue(1_700_000_000_000), results)}}))
+	if c := p.Calls(); len(c) != 1 || scriptOf(c[0]) != "log_append" || p.Done() {
+		t.Fatalf("third round %v, want the change log append", c)
+	}
+	must(t, p.Step([]core.Result{{Value: core.StringValue("1-0")}}))
+	ack, err := p.Outcome()
+	if err != nil || ack.Token != issued || len(ack.Changes) != 1 || ack.Changes[0].To != core.StatusOnline {
+		t.Fatalf("outcome %+v %v", ack, err)
+	}
+	if m := p.Messages(); len(m) != 1 || m[0].Kind != "change" || m[0].Channel != "presence:changes" {
+		t.Fatalf("messages %+v, want one change", m)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countingStore counts the round trips (Eval calls) and the calls in them.
+type countingStore struct {
+	inner core.Store
+	mu    sync.Mutex
+	trips int
+	calls int
+}
+
+func (c *countingStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	c.mu.Lock()
+	c.trips++
+	c.calls += len(calls)
+	c.mu.Unlock()
+	return c.inner.Eval(ctx, calls)
+}
+
+// runRig is an engine over its own miniredis, with a counting store, a
+// fixed clock and a seeded token source.
+type runRig struct {
+	e     *core.Engine
+	mr    *miniredis.Miniredis
+	store *countingStore
+}
+
+func newRunRig(t *testing.T, cfg core.Config, warm bool) *runRig {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
+	mr.SetTime(clk.t)
+	mr.ClockTTL(true)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	if warm {
+		for _, sc := range core.Scripts() {
+			if err := c.ScriptLoad(context.Background(), sc.Source()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	store := &countingStore{inner: goredis.New(c)}
+	cfg.Clock = clk
+	cfg.Rand = rand.NewChaCha8([32]byte{7})
+	e, err := core.New(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runRig{e: e, mr: mr, store: store}
+}
+
+// outcome is a plan's outcome and messages, formatted for comparison.
+type outcome interface {
+	core.Stepper
+	result() string
+}
+
+type typed[T any] struct{ *core.Plan[T] }
+
+func (p typed[T]) result() string {
+	v, err := p.Outcome()
+	return fmt.Sprintf("%+v err=%v msgs=%d", v, err, len(p.Messages()))
+}
+
+func wrapPlan[T any](p *core.Plan[T]) outcome { return typed[T]{p} }
+
+type errOnly[T any] struct{ *core.Plan[T] }
+
+func (p errOnly[T]) result() string {
+	_, err := p.Outcome()
+	return fmt.Sprintf("err=%v", err)
+}
+
+// manyPlans makes 200 plans of every kind of operation, on users and
+// scopes of their own so that their order within a round does not matter,
+// and the reads on data that setUp wrote.
+func manyPlans(pl *core.Planner, now string) []outcome {
+	var out []outcome
+	for i := range 200 {
+		u := fmt.Sprintf("u%d", i)
+		room := core.Scope{Class: "room", ID: fmt.Sprintf("r%d", i)}
+		video := core.Scope{Class: "video", ID: fmt.Sprintf("v%d", i)}
+		switch i % 20 {
+		case 0, 1, 2:
+			out = append(out, wrapPlan(pl.Heartbeat(now, core.Heartbeat{User: u, Device: "d", Kind: core.KindWeb})))
+		case 3:
+			out = append(out, wrapPlan(pl.Heartbeat(now, core.Heartbeat{User: "old" + fmt.Sprint(i), Device: "d", Token: "nosuch", Kind: core.KindWeb})))
+		case 4:
+			out = append(out, wrapPlan(pl.Login(now, core.Login{User: u, Device: "phone", Kind: core.KindAndroid, Gateway: "gw1"})))
+		case 5: // kicks the device setUp logged in
+			exclusive := core.PolicyExclusive
+			out = append(out, wrapPlan(pl.Login(now, core.Login{User: fmt.Sprint("k", i), Device: "new", Kind: core.KindWeb, Gateway: "gw1", Policy: &exclusive})))
+		case 6:
+			out = append(out, wrapPlan(pl.HeartbeatBatch(now, []core.Heartbeat{
+				{User: u, Device: "a", Kind: core.KindWeb}, {User: u + "x", Device: "b", Kind: core.KindDesktop},
+				{User: u, Device: "a", Kind: core.KindWeb, Active: true}})))
+		case 7:
+			out = append(out, wrapPlan(pl.Status(now, "pre"+fmt.Sprint(i%5))))
+		case 8:
+			out = append(out, wrapPlan(pl.Statuses(now, []string{"pre0", "pre1", "pre2", "nobody"})))
+		case 9:
+			out = append(out, wrapPlan(pl.SetManual(now, u, core.ManualDND, time.Minute)))
+		case 10:
+			out = append(out, wrapPlan(pl.Touch(now, room, "m"+u)))
+		case 11:
+			out = append(out, wrapPlan(pl.TouchBatch(now, []core.ScopeTouch{{Scope: video, Member: "a"}, {Scope: room, Member: "b"}})))
+		case 12:
+			out = append(out, wrapPlan(pl.Count(now, core.Scope{Class: "room", ID: "pre"})))
+		case 13:
+			out = append(out, wrapPlan(pl.Count(now, core.Scope{Class: "video", ID: "pre"})))
+		case 14:
+			out = append(out, wrapPlan(pl.Members(now, core.Scope{Class: "room", ID: "pre"}, "", 10)))
+		case 15:
+			out = append(out, wrapPlan(pl.ActiveWithin(now, core.Scope{Class: "room", ID: "pre"}, time.Minute)))
+		case 16:
+			out = append(out, wrapPlan(pl.Logout(now, "pre"+fmt.Sprint(i%3+3), "d", "")))
+		case 17:
+			// a read of every bucket's counts: its value depends on where it
+			// falls among the other plans' writes, so only its error is compared
+			out = append(out, errOnly[map[core.Status]int64]{pl.Online(now)})
+		case 18:
+			if i%40 == 18 {
+				out = append(out, wrapPlan(pl.SweepUsers(now)))
+			} else {
+				out = append(out, wrapPlan(pl.SweepScopes(now)))
+			}
+		case 19:
+			out = append(out, wrapPlan(pl.Leave(now, core.Scope{Class: "room", ID: "pre2"}, fmt.Sprint("m", i))))
+		}
+	}
+	return out
+}
+
+// setUp writes what the reads of manyPlans read.
+func setUp(t *testing.T, e *core.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range 6 {
+		if _, err := e.Login(ctx, core.Login{User: fmt.Sprint("pre", i), Device: "d", Kind: core.KindWeb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 5; i < 200; i += 20 {
+		if _, err := e.Login(ctx, core.Login{User: fmt.Sprint("k", i), Device: "old", Kind: core.KindWeb, Gateway: "gw0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sc := range []core.Scope{{Class: "room", ID: "pre"}, {Class: "video", ID: "pre"}, {Class: "room", ID: "pre2"}} {
+		for _, m := range []string{"a", "b", "c", "m39", "m79"} {
+			must(t, e.Touch(ctx, sc, m))
+		}
+	}
+}
+
+// TestRunManyPlans steps 200 plans of every operation at once, their calls
+// sent together in one Store.Eval per round, and checks that they end as
+// the same plans run one at a time on an identical store do, in far fewer
+// round trips: on a Redis that has the scripts (warm) and on one that
+// answers NOSCRIPT to the first of each (cold: resends by source join the
+// shared rounds).
+func TestRunManyPlans(t *testing.T) {
+	for _, warm := range []bool{true, false} {
+		t.Run(map[bool]string{true: "warm", false: "cold"}[warm], func(t *testing.T) { runManyPlans(t, warm) })
+	}
+}
+
+func runManyPlans(t *testing.T, warm bool) {
+	// changes published at once, so that plans end with messages and log appends
+	cfg := core.Config{ChangeLog: 1000, CoalesceWindow: -1, LeaveDelay: -1, Classes: scopeConfigSpread(4, false).Classes}
+	ctx := context.Background()
+	now := planNow
+
+	one := newRunRig(t, cfg, warm)
+	setUp(t, one.e)
+	trips0, calls0 := one.store.trips, one.store.calls
+	seq := manyPlans(one.e.Planner(), now)
+	for _, p := range seq {
+		one.e.Run(ctx, p) // plans are made before any runs, in the same order as below
+	}
+	seqTrips, seqCalls := one.store.trips-trips0, one.store.calls-calls0
+
+	many := newRunRig(t, cfg, warm)
+	setUp(t, many.e)
+	trips0, calls0 = many.store.trips, many.store.calls
+	par := manyPlans(many.e.Planner(), now)
+	steppers := make([]core.Stepper, len(par))
+	for i, p := range par {
+		steppers[i] = p
+	}
+	many.e.Run(ctx, steppers...)
+	parTrips, parCalls := many.store.trips-trips0, many.store.calls-calls0
+
+	kicks := 0
+	for i := range par {
+		for _, m := range par[i].Messages() {
+			if m.Kind == "kick" {
+				kicks++
+			}
+		}
+		if !par[i].Done() {
+			t.Fatalf("plan %d did not end", i)
+		}
+		if a, b := seq[i].result(), par[i].result(); a != b {
+			t.Errorf("plan %d:\n one at a time: %s\n together:      %s", i, a, b)
+		}
+	}
+	// the change log holds the same entries, in the order their plans
+	// ended: compare its length, and the rest of the stores whole
+	for _, mr := range []*miniredis.Miniredis{one.mr, many.mr} {
+		entries, err := mr.Stream("presence:log")
+		n := len(entries)
+		if err != nil || n == 0 {
+			t.Fatalf("change log: %d entries, %v", n, err)
+		}
+		t.Logf("change log: %d entries", n)
+		mr.Del("presence:log")
+	}
+	if a, b := one.mr.Dump(), many.mr.Dump(); a != b {
+		t.Errorf("the stores differ:\none at a time:\n%s\ntogether:\n%s", a, b)
+	}
+	if kicks == 0 {
+		t.Error("no plan published a kick")
+	}
+	t.Logf("200 plans: one at a time %d calls in %d round trips; together %d calls in %d round trips",
+		seqCalls, seqTrips, parCalls, parTrips)
+	if parTrips*10 > parCalls {
+		t.Errorf("%d round trips for %d calls: the plans did not share them", parTrips, parCalls)
+	}
+}
