@@ -118,7 +118,7 @@ func (e *Engine) report(ctx context.Context, m *machine) {
 		case noteHeartbeats:
 			e.metrics.Heartbeats(n.accepted, n.refused)
 		case noteSwept:
-			e.metrics.Swept(n.op, n.report)
+			e.metrics.Swept(n.op, *n.report)
 		}
 	}
 }

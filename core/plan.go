@@ -116,7 +116,9 @@ func NowArg(t time.Time) string {
 
 // round is one step of an operation: calls to send together, and what
 // comes of their values. next returns the following round, or nil with the
-// plan's error (nil: the plan ended well). onErr, when set, decides what a
+// plan's error (nil: the plan ended well); vals is the machine's until the
+// next step, so a continuation that keeps values for later rounds copies
+// them. onErr, when set, decides what a
 // failure of the round's calls (a result's error, a wrong number of
 // results, keys that span slots) leads to, else the plan fails with it;
 // abort, when set, is where a driver may end the plan before the round is
@@ -155,7 +157,7 @@ type note struct {
 	err      error
 	accepted int
 	refused  int
-	report   SweepReport
+	report   *SweepReport
 }
 
 // machine is the state of a plan whatever its outcome type: the current
@@ -174,6 +176,13 @@ type machine struct {
 	err   error
 	pubs  []Publication
 	notes []note
+
+	// room for a one-call round and its notes and values, so that a steady
+	// heartbeat's plan allocates little beyond itself
+	r0    round
+	call0 [1]Call
+	vbuf  [1]Value
+	nbuf  [1]note
 }
 
 func (m *machine) calls() []Call {
@@ -183,12 +192,18 @@ func (m *machine) calls() []Call {
 	return m.sent
 }
 
-func (m *machine) note(n note) { m.notes = append(m.notes, n) }
+func (m *machine) note(n note) {
+	if m.notes == nil {
+		m.notes = m.nbuf[:0]
+	}
+	m.notes = append(m.notes, n)
+}
 
-// takeNotes returns the notes since the last call.
+// takeNotes returns the notes since the last call, valid until the next
+// step.
 func (m *machine) takeNotes() []note {
 	n := m.notes
-	m.notes = nil
+	m.notes = m.notes[:0]
 	return n
 }
 
@@ -276,9 +291,12 @@ func (m *machine) step(res []Result) error {
 			return nil
 		}
 	}
-	vals := make([]Value, len(res))
-	for i, x := range res {
-		vals[i] = x.Value
+	vals := m.vbuf[:0]
+	if len(res) > len(m.vbuf) {
+		vals = make([]Value, 0, len(res))
+	}
+	for _, x := range res {
+		vals = append(vals, x.Value)
 	}
 	m.settle(r.next(vals))
 	return nil

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -242,6 +243,7 @@ func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
 			rd.abort = func(err error) (*round, error) { return unlock(prev, err) }
 		}
 		rd.next = func(vals []Value) (*round, error) {
+			vals = slices.Clone(vals) // read may take rounds of its own
 			r.Steps += len(calls)
 			next := pending[:0]
 			var each func(i int) (*round, error)
@@ -251,7 +253,8 @@ func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
 					if len(pending) > 0 {
 						return send(calls)
 					}
-					m.note(note{kind: noteSwept, op: kind, report: *r})
+					report := *r
+					m.note(note{kind: noteSwept, op: kind, report: &report})
 					plan.out = *r
 					return p.finish(m, r.Changes, nil, nil)
 				}

@@ -32,38 +32,44 @@ func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 		m.fail(err)
 		return pl
 	}
-	full := func() (*round, error) {
-		args := append(p.userArgs(m.now, b, 12), "1")
-		calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
-		return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
-			var acks [1]Ack
-			if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:]); err != nil {
-				return nil, err
-			}
-			m.note(beatNote(acks[:]))
-			pl.out = acks[0]
-			return p.finish(m, acks[0].Changes, nil, acks[0].Err)
-		}}, nil
-	}
 	if !p.mayBeSteady(hb) {
-		m.settle(full())
+		m.settle(p.heartbeatFull(pl, b, hb, seed))
 		return pl
 	}
-	args := p.appendSteady(p.steadyArgs(m.now, b, 1), hb)
-	m.settle(&round{op: "heartbeat", calls: []Call{{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: args}},
-		next: func(vals []Value) (*round, error) {
-			var token [1]string
-			if err := decodeSteady(vals[0], token[:]); err != nil {
-				return nil, err
-			}
-			if token[0] == "" {
-				return full()
-			}
-			m.note(note{kind: noteHeartbeats, accepted: 1})
-			pl.out = Ack{Token: token[0]}
-			return nil, nil
-		}}, nil)
+	r := &m.r0
+	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), hb)}
+	r.op, r.calls = "heartbeat", m.call0[:]
+	r.next = func(vals []Value) (*round, error) {
+		var token [1]string
+		if err := decodeSteady(vals[0], token[:]); err != nil {
+			return nil, err
+		}
+		if token[0] == "" {
+			return p.heartbeatFull(pl, b, hb, seed)
+		}
+		m.note(note{kind: noteHeartbeats, accepted: 1})
+		pl.out = Ack{Token: token[0]}
+		return nil, nil
+	}
+	m.settle(r, nil)
 	return pl
+}
+
+// heartbeatFull is the round of a heartbeat's full path
+// (lua/heartbeat_full.lua) in bucket b.
+func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
+	m := &pl.m
+	args := append(p.userArgs(m.now, b, 12), "1")
+	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
+	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
+		var acks [1]Ack
+		if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:]); err != nil {
+			return nil, err
+		}
+		m.note(beatNote(acks[:]))
+		pl.out = acks[0]
+		return p.finish(m, acks[0].Changes, nil, acks[0].Err)
+	}}, nil
 }
 
 // HeartbeatBatch plans Engine.HeartbeatBatch at now: one round of steady
