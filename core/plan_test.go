@@ -394,3 +394,93 @@ func runManyPlans(t *testing.T, warm bool) {
 		t.Errorf("%d round trips for %d calls: the plans did not share them", parTrips, parCalls)
 	}
 }
+
+// cancellingStore cancels its context after the first round of sweep
+// steps, and records each later round's scripts and whether its context
+// had ended.
+type cancellingStore struct {
+	inner  core.Store
+	cancel context.CancelFunc
+	swept  bool
+	after  []string
+}
+
+func (s *cancellingStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	if s.swept {
+		s.after = append(s.after, fmt.Sprintf("%s×%d cancelled=%v", scriptOf(calls[0]), len(calls), ctx.Err() != nil))
+	}
+	res := s.inner.Eval(ctx, calls)
+	if !s.swept && scriptOf(calls[0]) == "sweep_users" {
+		s.swept = true
+		s.cancel()
+	}
+	return res
+}
+
+// TestSweepAbortedBetweenSteps: when the context ends between a sweep's
+// bucket rounds, Engine's driver and Run both stop the pass, release its
+// locks without the context's cancellation, and return the context's
+// error with the report so far.
+func TestSweepAbortedBetweenSteps(t *testing.T) {
+	for _, viaRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "drive", true: "Run"}[viaRun], func(t *testing.T) {
+			cfg := core.Config{SweepBatch: 2, UserBuckets: 1}
+			e, clk, mr := newMiniEngine(t, cfg)
+			bg := context.Background()
+			for i := range 10 {
+				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb})
+				must(t, err)
+			}
+			clk.t = clk.t.Add(time.Hour) // every session expired
+			mr.SetTime(clk.t)
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { c.Close() })
+			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+				must(t, c.ScriptLoad(bg, sc.Source()).Err())
+			}
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			store := &cancellingStore{inner: goredis.New(c), cancel: cancel}
+			cfg.Clock = clk
+			e2, err := core.New(store, cfg)
+			must(t, err)
+			var r core.SweepReport
+			if viaRun {
+				p := e2.Planner().SweepUsers(core.NowArg(clk.t))
+				e2.Run(ctx, p)
+				r, err = p.Outcome()
+			} else {
+				r, err = e2.SweepUsers(ctx)
+			}
+			if !errors.Is(err, context.Canceled) || r.Steps != 1 {
+				t.Fatalf("sweep: %+v, %v; want one step and context.Canceled (after: %v)", r, err, store.after)
+			}
+			if want := []string{"unlock×1 cancelled=false"}; !reflect.DeepEqual(store.after, want) {
+				t.Fatalf("after the first step: %v, want %v", store.after, want)
+			}
+		})
+	}
+}
+
+// shortStore returns one result fewer than it was sent calls.
+type shortStore struct{}
+
+func (shortStore) Eval(_ context.Context, calls []core.Call) []core.Result {
+	return make([]core.Result, len(calls)-1)
+}
+
+// TestRunStoreBreaksContract: when the store returns a wrong number of
+// results for a shared round, every plan of the round ends with
+// ErrPlanResults.
+func TestRunStoreBreaksContract(t *testing.T) {
+	e, err := core.New(shortStore{}, core.Config{})
+	must(t, err)
+	pl := e.Planner()
+	a, b := pl.Status(planNow, "a"), pl.Online(planNow)
+	e.Run(context.Background(), a, b)
+	_, errA := a.Outcome()
+	_, errB := b.Outcome()
+	if !errors.Is(errA, core.ErrPlanResults) || !errors.Is(errB, core.ErrPlanResults) {
+		t.Fatalf("outcomes: %v; %v; want ErrPlanResults", errA, errB)
+	}
+}
