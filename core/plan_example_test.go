@@ -1,0 +1,71 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/core"
+)
+
+// A plan stepped by hand: the caller sends the calls it yields and feeds
+// their results back until it ends (here through a Store; an asynchronous
+// host would use its own I/O), then publishes its messages.
+func ExamplePlanner() {
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer client.Close()
+	store := goredis.New(client)
+
+	planner, _ := core.NewPlanner(core.Config{CoalesceWindow: -1})
+	now := core.NowArg(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	mr.SetTime(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	plan := planner.Login(now, core.Login{User: "alice", Device: "laptop", Kind: core.KindWeb})
+	rounds := 0
+	for !plan.Done() {
+		plan.Step(store.Eval(context.Background(), plan.Calls()))
+		rounds++
+	}
+	res, err := plan.Outcome()
+	fmt.Println(rounds, "round trips (EVALSHA, then EVAL after NOSCRIPT):", len(res.Changes), "change", err)
+	for _, m := range plan.Messages() {
+		fmt.Println(m.Kind, m.Channel, string(m.Payload))
+	}
+	// Output:
+	// 2 round trips (EVALSHA, then EVAL after NOSCRIPT): 1 change <nil>
+	// change presence:changes {"user":"alice","from":"OFFLINE","to":"ONLINE","at":1767258000000}
+}
+
+// Many operations in flight share round trips: Run sends the pending calls
+// of every plan in one Store.Eval per round.
+func ExampleEngine_Run() {
+	ctx := context.Background()
+	eng, clock, stop := exampleEngine(core.Config{Classes: map[string]core.ScopeClass{"room": {Layout: core.LayoutExact}}})
+	defer stop()
+
+	pl := eng.Planner()
+	now := core.NowArg(clock.t)
+	alice := pl.Heartbeat(now, core.Heartbeat{User: "alice", Device: "laptop", Kind: core.KindWeb, Active: true})
+	bob := pl.Login(now, core.Login{User: "bob", Device: "phone", Kind: core.KindIOS})
+	room := pl.Count(now, core.Scope{Class: "room", ID: "lobby"})
+	eng.Run(ctx, alice, bob, room)
+
+	_, err := alice.Outcome()
+	fmt.Println("alice:", err)
+	_, err = bob.Outcome()
+	fmt.Println("bob:", err)
+	c, err := room.Outcome()
+	fmt.Println("lobby:", c.N, err)
+	// Output:
+	// alice: <nil>
+	// bob: <nil>
+	// lobby: 0 <nil>
+}
