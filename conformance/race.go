@@ -125,8 +125,8 @@ const (
 // CheckRace runs the race suite: rounds in which goroutines heartbeat, log
 // in and out, touch and leave scopes, sweep and read at once, through the
 // targets' adapters in turn, until opts.RaceDuration has passed. Each
-// round's history is checked for the safety properties of design sections
-// 7, 8 and 10 and for linearizability against the model, one user or scope
+// round's history is checked for the safety properties of docs/design.md
+// §7, §8 and §10 and for linearizability against the model, one user or scope
 // at a time. The targets must share one server that keeps wall-clock time.
 func CheckRace(ctx context.Context, targets []Target, opts Options) RaceReport {
 	opts = opts.withDefaults()

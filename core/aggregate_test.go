@@ -6,7 +6,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestAggregation covers the rules of design section 6: no live device is
+// TestAggregation covers the rules of docs/design.md §6: no live device is
 // OFFLINE whatever the manual status; DND shows as DND and INVISIBLE as
 // OFFLINE (still tracked); otherwise the most present device wins.
 func TestAggregation(t *testing.T) {

@@ -117,7 +117,7 @@ type Kick struct {
 // UserStatus is one user's status at an instant.
 type UserStatus struct {
 	User string
-	// Status is what others see: the aggregate of design section 6.
+	// Status is what others see: the aggregate of docs/design.md §6.
 	Status Status
 	// Manual is the manual status in force, and ManualUntil its expiry (zero: none).
 	Manual      Manual

@@ -84,7 +84,7 @@ func BenchmarkHeartbeatBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(beats)), "ns/beat")
 }
 
-// BenchmarkAggregate measures the aggregation rule of design section 6.
+// BenchmarkAggregate measures the aggregation rule of docs/design.md §6.
 func BenchmarkAggregate(b *testing.B) {
 	states := []core.Status{core.StatusAway, core.StatusPushOnline, core.StatusOnline}
 	b.ReportAllocs()

@@ -144,7 +144,7 @@ type ClockFunc func() time.Time
 // Now calls f.
 func (f ClockFunc) Now() time.Time { return f() }
 
-// Limits of inputs (design section 3).
+// Limits of inputs (docs/design.md §3).
 const (
 	MaxIDBytes       = 128  // user, device, gateway, scope and member IDs
 	MaxMetaEntries   = 16   // metadata entries of one device

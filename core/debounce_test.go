@@ -9,7 +9,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestDebounce covers design section 7: one event per net change,
+// TestDebounce covers docs/design.md §7: one event per net change,
 // LeaveDelay for disconnects and expiry, immediate publication of an
 // explicit logout, and CoalesceWindow merging.
 func TestDebounce(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestServerClockByDefault checks design section 4: with no Clock, scripts
+// TestServerClockByDefault checks docs/design.md §4: with no Clock, scripts
 // read the server's TIME, whatever the host's clock says.
 func TestServerClockByDefault(t *testing.T) {
 	ctx := context.Background()
@@ -70,7 +70,7 @@ func (f *failingStore) Eval(ctx context.Context, calls []core.Call) []core.Resul
 	return out
 }
 
-// TestCountServesLastGoodWhenUnavailable checks design section 9: with Redis
+// TestCountServesLastGoodWhenUnavailable checks docs/design.md §9: with Redis
 // unreachable a count read returns the last good value marked stale, or the
 // error if it has none; other operations return a retryable error.
 func TestCountServesLastGoodWhenUnavailable(t *testing.T) {

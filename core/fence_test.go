@@ -56,7 +56,7 @@ func TestLiveSessionStoresNoFence(t *testing.T) {
 	at := func(d time.Duration) { clk.t = t0.Add(d) }
 
 	// A device that only heartbeats has no fence: its key expires soon
-	// after its window (design section 5).
+	// after its window (docs/design.md §5).
 	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: "v", Device: "web", Kind: core.KindWeb}); err != nil {
 		t.Fatal(err)
 	}

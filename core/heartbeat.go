@@ -2,7 +2,7 @@ package core
 
 import "context"
 
-// Heartbeat records one heartbeat (design section 5): the device is seen
+// Heartbeat records one heartbeat (docs/design.md §5): the device is seen
 // now, active now if hb.Active, backgrounded if hb.Background. Under
 // PolicyMulti a device without a session is logged in implicitly. A
 // refused heartbeat (ErrSessionReplaced, ErrNoSession, ErrTooManyDevices,

@@ -7,7 +7,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestLoginPolicies covers design section 8: the three policies, kicks with
+// TestLoginPolicies covers docs/design.md §8: the three policies, kicks with
 // their gateways, the device cap, and fencing by session token.
 func TestLoginPolicies(t *testing.T) {
 	tests := []struct {

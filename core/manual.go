@@ -6,7 +6,7 @@ import (
 )
 
 // SetManual sets the user's manual status (ManualNone clears it) for ttl,
-// or until cleared when ttl is 0 (design section 6). A manual status never
+// or until cleared when ttl is 0 (docs/design.md §6). A manual status never
 // makes anyone online.
 func (e *Engine) SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error) {
 	p := e.plans.setManual(e.nowArg(), user, m, ttl)

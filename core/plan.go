@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// This file is the plan machinery (design section 2): an operation as a
+// This file is the plan machinery (docs/design.md §2): an operation as a
 // value that yields the script calls it needs, takes their results, may
 // yield more, and ends with its outcome and the messages to publish. A plan
 // performs no I/O, reads no clock and starts no goroutine: the caller (a

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The plans of the scope operations (design section 9). Engine's methods
+// The plans of the scope operations (docs/design.md §9). Engine's methods
 // of the same names drive them; Count's client-side cache and last good
 // count stay with the driver.
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The plans of the sweeps (design section 10): bounded steps over every
+// The plans of the sweeps (docs/design.md §10): bounded steps over every
 // bucket, one round per step of all the buckets with more to do, and for
 // the spread compact scopes a bucket step hands over, their shard walks.
 // Engine's SweepUsers and SweepScopes drive them.

@@ -94,7 +94,7 @@ func (s *settings) deadline(r record) int64 {
 	return r.seen + s.window(r)
 }
 
-// state is the device state of design section 5.
+// state is the device state of docs/design.md §5.
 func (s *settings) state(r record, now int64) Status {
 	switch {
 	case r.gone || now > s.deadline(r):
@@ -107,7 +107,7 @@ func (s *settings) state(r record, now int64) Status {
 	return StatusOnline
 }
 
-// aggregate is the status others see, by the rules of design section 6.
+// aggregate is the status others see, by the rules of docs/design.md §6.
 func aggregate(states []Status, manual Manual) Status {
 	best := StatusOffline
 	for _, st := range states {
@@ -132,7 +132,7 @@ func aggregate(states []Status, manual Manual) Status {
 // present device (ONLINE over AWAY over PUSH_ONLINE).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
 
-// cause is why a user's status is being re-evaluated (design section 7).
+// cause is why a user's status is being re-evaluated (docs/design.md §7).
 type cause uint8
 
 const (
@@ -149,7 +149,7 @@ type debounce struct {
 	due     int64
 }
 
-// observe applies the debounce of design section 7 to the current status
+// observe applies the debounce of docs/design.md §7 to the current status
 // cur and reports the change it publishes, if any. Going offline by a
 // disconnect or an expiry waits LeaveDelay from now, when it is seen.
 func (d *debounce) observe(cur Status, c cause, now int64, s *settings) (from, to Status, published bool) {

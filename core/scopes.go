@@ -61,7 +61,7 @@ func (k scopeKeys) shardIndex(member string) int {
 	return int(fnv64(member) % uint64(k.cls.shards))
 }
 
-// Touch records member's activity in the scope now (design section 9).
+// Touch records member's activity in the scope now (docs/design.md §9).
 func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
 	return e.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
 }

@@ -29,7 +29,7 @@ var (
 	live  = core.Scope{Class: "live", ID: "stage"}
 )
 
-// TestScopeCounters covers design section 9 for each layout.
+// TestScopeCounters covers docs/design.md §9 for each layout.
 func TestScopeCounters(t *testing.T) {
 	tests := []struct {
 		name  string

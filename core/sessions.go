@@ -2,7 +2,7 @@ package core
 
 import "context"
 
-// Login logs a device in under the policy (design section 8) and returns a
+// Login logs a device in under the policy (docs/design.md §8) and returns a
 // new session token. Sessions the policy removes, and an earlier session of
 // the same device, are kicked: returned, marked so that their tokens are
 // refused, and announced on their gateways' kick channels. A login beyond

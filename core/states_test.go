@@ -13,7 +13,7 @@ const (
 	min = time.Minute
 )
 
-// TestDeviceStates walks every row of the state table (design section 5)
+// TestDeviceStates walks every row of the state table (docs/design.md §5)
 // with the default intervals: web 30 s (alive while its last beat is at most
 // 60 s old), ios 60 s (120 s), IdleAfter 5 min, PushWindow 10 min.
 func TestDeviceStates(t *testing.T) {

@@ -22,7 +22,7 @@ const (
 
 var statusNames = [...]string{"OFFLINE", "PUSH_ONLINE", "AWAY", "ONLINE", "DND"}
 
-// String returns the status name as the design spells it, such as "PUSH_ONLINE".
+// String returns the status name as docs/design.md spells it, such as "PUSH_ONLINE".
 func (s Status) String() string {
 	return enumName(statusNames[:], int(s), "Status")
 }

@@ -12,7 +12,7 @@ import (
 // host still stays under it.
 const sweepStepMicros = 500
 
-// SweepUsers runs one sweep pass over every user bucket (design section 10):
+// SweepUsers runs one sweep pass over every user bucket (docs/design.md §10):
 // each bucket takes one cheap call when nothing is due; otherwise bounded
 // steps settle due users (expired devices deleted after a re-check inside
 // the script, pending changes published, idle devices turned AWAY) until

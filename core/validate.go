@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// checkID applies the ID rules of design section 3: non-empty UTF-8 of at
+// checkID applies the ID rules of docs/design.md §3: non-empty UTF-8 of at
 // most MaxIDBytes bytes with no control characters.
 func checkID(field, id string) error {
 	if id == "" {
@@ -41,7 +41,7 @@ func checkGateway(field, gw string) error {
 	return checkID(field, gw)
 }
 
-// checkMeta applies the metadata caps of design section 3.
+// checkMeta applies the metadata caps of docs/design.md §3.
 func checkMeta(field string, m map[string]string) error {
 	if len(m) > MaxMetaEntries {
 		return invalid(field, "has %d entries, at most %d allowed", len(m), MaxMetaEntries)
@@ -80,7 +80,7 @@ func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
 	return cs, checkID(field+".ID", sc.ID)
 }
 
-// CheckID applies the ID rules of design section 3 to id (non-empty UTF-8
+// CheckID applies the ID rules of docs/design.md §3 to id (non-empty UTF-8
 // of at most MaxIDBytes bytes with no control characters), for services
 // that take IDs from outside before they reach the engine. It returns an
 // *InputError naming field.

@@ -10,7 +10,7 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestBadInputIsRefusedBeforeRedis checks design section 3: every bad input
+// TestBadInputIsRefusedBeforeRedis checks docs/design.md §3: every bad input
 // gets an *InputError naming the field, and no command is sent.
 func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 	ctx := context.Background()

@@ -24,9 +24,9 @@
 -- that may come back); a kick by another device's login fences the kicked
 -- device with none; a fence already in force keeps a later end. An implicit
 -- login with no fence in force sets none, so that the keys of devices that
--- only ever heartbeat still expire soon after their window (design section
--- 5). A fence outlives the session records of its device (design section
--- 8), yet costs a live session nothing: a record flagged as fenced implies
+-- only ever heartbeat still expire soon after their window (docs/design.md
+-- §5). A fence outlives the session records of its device (docs/design.md
+-- §8), yet costs a live session nothing: a record flagged as fenced implies
 -- the fence its start set, (loginAt + KickFence, token), which is the
 -- device's fence while the record is stored, so only a fence that says
 -- more than the device's record is written, as a field of its own in the

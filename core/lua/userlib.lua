@@ -23,7 +23,7 @@ local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published statu
 local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
 local ARG_OWN = 13
 
--- Statuses (design section 6), as the engine numbers them (core.Status).
+-- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
 local OFFLINE = 0
 local PUSH_ONLINE = 1
 local AWAY = 2
@@ -207,7 +207,7 @@ local function live(u, P)
   return n
 end
 
--- aggregate is the status others see (design section 6).
+-- aggregate is the status others see (docs/design.md §6).
 local function aggregate(u, P)
   local best = OFFLINE
   for _, r in pairs(u.devs) do
@@ -220,7 +220,7 @@ local function aggregate(u, P)
   return best
 end
 
--- observe applies the debounce of design section 7 and returns the
+-- observe applies the debounce of docs/design.md §7 and returns the
 -- published change {from, to}, or nil. cause: 'change', 'leave' (disconnect
 -- or expiry: OFFLINE waits LeaveDelay from now, when it is seen, so that a
 -- sweep that comes late, or a clock that steps, gives heartbeats their
