@@ -2,15 +2,21 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/chromedp/chromedp"
 
+	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
 )
 
@@ -117,4 +123,82 @@ func TestDashboardInBrowser(t *testing.T) {
 	poll("left idle, the device turns AWAY",
 		`document.querySelector('.device[data-user="browser-alice"] .device-status')?.textContent === 'AWAY'`)
 	shot("dashboard-away.png")
+}
+
+// TestCrossOriginInBrowser drives headless Chromium against a server in
+// --insecure-dev (no token: the case a page can abuse) that lists one
+// other origin in CORSOrigins. A page of an unlisted origin cannot change
+// state, whether it posts a Blob in no-cors mode (no preflight, no JSON
+// Content-Type), text, or JSON through CORS (the preflight is refused);
+// a page of the listed origin can, and reads the answer.
+func TestCrossOriginInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	page := func() *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, "<!doctype html><title>another site</title><p>another site</p>")
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	friend, evil := page(), page()
+	cfg := testConfig()
+	cfg.Auth = server.AuthConfig{InsecureDev: true}
+	cfg.CORSOrigins = []string{friend.URL}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 45*time.Second)
+	defer cancel()
+
+	run := func(pageURL, js string) string {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+			t.Fatalf("open %s: %v", pageURL, err)
+		}
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("script on %s: %v", pageURL, err)
+		}
+		return out
+	}
+	api := strconv.Quote(in.url + "/v1/heartbeat")
+	attack := `(async () => {
+		const out = [];
+		const beat = (user) => JSON.stringify({user, device: "d"});
+		try { await fetch(` + api + `, {method: "POST", mode: "no-cors", body: new Blob([beat("victim-blob")])}); out.push("blob sent"); } catch (e) { out.push("blob failed"); }
+		try { await fetch(` + api + `, {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: beat("victim-text")}); out.push("text sent"); } catch (e) { out.push("text failed"); }
+		try { const r = await fetch(` + api + `, {method: "POST", headers: {"Content-Type": "application/json"}, body: beat("victim-cors")}); out.push("cors " + r.status); } catch (e) { out.push("cors refused"); }
+		return out.join(", ");
+	})()`
+	got := run(evil.URL, attack)
+	t.Logf("unlisted origin: %s", got)
+	if !strings.Contains(got, "cors refused") {
+		t.Errorf("the unlisted origin's CORS request was not refused: %s", got)
+	}
+	got = run(friend.URL, `(async () => {
+		const r = await fetch(`+api+`, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({user: "friend", device: "d"})});
+		const body = await r.json();
+		return r.status + " " + (body.token ? "token" : JSON.stringify(body));
+	})()`)
+	if got != "200 token" {
+		t.Errorf("the listed origin's heartbeat: %s; want 200 and a readable answer", got)
+	}
+
+	anon := in.as(t, "")
+	for user, want := range map[string]string{"victim-blob": "OFFLINE", "victim-text": "OFFLINE", "victim-cors": "OFFLINE", "friend": "ONLINE"} {
+		var st server.UserStatus
+		anon.must("GET", "/v1/users/"+user+"/status", nil, &st)
+		if st.Status != want {
+			t.Errorf("%s is %s; want %s", user, st.Status, want)
+		}
+	}
 }
