@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"regexp"
 	"strconv"
 	"strings"
@@ -702,5 +703,45 @@ func TestTrustedProxies(t *testing.T) {
 	if _, err := server.New(newStore(t, miniredis.RunT(t).Addr()), server.Config{Auth: server.AuthConfig{InsecureDev: true},
 		TrustedProxies: []string{"10.0.0.0/33"}}); err == nil {
 		t.Error("New accepted a malformed trusted proxy")
+	}
+}
+
+// TestRefusalKeepsOrClosesConnection: an error answered after the body
+// was read keeps the connection for the next request; a refusal before
+// the body was read closes it (rather than wait for a body held back).
+func TestRefusalKeepsOrClosesConnection(t *testing.T) {
+	in := startServe(t, newStore(t, miniredis.RunT(t).Addr()), testConfig())
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	defer c.CloseIdleConnections()
+	reused := func(tok, body string) (int, bool) {
+		t.Helper()
+		var got bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { got = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", in.url+"/v1/heartbeat", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode, got
+	}
+	tok := token(t, "alice")
+	reused(tok, `{"device":"d"}`)
+	if code, r := reused(tok, `{"device":""}`); code != 400 || !r {
+		t.Fatalf("a 400 after reading the body: %d, reused %v", code, r)
+	}
+	if code, r := reused(tok, `{"device":"d"}`); code != 200 || !r {
+		t.Fatalf("the request after a 400: %d, reused %v; want the connection kept", code, r)
+	}
+	if code, _ := reused("", `{"device":"d"}`); code != 401 {
+		t.Fatalf("no token: %d", code)
+	}
+	if code, r := reused(tok, `{"device":"d"}`); code != 200 || r {
+		t.Fatalf("the request after a refusal with an unread body: %d, reused %v; want a new connection", code, r)
 	}
 }

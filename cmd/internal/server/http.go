@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"embed"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -209,13 +210,33 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 			ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 			defer cancel()
 		}
+		body := &bodyReader{ReadCloser: r.Body}
+		r.Body = body
 		if e := h(rec, r.WithContext(ctx), p); e != nil && !rec.wrote {
 			if e.Status >= 500 && e.cause != nil {
 				s.failures.record(r.Context(), route, e.Code, e.cause)
 			}
-			refuse(e)
+			if body.eof {
+				writeError(rec, e) // the connection may serve the next request
+			} else {
+				refuse(e)
+			}
 		}
 	})
+}
+
+// bodyReader notes whether a handler read the request body to its end.
+type bodyReader struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 func (s *Server) accessLog(r *http.Request, route string, code int, d time.Duration, p Principal) {
