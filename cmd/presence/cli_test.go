@@ -81,7 +81,7 @@ var subcommands = []struct {
 		"log-level", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout", "scope-rate", "scope-burst",
 		"read-rate", "read-burst", "stream-rate", "stream-burst", "ip-rate", "ip-burst", "max-streams-per-user",
 		"max-streams", "cors-origins", "device-classes", "service-claim", "trusted-proxies", "admin-addr", "tls-cert",
-		"tls-key"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
+		"tls-key", "class-claims"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
 	{[]string{"serve", "token"}, []string{"user", "admin", "read", "ttl", "admin-claim", "read-claim", "jwt-issuer",
 		"jwt-audience", "jwt-secret", "jwt-secret-file"}, "(default 1h0m0s)", []string{"--ttl", "forever"}},
 	{[]string{"sim"}, []string{"seed", "users", "edges", "duration", "tick", "sweep", "census", "engine", "wasm",

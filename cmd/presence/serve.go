@@ -45,6 +45,7 @@ type serveFlags struct {
 	maxStreamsPerUser, maxStreams                             int
 	corsOrigins, deviceClasses, serviceClaim                  string
 	trustedProxies, adminAddr, tlsCert, tlsKey                string
+	classClaims                                               string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -91,6 +92,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.corsOrigins, "cors-origins", "", "origins,… (scheme://host[:port]) whose pages may call the API across origins; other foreign origins are refused")
 	fs.StringVar(&f.deviceClasses, "device-classes", "", "scope classes,… that count devices: a user may touch them as USER/DEVICE for a live device of its own")
 	fs.StringVar(&f.serviceClaim, "service-claim", "presence_service", "JWT claim of service tokens, which act for any user (gateways)")
+	fs.StringVar(&f.classClaims, "class-claims", "", "class=claim,… scope classes only tokens with the claim may touch, leave, count and list")
 	fs.StringVar(&f.trustedProxies, "trusted-proxies", "", "CIDRs,… of the proxies whose X-Forwarded-For names the client (default: none, the peer is the client)")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "listen address of an operators' listener serving /metrics, /v1/admin/*, /healthz and /readyz without a token (keep it private)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (with --tls-key)")
@@ -272,6 +274,16 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 		CORSOrigins: splitList(f.corsOrigins), DeviceClasses: splitList(f.deviceClasses), TrustedProxies: splitList(f.trustedProxies),
 	}
 	cfg.Auth.ServiceClaim = f.serviceClaim
+	for _, kv := range splitList(f.classClaims) {
+		class, claim, ok := strings.Cut(kv, "=")
+		if !ok || class == "" || claim == "" {
+			return server.Config{}, usageError{msg: fmt.Sprintf("--class-claims %q: want class=claim,…", f.classClaims)}
+		}
+		if cfg.ClassClaims == nil {
+			cfg.ClassClaims = map[string]string{}
+		}
+		cfg.ClassClaims[class] = claim
+	}
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout,
 		"--idle-timeout": f.idleTimeout, "--request-timeout": f.timeout} {
 		if d <= 0 {

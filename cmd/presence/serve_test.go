@@ -128,6 +128,8 @@ func TestServeRefuses(t *testing.T) {
 		{"zero stream cap", []string{"serve", "--insecure-dev", "--max-streams-per-user", "0"}, nil, "--max-streams-per-user"},
 		{"bad CORS origin", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--cors-origins", "app.example.com/x"}, nil, "CORS origin"},
 		{"TLS certificate without a key", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--tls-cert", "cert.pem"}, nil, "go together"},
+		{"bad class claims", []string{"serve", "--insecure-dev", "--class-claims", "video"}, nil, "--class-claims"},
+		{"unknown device class", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--device-classes", "nosuch"}, nil, "no scope class"},
 		{"bad trusted proxy", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--trusted-proxies", "10.0.0.0/33"}, nil, "trusted proxy"},
 		{"token without user", []string{"serve", "token"}, map[string]string{"PRESENCE_JWT_SECRET": strings.Repeat("s", 32)}, "-user"},
 	}
@@ -170,12 +172,13 @@ func TestServeLimitFlags(t *testing.T) {
 	cfg := parse("--read-header-timeout", "2s", "--read-timeout", "3s", "--write-timeout", "20s", "--idle-timeout", "30s",
 		"--scope-rate", "1", "--scope-burst", "2", "--read-rate", "3", "--read-burst", "4", "--stream-rate", "-1", "--stream-burst", "6",
 		"--ip-rate", "7", "--ip-burst", "8", "--max-streams-per-user", "2", "--max-streams", "100",
-		"--cors-origins", "https://a.example, https://b.example:8443", "--device-classes", "call,video", "--service-claim", "gw")
+		"--cors-origins", "https://a.example, https://b.example:8443", "--device-classes", "call,video", "--service-claim", "gw",
+		"--class-claims", "video=pv,room=pr")
 	if cfg.ReadHeaderTimeout != 2*time.Second || cfg.ReadTimeout != 3*time.Second || cfg.WriteTimeout != 20*time.Second || cfg.IdleTimeout != 30*time.Second ||
 		cfg.ScopeRate != 1 || cfg.ScopeBurst != 2 || cfg.ReadRate != 3 || cfg.ReadBurst != 4 || cfg.StreamRate != -1 || cfg.StreamBurst != 6 ||
 		cfg.IPRate != 7 || cfg.IPBurst != 8 || cfg.MaxStreamsPerUser != 2 || cfg.MaxStreams != 100 ||
 		strings.Join(cfg.CORSOrigins, " ") != "https://a.example https://b.example:8443" || strings.Join(cfg.DeviceClasses, " ") != "call video" ||
-		cfg.Auth.ServiceClaim != "gw" {
+		cfg.Auth.ServiceClaim != "gw" || cfg.ClassClaims["video"] != "pv" || cfg.ClassClaims["room"] != "pr" || len(cfg.ClassClaims) != 2 {
 		t.Fatalf("flags: %+v", cfg)
 	}
 }

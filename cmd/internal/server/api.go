@@ -300,6 +300,19 @@ func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *
 	return nil
 }
 
+// scopeFor reads the scope from the path and checks that the caller may
+// use its class (Config.ClassClaims).
+func (s *Server) scopeFor(r *http.Request, p Principal) (core.Scope, *Error) {
+	sc, e := scopeOf(r)
+	if e != nil {
+		return sc, e
+	}
+	if claim, ok := s.cfg.ClassClaims[sc.Class]; ok && !p.granted(claim) {
+		return sc, forbidden("scopes of class %q need a token with the %q claim", sc.Class, claim)
+	}
+	return sc, nil
+}
+
 // scopeOf reads the scope from the path.
 func scopeOf(r *http.Request) (core.Scope, *Error) {
 	sc := core.Scope{Class: r.PathValue("class"), ID: r.PathValue("id")}
@@ -351,7 +364,7 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request, p Principal) *Err
 }
 
 func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal, touch bool) *Error {
-	sc, e := scopeOf(r)
+	sc, e := s.scopeFor(r, p)
 	if e != nil {
 		return e
 	}
@@ -385,7 +398,7 @@ func (s *Server) scopeMember(w http.ResponseWriter, r *http.Request, p Principal
 }
 
 func (s *Server) count(w http.ResponseWriter, r *http.Request, p Principal) *Error {
-	sc, e := scopeOf(r)
+	sc, e := s.scopeFor(r, p)
 	if e != nil {
 		return e
 	}
@@ -402,7 +415,7 @@ func (s *Server) count(w http.ResponseWriter, r *http.Request, p Principal) *Err
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request, p Principal) *Error {
-	sc, e := scopeOf(r)
+	sc, e := s.scopeFor(r, p)
 	if e != nil {
 		return e
 	}

@@ -745,3 +745,30 @@ func TestRefusalKeepsOrClosesConnection(t *testing.T) {
 		t.Fatalf("the request after a refusal with an unread body: %d, reused %v; want a new connection", code, r)
 	}
 }
+
+// TestClassClaims: a class restricted by a claim is touched, left,
+// counted and listed only with that claim (or as an admin).
+func TestClassClaims(t *testing.T) {
+	cfg := testConfig()
+	cfg.ClassClaims = map[string]string{"video": "presence_video"}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	plain := in.as(t, token(t, "alice", "presence_read"))
+	member := in.as(t, token(t, "bob", "presence_video", "presence_read"))
+	for _, rq := range []struct{ method, path string }{
+		{"POST", "/v1/scopes/video/v1/touch"}, {"POST", "/v1/scopes/video/v1/leave"},
+		{"GET", "/v1/scopes/video/v1/count"}, {"GET", "/v1/scopes/video/v1/members"},
+	} {
+		if code, e := plain.do(rq.method, rq.path, nil, nil); code != http.StatusForbidden {
+			t.Errorf("%s %s without the claim: %d %+v", rq.method, rq.path, code, e)
+		}
+		member.must(rq.method, rq.path, nil, nil)
+	}
+	plain.must("POST", "/v1/scopes/room/r/touch", nil, nil) // other classes stay open
+	in.as(t, token(t, "ops", "presence_admin")).must("GET", "/v1/scopes/video/v1/count", nil, nil)
+	for _, bad := range []server.Config{{ClassClaims: map[string]string{"nosuch": "x"}}, {DeviceClasses: []string{"nosuch"}}} {
+		bad.Auth = server.AuthConfig{InsecureDev: true}
+		if _, err := server.New(newStore(t, miniredis.RunT(t).Addr()), bad); err == nil {
+			t.Errorf("New accepted an unknown class: %+v", bad)
+		}
+	}
+}

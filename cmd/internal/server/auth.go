@@ -68,6 +68,14 @@ type Principal struct {
 	Service bool
 	// Admin allows everything.
 	Admin bool
+
+	claims jwt.MapClaims // the token's, for Config.ClassClaims
+}
+
+// granted reports whether the caller's token grants claim (an admin has
+// every claim).
+func (p Principal) granted(claim string) bool {
+	return p.Admin || hasClaim(p.claims, claim)
 }
 
 type principalKey struct{}
@@ -168,7 +176,7 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 	if err != nil || sub == "" || len(sub) > core.MaxIDBytes {
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
 	}
-	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim)}
+	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim), claims: claims}
 	p.Service = hasClaim(claims, a.cfg.ServiceClaim)
 	p.Read = p.Admin || hasClaim(claims, a.cfg.ReadClaim)
 	return p, nil

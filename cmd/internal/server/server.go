@@ -94,6 +94,11 @@ type Config struct {
 	// user may also touch and leave as "USER/DEVICE", for a live device
 	// of its own. Default none: every class counts users.
 	DeviceClasses []string
+	// ClassClaims restricts scope classes to the tokens with a claim
+	// (class → claim name): touching, leaving, counting and listing a
+	// scope of such a class needs the claim (or the admin claim). Default
+	// none: every class is open to every signed-in user.
+	ClassClaims map[string]string
 	// FailureLogEvery is how often repeated request failures (Redis
 	// unavailable, internal errors) are logged: the first at once, then
 	// one line per interval with their count. Default 10 s.
@@ -263,6 +268,20 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	proxies, err := parseProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
+	}
+	classes := cfg.Engine.Classes
+	if classes == nil {
+		classes = core.DefaultClasses()
+	}
+	for _, c := range cfg.DeviceClasses {
+		if _, ok := classes[c]; !ok {
+			return nil, fmt.Errorf("server: DeviceClasses: no scope class %q", c)
+		}
+	}
+	for c, claim := range cfg.ClassClaims {
+		if _, ok := classes[c]; !ok || claim == "" {
+			return nil, fmt.Errorf("server: ClassClaims: no scope class %q, or no claim for it", c)
+		}
 	}
 	ecfg := cfg.Engine
 	switch {
