@@ -596,6 +596,13 @@ func TestRedisOutage(t *testing.T) {
 	if strings.Contains(logs.String(), "level=WARN msg=http") {
 		t.Fatal("the access log warns once per failed request")
 	}
+	// The sweeper fails every pass (users every 100 ms here): its lines
+	// are throttled to one an interval too.
+	sweeps := strings.Count(logs.String(), `msg="presence: sweep failed"`)
+	if sweeps > int(time.Since(start)/cfg.FailureLogEvery)+3 {
+		t.Fatalf("%d sweep failure lines over %v", sweeps, time.Since(start))
+	}
+	t.Logf("sweep failures: %d lines", sweeps)
 	t.Logf("%d failures over %v: %d log lines", n, elapsed.Round(time.Millisecond), lines)
 }
 

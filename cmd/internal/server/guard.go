@@ -260,3 +260,67 @@ func (f *failureLog) run(ctx context.Context) {
 		}
 	}
 }
+
+// throttled returns a logger that writes each warning or error message
+// at most once an interval; the next one written says how many were
+// suppressed meanwhile. Lower levels pass untouched. For the sweeper's
+// and the engine's failure lines, which repeat once a pass or a call
+// while Redis is down.
+func throttled(l *slog.Logger, every time.Duration) *slog.Logger {
+	return slog.New(&throttleHandler{next: l.Handler(), every: every,
+		st: &throttleState{last: map[string]time.Time{}, dropped: map[string]int{}}})
+}
+
+type throttleHandler struct {
+	next  slog.Handler
+	every time.Duration
+	st    *throttleState
+}
+
+type throttleState struct {
+	mu      sync.Mutex
+	last    map[string]time.Time // message → when last written
+	dropped map[string]int       // message → suppressed since
+}
+
+func (h *throttleHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.next.Enabled(ctx, l)
+}
+
+func (h *throttleHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return h.next.Handle(ctx, r)
+	}
+	now := r.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	st := h.st
+	st.mu.Lock()
+	if t, ok := st.last[r.Message]; ok && now.Sub(t) < h.every {
+		st.dropped[r.Message]++
+		st.mu.Unlock()
+		return nil
+	}
+	if len(st.last) >= 1000 { // messages are constants; this is a safety bound
+		clear(st.last)
+		clear(st.dropped)
+	}
+	n := st.dropped[r.Message]
+	st.last[r.Message] = now
+	delete(st.dropped, r.Message)
+	st.mu.Unlock()
+	if n > 0 {
+		r = r.Clone()
+		r.AddAttrs(slog.Int("suppressed", n), slog.Duration("interval", h.every))
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h *throttleHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &throttleHandler{next: h.next.WithAttrs(as), every: h.every, st: h.st}
+}
+
+func (h *throttleHandler) WithGroup(name string) slog.Handler {
+	return &throttleHandler{next: h.next.WithGroup(name), every: h.every, st: h.st}
+}

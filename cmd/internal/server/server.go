@@ -101,7 +101,9 @@ type Config struct {
 	ClassClaims map[string]string
 	// FailureLogEvery is how often repeated request failures (Redis
 	// unavailable, internal errors) are logged: the first at once, then
-	// one line per interval with their count. Default 10 s.
+	// one line per interval with their count. The sweeper's and the
+	// engine's warnings are throttled to one per message an interval too.
+	// Default 10 s.
 	FailureLogEvery time.Duration
 
 	// StreamBuffer is how many events may wait for a slow stream before it
@@ -297,7 +299,7 @@ func New(store core.Store, cfg Config) (*Server, error) {
 		ecfg.Metrics = m
 	}
 	if ecfg.Logger == nil {
-		ecfg.Logger = cfg.Logger
+		ecfg.Logger = throttled(cfg.Logger, cfg.FailureLogEvery)
 	}
 	eng, err := core.New(store, ecfg)
 	if err != nil {
@@ -360,7 +362,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.SweepUsers > 0 && s.cfg.SweepScopes > 0 {
 		wg.Go(func() {
 			_ = sweeper.Run(ctx, s.eng, sweeper.Options{UserInterval: s.cfg.SweepUsers, ScopeInterval: s.cfg.SweepScopes,
-				Logger: s.log, OnReport: s.onSweep})
+				Logger: throttled(s.log, s.cfg.FailureLogEvery), OnReport: s.onSweep})
 		})
 	}
 	wg.Go(func() {
