@@ -130,7 +130,12 @@ func TestStaleSweeperCannotReleaseLock(t *testing.T) {
 				stale := newStallStore(t, a.Open(t, srv.Addr), sweep, 2)
 				fresh := newStallStore(t, a.Open(t, srv.Addr), sweep, 2)
 				engStale := rig.Engine(t, stale, lockConfig(clk, 1))
-				engFresh := rig.Engine(t, fresh, lockConfig(clk, 2))
+				// Only the first sweeper's lease must run out; the second's lasts
+				// the whole case, so that a slow machine cannot let it lapse
+				// between the checks below.
+				freshCfg := lockConfig(clk, 2)
+				freshCfg.LockLease = settle
+				engFresh := rig.Engine(t, fresh, freshCfg)
 				engFresh2 := rig.Engine(t, a.Open(t, srv.Addr), lockConfig(clk, 3))
 				ctx := bounded(t, settle)
 				const users = 10
