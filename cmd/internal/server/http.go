@@ -184,7 +184,7 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 		case trusted:
 			p = Principal{Admin: true, Read: true}
 		case public:
-			if route != "GET /healthz" {
+			if route != "GET /healthz" && route != "GET /readyz" { // probes poll often
 				if e := s.rateLimited(s.ipLim, s.clientIP(r), "requests without a token"); e != nil {
 					refuse(e)
 					return
@@ -305,13 +305,45 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ Principal) *Er
 	default:
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "starting: the change log has not been read yet")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.cfg.Ready(ctx); err != nil {
+	if err := s.checkReady(r.Context()); err != nil {
 		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "redis does not answer: %v", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
+}
+
+// checkReady runs Config.Ready, once for all the probes that ask at the
+// same time: /readyz needs no token and has no per-address budget, so a
+// flood of it costs Redis one check at a time.
+func (s *Server) checkReady(ctx context.Context) error {
+	s.readyMu.Lock()
+	c := s.readyCall
+	if c == nil {
+		c = &readyCall{done: make(chan struct{})}
+		s.readyCall = c
+		go func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			c.err = s.cfg.Ready(rctx)
+			s.readyMu.Lock()
+			s.readyCall = nil
+			s.readyMu.Unlock()
+			close(c.done)
+		}()
+	}
+	s.readyMu.Unlock()
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readyCall is one Config.Ready check in flight.
+type readyCall struct {
+	done chan struct{}
+	err  error
 }
 
 // InfoResponse is the body of GET /v1/info: what a client (the dashboard)

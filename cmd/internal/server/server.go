@@ -70,7 +70,7 @@ type Config struct {
 	// 10 and 50. ReadRate: status, statuses, counts and member pages of one
 	// user, default 20 and 100. StreamRate: event streams opened by one
 	// user, default 1 and 10. IPRate: requests of one client address that
-	// carry no valid token (the public endpoints but /healthz, and refused
+	// carry no valid token (the public endpoints but the probes, and refused
 	// tokens), default 10 and 50.
 	ScopeRate, ReadRate, StreamRate, IPRate     float64
 	ScopeBurst, ReadBurst, StreamBurst, IPBurst int
@@ -175,6 +175,9 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   sync.WaitGroup
 	nstreams  atomic.Int64
+	readyMu   sync.Mutex
+	readyCall *readyCall // the /readyz check in flight, if any
+
 	// open and userStreams count the streams admitted by openStream, in
 	// all and per user, under streamsMu.
 	open        int
