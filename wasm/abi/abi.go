@@ -1,12 +1,22 @@
 package abi
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/presencekit/presence/core"
+)
 
 // Version is the ABI version this package speaks. Every message carries
 // it as "v"; a message of another version is refused with a
 // *VersionError. A change that an existing host or module could misread
 // gets a new version.
-const Version = 1
+const Version = 2
+
+// MaxPlans is the most plans one module instance keeps in flight. Starting
+// a plan while MaxPlans are in flight abandons the oldest (the one started
+// first): it is forgotten, and a resume of it gets an error of code
+// "unknown_plan". A host that gives up on a plan sends cancel instead.
+const MaxPlans = 256
 
 // MaxMessage is the largest message, in bytes, that the decoders accept.
 const MaxMessage = 64 << 20
@@ -33,13 +43,20 @@ const (
 	OpSweepScopes    = "sweep_scopes"     // *Empty → *SweepReport
 	OpChangeLogAfter = "change_log_after" // *ChangeLogArgs → *ChangeLog
 	OpOnline         = "online"           // *Empty → *Online
+
+	// OpResume hands a plan the results of the calls it waits for; the
+	// response is the plan's next step or its end, whose result is that
+	// of the op that started the plan.
+	OpResume = "resume" // *Resume → the next step, or the result of the plan's op
+	// OpCancel forgets a plan in flight.
+	OpCancel = "cancel" // *PlanRef → *Empty
 )
 
 // Ops returns every operation, in the order of the list above.
 func Ops() []string {
 	return []string{OpConfigure, OpHeartbeat, OpHeartbeatBatch, OpLogin, OpLogout, OpDisconnect, OpSetManual,
 		OpStatus, OpStatuses, OpTouch, OpTouchBatch, OpLeave, OpCount, OpMembers, OpActiveWithin,
-		OpSweepUsers, OpSweepScopes, OpChangeLogAfter, OpOnline}
+		OpSweepUsers, OpSweepScopes, OpChangeLogAfter, OpOnline, OpResume, OpCancel}
 }
 
 // NewArgs returns a new zero argument of op, or nil for an unknown op.
@@ -75,6 +92,10 @@ func NewArgs(op string) any {
 		return new(Empty)
 	case OpChangeLogAfter:
 		return new(ChangeLogArgs)
+	case OpResume:
+		return new(Resume)
+	case OpCancel:
+		return new(PlanRef)
 	}
 	return nil
 }
@@ -110,6 +131,8 @@ func NewResult(op string) any {
 		return new(N)
 	case OpSweepUsers, OpSweepScopes:
 		return new(SweepReport)
+	case OpCancel:
+		return new(Empty)
 	case OpChangeLogAfter:
 		return new(ChangeLog)
 	case OpOnline:
@@ -120,7 +143,8 @@ func NewResult(op string) any {
 
 // Request is one operation for a module:
 //
-//	{"v":1,"op":"heartbeat","now":1767225600000,"args":{…}}
+//	{"v":2,"op":"heartbeat","now":1767225600000,"args":{…}}
+//	{"v":2,"op":"resume","now":1767225600003,"args":{"plan":7,"results":[…]}}
 //
 // Now is the host's instant in milliseconds since the epoch; a module
 // configured with the host clock requires it on every operation but
@@ -236,22 +260,44 @@ func DecodeRequest(b []byte) (Request, error) {
 	return req, nil
 }
 
-// Response is a module's answer to a request: a result, or an error.
+// Response is a module's answer to a request: the end of an operation (a
+// result, with the messages to publish, or an error), or the script calls
+// a plan waits for:
 //
-//	{"v":1,"result":{…}}   or   {"v":1,"error":{"code":…,"message":…}}
+//	{"v":2,"result":{…},"messages":[{"kind":"change","channel":"…","payload":"…"}]}
+//	{"v":2,"error":{"code":…,"message":…}}
+//	{"v":2,"plan":7,"calls":[{"sha":"…","keys":[…],"args":[…]}]}
 //
-// Result is a pointer to the op's result type (NewResult).
+// Result is a pointer to the op's result type (NewResult). Calls is
+// non-empty exactly when Plan is set (a positive ID); the host sends them
+// (in one pipeline where it can, with other plans' calls if it likes) and
+// answers with a resume request of Plan carrying one result per call.
 type Response struct {
-	Result any
-	Error  *Error
+	Result   any
+	Error    *Error
+	Messages []Message
+	Plan     int64
+	Calls    []core.Call
 }
 
 // EncodeResponse returns the JSON of r. It does not fail: a result that
 // is not one of the result types becomes an error of code "internal".
 func EncodeResponse(r Response) []byte {
-	w := writer{b: make([]byte, 0, 256)}
+	return AppendResponse(make([]byte, 0, 256), r)
+}
+
+// AppendResponse appends the JSON of r to b (see EncodeResponse).
+func AppendResponse(b []byte, r Response) []byte {
+	w := writer{b: b}
 	w.open()
 	w.int("v", Version)
+	if r.Plan > 0 && len(r.Calls) > 0 && r.Error == nil && r.Result == nil {
+		w.int("plan", r.Plan)
+		w.key("calls")
+		w.b = Calls(r.Calls).appendJSON(w.b)
+		w.close()
+		return w.b
+	}
 	e := r.Error
 	var res wire
 	if e == nil {
@@ -266,6 +312,9 @@ func EncodeResponse(r Response) []byte {
 	} else {
 		w.key("result")
 		w.b = res.appendJSON(w.b)
+		if len(r.Messages) > 0 {
+			w.list("messages", len(r.Messages), false, func(b []byte, i int) []byte { return r.Messages[i].appendJSON(b) })
+		}
 	}
 	w.close()
 	return w.b
@@ -276,8 +325,11 @@ func EncodeErrorResponse(err error) []byte {
 	return EncodeResponse(Response{Error: EncodeError(err)})
 }
 
-// DecodeResponse reads the response to a request of op: the error, or the
-// result decoded into the type NewResult(op) gives.
+// DecodeResponse reads the response to a request of op (for a resume: the
+// op that started the plan): the error, the result decoded into the type
+// NewResult(op) gives with the messages, or the plan and its calls.
+// Exactly one of "result", "error" and "calls" must be there; "plan"
+// comes with "calls" and only then, "messages" only with "result".
 func DecodeResponse(op string, b []byte) (Response, error) {
 	const what = "response"
 	if len(b) > MaxMessage {
@@ -289,7 +341,7 @@ func DecodeResponse(op string, b []byte) (Response, error) {
 	}
 	r := newReader(what, b)
 	var resp Response
-	seenResult := false
+	seenResult, seenMessages, seenCalls, seenPlan := false, false, false, false
 	err := envelope(r, func(key string) (bool, error) {
 		var err error
 		switch key {
@@ -301,18 +353,50 @@ func DecodeResponse(op string, b []byte) (Response, error) {
 			err = res.(wirePtr).decodeJSON(r)
 		case "error":
 			resp.Error, err = r.decodeError()
+		case "messages":
+			seenMessages = true
+			err = r.array(func(i int) error {
+				var m Message
+				err := m.decodeJSON(r)
+				resp.Messages = append(resp.Messages, m)
+				return err
+			})
+		case "plan":
+			seenPlan = true
+			resp.Plan, err = r.int64()
+			if err == nil && resp.Plan <= 0 {
+				err = r.fail("must be positive")
+			}
+		case "calls":
+			seenCalls = true
+			var cs Calls
+			err = cs.decodeJSON(r)
+			resp.Calls = cs
+			if err == nil && len(cs) == 0 {
+				err = r.fail("must not be empty")
+			}
 		default:
 			return false, nil
 		}
 		return true, err
 	})
+	n := 0
+	for _, seen := range []bool{seenResult, resp.Error != nil, seenCalls} {
+		if seen {
+			n++
+		}
+	}
 	switch {
 	case err != nil:
 		return Response{}, err
-	case seenResult && resp.Error != nil:
-		return Response{}, &DecodeError{What: what, Reason: "has both a result and an error"}
-	case !seenResult && resp.Error == nil:
-		return Response{}, &DecodeError{What: what, Reason: "has neither a result nor an error"}
+	case n > 1:
+		return Response{}, &DecodeError{What: what, Reason: "has more than one of a result, an error and calls"}
+	case n == 0:
+		return Response{}, &DecodeError{What: what, Reason: "has neither a result, nor an error, nor calls"}
+	case seenCalls != seenPlan:
+		return Response{}, &DecodeError{What: what, Field: "plan", Reason: "must come with calls, and only then"}
+	case seenMessages && !seenResult:
+		return Response{}, &DecodeError{What: what, Field: "messages", Reason: "only with a result"}
 	case seenResult:
 		resp.Result = res
 	}

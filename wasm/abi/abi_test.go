@@ -189,32 +189,32 @@ func TestErrorsRoundTrip(t *testing.T) {
 
 func TestDecodeRequestRejects(t *testing.T) {
 	for _, in := range []string{
-		``, ` `, `null`, `[]`, `"x"`, `{`, `{"v":1,"op":"count"`, `{"v":1,"op":"count"} {}`,
-		`{"v":1,"op":"count","extra":1}`, `{"v":1,"op":"teleport"}`, `{"v":1,"op":"count","now":-1}`,
-		`{"v":1,"op":"count","now":1.5}`, `{"v":1,"op":"count","args":[]}`, `{"v":1,"op":"count","args":{"scope":1}}`,
-		`{"v":1,"op":"heartbeat","args":{"kind":"fridge"}}`, `{"v":1,"op":"heartbeat","args":{"kind":256}}`,
-		`{"v":1,"op":"heartbeat","args":{"kind":-1}}`, `{"v":1,"op":"heartbeat","args":{"user":"u","unknown":true}}`,
-		`{"v":1,"op":"set_manual","args":{"ttl_ms":"1"}}`, `{"v":1,"op":"set_manual","args":{"ttl_ms":1e300}}`,
-		`{"v":1,"op":"configure","args":{"classes":{"x":{"layout":"pyramid"}}}}`,
-		`{"v":1,"op":"heartbeat_batch","args":{"beats":[{"user":"u","device":"d","kind":"web","meta":{"a":1}}]}}`,
+		``, ` `, `null`, `[]`, `"x"`, `{`, `{"v":2,"op":"count"`, `{"v":2,"op":"count"} {}`,
+		`{"v":2,"op":"count","extra":1}`, `{"v":2,"op":"teleport"}`, `{"v":2,"op":"count","now":-1}`,
+		`{"v":2,"op":"count","now":1.5}`, `{"v":2,"op":"count","args":[]}`, `{"v":2,"op":"count","args":{"scope":1}}`,
+		`{"v":2,"op":"heartbeat","args":{"kind":"fridge"}}`, `{"v":2,"op":"heartbeat","args":{"kind":256}}`,
+		`{"v":2,"op":"heartbeat","args":{"kind":-1}}`, `{"v":2,"op":"heartbeat","args":{"user":"u","unknown":true}}`,
+		`{"v":2,"op":"set_manual","args":{"ttl_ms":"1"}}`, `{"v":2,"op":"set_manual","args":{"ttl_ms":1e300}}`,
+		`{"v":2,"op":"configure","args":{"classes":{"x":{"layout":"pyramid"}}}}`,
+		`{"v":2,"op":"heartbeat_batch","args":{"beats":[{"user":"u","device":"d","kind":"web","meta":{"a":1}}]}}`,
 	} {
 		_, err := abi.DecodeRequest([]byte(in))
 		if !errors.Is(err, abi.ErrMalformed) {
 			t.Errorf("%q: got %v, want ErrMalformed", in, err)
 		}
 	}
-	for _, in := range []string{`{"op":"count"}`, `{"v":0,"op":"count"}`, `{"v":2,"op":"count"}`} {
+	for _, in := range []string{`{"op":"count"}`, `{"v":0,"op":"count"}`, `{"v":1,"op":"count"}`} {
 		_, err := abi.DecodeRequest([]byte(in))
 		var ve *abi.VersionError
 		if !errors.As(err, &ve) || !errors.Is(err, abi.ErrVersion) {
 			t.Errorf("%q: got %v, want a VersionError", in, err)
 		}
 	}
-	if _, err := abi.DecodeRequest([]byte(`{"v":1,"op":"heartbeat","args":{"kind":7}}`)); err != nil {
+	if _, err := abi.DecodeRequest([]byte(`{"v":2,"op":"heartbeat","args":{"kind":7}}`)); err != nil {
 		t.Errorf("an unknown kind number is the core's to refuse: %v", err)
 	}
 	// Configure validation happens in Core.
-	req, err := abi.DecodeRequest([]byte(`{"v":1,"op":"configure","args":{"clock":"sundial"}}`))
+	req, err := abi.DecodeRequest([]byte(`{"v":2,"op":"configure","args":{"clock":"sundial"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,9 +225,9 @@ func TestDecodeRequestRejects(t *testing.T) {
 
 func TestDecodeResponseRejects(t *testing.T) {
 	for _, in := range []string{
-		`{"v":1}`, `{"v":1,"result":null}`, `{"v":1,"result":{},"error":{"code":"x","message":"y"}}`,
-		`{"v":1,"error":{"message":"no code"}}`, `{"v":1,"result":{"n":"1"}}`, `{"v":1,"result":{"n":1,"bogus":2}}`,
-		`{"v":1,"error":{"code":"a","message":"b","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a"}}}}}}}}}}`,
+		`{"v":2}`, `{"v":2,"result":null}`, `{"v":2,"result":{},"error":{"code":"x","message":"y"}}`,
+		`{"v":2,"error":{"message":"no code"}}`, `{"v":2,"result":{"n":"1"}}`, `{"v":2,"result":{"n":1,"bogus":2}}`,
+		`{"v":2,"error":{"code":"a","message":"b","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a","cause":{"code":"a"}}}}}}}}}}`,
 	} {
 		if _, err := abi.DecodeResponse(abi.OpCount, []byte(in)); !errors.Is(err, abi.ErrMalformed) {
 			t.Errorf("%q: got %v, want ErrMalformed", in, err)
@@ -235,18 +235,18 @@ func TestDecodeResponseRejects(t *testing.T) {
 	}
 }
 
-func TestScriptMessages(t *testing.T) {
+func TestPlanMessages(t *testing.T) {
 	calls := []core.Call{
 		{SHA: "abc", Keys: []string{"k{1}", "\x00bin\xff"}, Args: []string{"", "\"q\"\\\n\x1f", "ünï", "\xc3"}},
 		{Source: "return 1", Keys: []string{}, Args: nil},
 	}
-	got, err := abi.DecodeScriptRequest(abi.EncodeScriptRequest(calls))
+	resp, err := abi.DecodeResponse(abi.OpHeartbeat, abi.EncodeResponse(abi.Response{Plan: 7, Calls: calls}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls[1].Args = []string{}
-	if !reflect.DeepEqual(got, calls) {
-		t.Fatalf("calls: got %q want %q", got, calls)
+	if resp.Plan != 7 || resp.Result != nil || resp.Error != nil || !reflect.DeepEqual(resp.Calls, calls) {
+		t.Fatalf("calls: got %+v want %q", resp, calls)
 	}
 	results := []core.Result{
 		{Value: core.ArrayValue(core.IntValue(-1<<63), core.IntValue(1<<63-1), core.StringValue("x\xff"), core.NilValue(),
@@ -254,37 +254,52 @@ func TestScriptMessages(t *testing.T) {
 		{Err: fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript)},
 		{Value: core.NilValue()},
 	}
-	back, err := abi.DecodeScriptResponse(abi.EncodeScriptResponse(results), 3)
+	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpResume, Now: 5, Args: &abi.Resume{Plan: 7, Results: results}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back[0].Value, results[0].Value) || back[2].Value.Kind != core.ValueNil {
-		t.Errorf("values: got %v", back)
+	dec, err := abi.DecodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dec.Args.(*abi.Resume)
+	back := r.Results
+	if r.Plan != 7 || len(back) != 3 || !reflect.DeepEqual(back[0].Value, results[0].Value) || back[2].Value.Kind != core.ValueNil {
+		t.Fatalf("resume: got %+v", r)
 	}
 	if !errors.Is(back[1].Err, core.ErrNoScript) || back[1].Err.Error() != results[1].Err.Error() {
 		t.Errorf("noscript: got %v", back[1].Err)
 	}
-	failed, err := abi.DecodeScriptResponse(abi.EncodeScriptFailure(fmt.Errorf("%w: down", core.ErrUnavailable)), 2)
-	if err != nil || len(failed) != 2 || !errors.Is(failed[1].Err, core.ErrUnavailable) {
-		t.Errorf("failure: %v %v", failed, err)
+	// A result with its messages.
+	done := abi.EncodeResponse(abi.Response{Result: &abi.Empty{}, Messages: []abi.Message{{Kind: "change", Channel: "p:changes", Payload: "{}"}}})
+	if resp, err := abi.DecodeResponse(abi.OpTouch, done); err != nil || len(resp.Messages) != 1 || resp.Messages[0].Channel != "p:changes" {
+		t.Fatalf("messages: %s %+v %v", done, resp, err)
 	}
 	for _, in := range []string{
-		``, `{}`, `{"v":1}`, `{"v":2,"results":[]}`, `{"v":1,"results":[{"value":1}]}`,
-		`{"v":1,"results":[{"value":1},{"value":1.5}]}`, `{"v":1,"results":[{"value":1},{"value":true}]}`,
-		`{"v":1,"results":[{"value":1},{}]}`, `{"v":1,"results":[{"value":1},{"value":1,"error":{"code":"x","message":""}}]}`,
-		`{"v":1,"results":[{"value":1},{"value":{"b":"!!"}}]}`, `{"v":1,"results":[{"value":1},{"value":99999999999999999999}]}`,
-		`{"v":1,"results":[{"value":1},{"value":1}],"x":0}`, `{"v":1,"results":[{"value":1},{"value":1}]}]`,
-		`{"v":1,"results":[{"value":1},{"value":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}]}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":1.5}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":true}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":1,"error":{"code":"x","message":""}}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":{"b":"!!"}}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":99999999999999999999}]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[],"x":0}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"plan":2,"results":[]}}`,
+		`{"v":2,"op":"resume","args":{"plan":1,"results":[{"value":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}]}}`,
+		`{"v":2,"op":"cancel","args":{"plan":"1"}}`,
 	} {
-		if _, err := abi.DecodeScriptResponse([]byte(in), 2); err == nil {
-			t.Errorf("%q: accepted", in)
+		if _, err := abi.DecodeRequest([]byte(in)); !errors.Is(err, abi.ErrMalformed) {
+			t.Errorf("%q: got %v", in, err)
 		}
 	}
 	for _, in := range []string{
-		`{"v":1}`, `{"v":1,"calls":[{}]}`, `{"v":1,"calls":[{"sha":"a","src":"b"}]}`, `{"v":1,"calls":[{"sha":""}]}`,
-		`{"v":1,"calls":[{"sha":"a","keys":[1]}]}`, `{"v":1,"calls":[{"sha":"a","what":[]}]}`,
+		`{"v":2,"plan":1}`, `{"v":2,"calls":[{"sha":"a"}]}`, `{"v":2,"plan":1,"calls":[]}`, `{"v":2,"plan":0,"calls":[{"sha":"a"}]}`,
+		`{"v":2,"plan":1,"calls":[{}]}`, `{"v":2,"plan":1,"calls":[{"sha":"a","src":"b"}]}`, `{"v":2,"plan":1,"calls":[{"sha":""}]}`,
+		`{"v":2,"plan":1,"calls":[{"sha":"a","keys":[1]}]}`, `{"v":2,"plan":1,"calls":[{"sha":"a","what":[]}]}`,
+		`{"v":2,"plan":1,"calls":[{"sha":"a"}],"result":{}}`, `{"v":2,"result":{},"plan":1}`,
+		`{"v":2,"error":{"code":"x","message":"y"},"messages":[]}`,
+		`{"v":2,"result":{},"messages":[{"kind":"change","channel":"c","payload":"p","x":1}]}`,
 	} {
-		if _, err := abi.DecodeScriptRequest([]byte(in)); !errors.Is(err, abi.ErrMalformed) {
+		if _, err := abi.DecodeResponse(abi.OpTouch, []byte(in)); !errors.Is(err, abi.ErrMalformed) {
 			t.Errorf("%q: got %v", in, err)
 		}
 	}
@@ -317,12 +332,12 @@ func TestDuration(t *testing.T) {
 }
 
 func TestDecodeErrorNamesTheField(t *testing.T) {
-	_, err := abi.DecodeRequest([]byte(`{"v":1,"op":"heartbeat_batch","args":{"beats":[{"user":"u"},{"user":"v","kind":"fridge"}]}}`))
+	_, err := abi.DecodeRequest([]byte(`{"v":2,"op":"heartbeat_batch","args":{"beats":[{"user":"u"},{"user":"v","kind":"fridge"}]}}`))
 	var de *abi.DecodeError
 	if !errors.As(err, &de) || de.Field != "args.beats[1].kind" {
 		t.Fatalf("got %v", err)
 	}
-	_, err = abi.DecodeRequest([]byte(`{"v":1,"op":"configure","args":{"classes":{"video":{"layout":"compact","shards":"x"}}}}`))
+	_, err = abi.DecodeRequest([]byte(`{"v":2,"op":"configure","args":{"classes":{"video":{"layout":"compact","shards":"x"}}}}`))
 	if !errors.As(err, &de) || de.Field != "args.classes.video.shards" {
 		t.Fatalf("got %v", err)
 	}

@@ -21,12 +21,20 @@ var (
 	// ErrInternal means the module failed in a way it could not attribute
 	// to its input (a recovered panic); the instance stays usable.
 	ErrInternal = errors.New("presence/abi: internal error")
+	// ErrUnknownPlan means a resume or cancel named a plan the instance
+	// does not have in flight: never started, already ended, cancelled,
+	// abandoned (see MaxPlans) or dropped by a new configure.
+	ErrUnknownPlan = errors.New("presence/abi: no such plan in flight")
+	// ErrResults means a resume carried a number of results other than the
+	// number of calls the plan waits for. The plan stays in flight,
+	// unchanged: resume it again with the right results, or cancel it.
+	ErrResults = errors.New("presence/abi: wrong number of results for the plan's calls")
 )
 
 // DecodeError reports a message that does not follow the format. It
 // matches ErrMalformed.
 type DecodeError struct {
-	What   string // the message: "request", "response", "script request", "script response"
+	What   string // the message: "request", "response", or a part of one
 	Field  string // where, such as "args.beats[2].kind"; "" for the whole message
 	Reason string
 }
@@ -75,6 +83,8 @@ const (
 	CodeVersion      = "version"          // ErrVersion
 	CodeUnconfigured = "unconfigured"     // ErrUnconfigured
 	CodeInternal     = "internal"         // ErrInternal
+	CodeUnknownPlan  = "unknown_plan"     // ErrUnknownPlan
+	CodeResults      = "results"          // ErrResults
 	CodeOther        = "error"            // anything else
 )
 
@@ -99,6 +109,8 @@ var sentinels = []struct {
 	{CodeVersion, ErrVersion},
 	{CodeUnconfigured, ErrUnconfigured},
 	{CodeInternal, ErrInternal},
+	{CodeUnknownPlan, ErrUnknownPlan},
+	{CodeResults, ErrResults},
 }
 
 func sentinelOf(code string) error {

@@ -8,12 +8,11 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// The script-runner messages: the module asks the host to run script
-// calls, the host answers with one result per call.
+// The script calls of a plan and their results, as they travel in a
+// response ("calls") and in a resume request ("results"):
 //
-//	{"v":1,"calls":[{"sha":"…","keys":["…"],"args":["…"]},{"src":"…","keys":[…],"args":[…]}]}
-//	{"v":1,"results":[{"value":V},{"error":{"code":"noscript","message":"…"}}]}
-//	{"v":1,"error":{…}}   (the whole request failed: every call gets the error)
+//	"calls":[{"sha":"…","keys":["…"],"args":["…"]},{"src":"…","keys":[…],"args":[…]}]
+//	"results":[{"value":V},{"error":{"code":"noscript","message":"…"}}]
 //
 // A call carries "sha" (EVALSHA) or "src" (EVAL), never both. A value V
 // is null (a nil reply), an integer (a JSON number without fraction or
@@ -21,29 +20,18 @@ import (
 // string that is not valid UTF-8 (keys, arguments and values alike)
 // travels as {"b":"<standard base64>"}.
 
-// MaxCalls is the most calls one script request may carry.
+// MaxCalls is the most calls one message may carry.
 const MaxCalls = 1 << 16
 
 // maxValueDepth bounds the nesting of a value.
 const maxValueDepth = 32
 
-// EncodeScriptRequest returns the JSON of a script request for calls.
-func EncodeScriptRequest(calls []core.Call) []byte {
-	n := 32
-	for _, c := range calls {
-		n += 32 + len(c.SHA) + len(c.Source)
-		for _, s := range c.Keys {
-			n += len(s) + 3
-		}
-		for _, s := range c.Args {
-			n += len(s) + 3
-		}
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, Version, 10)
-	b = append(b, `,"calls":[`...)
-	for i, c := range calls {
+// Calls is the wire form of the script calls a plan waits for.
+type Calls []core.Call
+
+func (cs Calls) appendJSON(b []byte) []byte {
+	b = append(b, '[')
+	for i, c := range cs {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -61,40 +49,62 @@ func EncodeScriptRequest(calls []core.Call) []byte {
 		b = appendStrings(b, c.Args)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
-// DecodeScriptRequest reads a script request. Every call must carry a
-// "sha" or a "src" (not both) and arrays of strings as keys and args.
-func DecodeScriptRequest(b []byte) ([]core.Call, error) {
-	const what = "script request"
-	if len(b) > MaxMessage {
-		return nil, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
-	}
-	r := newReader(what, b)
-	var calls []core.Call
-	seenCalls := false
-	err := envelope(r, func(key string) (bool, error) {
-		if key != "calls" {
-			return false, nil
+func (cs *Calls) decodeJSON(r *reader) error {
+	*cs = nil
+	return r.array(func(i int) error {
+		if i >= MaxCalls {
+			return r.fail("more than " + strconv.Itoa(MaxCalls) + " calls")
 		}
-		seenCalls = true
-		return true, r.array(func(i int) error {
-			if i >= MaxCalls {
-				return r.fail("more than " + strconv.Itoa(MaxCalls) + " calls")
-			}
-			c, err := r.call()
-			calls = append(calls, c)
-			return err
-		})
+		c, err := r.call()
+		*cs = append(*cs, c)
+		return err
 	})
-	if err != nil {
-		return nil, err
+}
+
+// Results is the wire form of the results of a plan's calls, one per
+// call and in order: a value, or an error (abi.EncodeError of the
+// store's error; code "noscript" makes the plan resend the call by
+// source, "unavailable" marks a failure that may be retried).
+type Results []core.Result
+
+func (rs Results) appendJSON(b []byte) []byte {
+	if rs == nil {
+		return append(b, "null"...)
 	}
-	if !seenCalls {
-		return nil, r.fail("missing")
+	b = append(b, '[')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if r.Err != nil {
+			b = append(b, `{"error":`...)
+			b = EncodeError(r.Err).appendJSON(b)
+		} else {
+			b = append(b, `{"value":`...)
+			b = appendValue(b, r.Value)
+		}
+		b = append(b, '}')
 	}
-	return calls, nil
+	return append(b, ']')
+}
+
+func (rs *Results) decodeJSON(r *reader) error {
+	*rs = nil
+	if r.null() {
+		return nil
+	}
+	*rs = Results{}
+	return r.array(func(i int) error {
+		if i >= MaxCalls {
+			return r.fail("more than " + strconv.Itoa(MaxCalls) + " results")
+		}
+		res, err := r.result()
+		*rs = append(*rs, res)
+		return err
+	})
 }
 
 func (r *reader) call() (core.Call, error) {
@@ -124,86 +134,6 @@ func (r *reader) call() (core.Call, error) {
 		return c, r.fail("needs exactly one of a non-empty \"sha\" or \"src\"")
 	}
 	return c, nil
-}
-
-// EncodeScriptResponse returns the JSON of the results of a script request.
-func EncodeScriptResponse(results []core.Result) []byte {
-	b := make([]byte, 0, 64+32*len(results))
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, Version, 10)
-	b = append(b, `,"results":[`...)
-	for i, r := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if r.Err != nil {
-			b = append(b, `{"error":`...)
-			b = EncodeError(r.Err).appendJSON(b)
-		} else {
-			b = append(b, `{"value":`...)
-			b = appendValue(b, r.Value)
-		}
-		b = append(b, '}')
-	}
-	return append(b, "]}"...)
-}
-
-// EncodeScriptFailure returns the JSON of a script response that fails
-// the whole request with err.
-func EncodeScriptFailure(err error) []byte {
-	b := append([]byte(`{"v":`), strconv.Itoa(Version)...)
-	b = append(b, `,"error":`...)
-	b = EncodeError(err).appendJSON(b)
-	return append(b, '}')
-}
-
-// DecodeScriptResponse reads the response to a script request of n calls:
-// n results, or a failure of the whole request, which it returns as n
-// results carrying the error.
-func DecodeScriptResponse(b []byte, n int) ([]core.Result, error) {
-	const what = "script response"
-	if len(b) > MaxMessage {
-		return nil, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
-	}
-	r := newReader(what, b)
-	var results []core.Result
-	var failure *Error
-	seenResults := false
-	err := envelope(r, func(key string) (bool, error) {
-		switch key {
-		case "results":
-			seenResults = true
-			return true, r.array(func(i int) error {
-				if i >= n {
-					return r.fail("more results than the " + strconv.Itoa(n) + " calls")
-				}
-				res, err := r.result()
-				results = append(results, res)
-				return err
-			})
-		case "error":
-			var err error
-			failure, err = r.decodeError()
-			return true, err
-		}
-		return false, nil
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case failure != nil && seenResults:
-		return nil, r.fail("has both results and an error")
-	case failure != nil:
-		out := make([]core.Result, n)
-		e := failure.Err()
-		for i := range out {
-			out[i].Err = e
-		}
-		return out, nil
-	case len(results) != n:
-		return nil, r.fail("has " + strconv.Itoa(len(results)) + " results for " + strconv.Itoa(n) + " calls")
-	}
-	return results, nil
 }
 
 func (r *reader) result() (core.Result, error) {

@@ -358,3 +358,37 @@ func statusKey(s core.Status) string {
 	}
 	return strconv.Itoa(int(s))
 }
+
+// Resume is the argument of resume: the results of the calls plan Plan
+// waits for, one per call and in order.
+type Resume struct {
+	Plan    int64   `json:"plan"`
+	Results Results `json:"results"`
+}
+
+// PlanRef is the argument of cancel.
+type PlanRef struct {
+	Plan int64 `json:"plan"`
+}
+
+// Message is a message an ended plan asks the host to publish
+// (core.Publication): a status change (Kind "change") or a kick ("kick"),
+// whose Payload is the JSON a native engine publishes (core.ChangeMessage,
+// core.KickMessage) on Channel.
+type Message struct {
+	Kind    string `json:"kind"`
+	Channel string `json:"channel"`
+	Payload string `json:"payload"`
+}
+
+// FromPublications returns the wire form of pubs (nil for none).
+func FromPublications(pubs []core.Publication) []Message {
+	if len(pubs) == 0 {
+		return nil
+	}
+	out := make([]Message, len(pubs))
+	for i, p := range pubs {
+		out[i] = Message{Kind: p.Kind, Channel: p.Channel, Payload: string(p.Payload)}
+	}
+	return out
+}

@@ -1606,3 +1606,72 @@ func (x *Online) decodeJSON(r *reader) error {
 		return err
 	})
 }
+
+func (x Resume) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.int("plan", x.Plan)
+	w.raw("results", x.Results.appendJSON(nil))
+	w.close()
+	return w.b
+}
+
+func (x *Resume) decodeJSON(r *reader) error {
+	return r.object(func(key string) (err error) {
+		switch key {
+		case "plan":
+			x.Plan, err = r.int64()
+		case "results":
+			err = x.Results.decodeJSON(r)
+		default:
+			err = r.unknown()
+		}
+		return err
+	})
+}
+
+func (x PlanRef) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.int("plan", x.Plan)
+	w.close()
+	return w.b
+}
+
+func (x *PlanRef) decodeJSON(r *reader) error {
+	return r.object(func(key string) (err error) {
+		switch key {
+		case "plan":
+			x.Plan, err = r.int64()
+		default:
+			err = r.unknown()
+		}
+		return err
+	})
+}
+
+func (x Message) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.str("kind", x.Kind)
+	w.str("channel", x.Channel)
+	w.str("payload", x.Payload)
+	w.close()
+	return w.b
+}
+
+func (x *Message) decodeJSON(r *reader) error {
+	return r.object(func(key string) (err error) {
+		switch key {
+		case "kind":
+			x.Kind, err = r.str()
+		case "channel":
+			x.Channel, err = r.str()
+		case "payload":
+			x.Payload, err = r.str()
+		default:
+			err = r.unknown()
+		}
+		return err
+	})
+}

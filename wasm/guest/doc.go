@@ -1,13 +1,17 @@
 // Package guest is what runs inside a presence WebAssembly module: it
-// reads ABI requests (package abi), runs them on a core.Engine, and writes
-// the responses. The engine's store sends its script calls to the host
-// through the Host interface, which the module's glue code implements with
-// imported functions (wasm/module for WASI, wasm/jsmodule for JavaScript).
+// reads ABI requests (package abi), runs each as a plan (core.Planner),
+// and writes the responses: a plan's result (with the messages to
+// publish) or the script calls it waits for, tagged with the plan's ID,
+// which the host runs and answers with a resume request. It does no I/O;
+// the module's glue code (wasm/module for WASI, wasm/jsmodule for
+// JavaScript) only moves bytes in and out.
 //
 // The package is plain Go and runs natively as well, which is how its
 // tests exercise it without a WebAssembly runtime:
 //
-//	g := guest.New(h) // h forwards script requests to Redis
-//	resp := g.Handle(ctx, []byte(`{"v":1,"op":"configure","args":{}}`))
-//	resp = g.Handle(ctx, []byte(`{"v":1,"op":"heartbeat","now":1767225600000,"args":{"user":"alice","device":"web","kind":"web"}}`))
+//	g := guest.New()
+//	resp := g.Handle([]byte(`{"v":2,"op":"configure","args":{}}`))
+//	resp = g.Handle([]byte(`{"v":2,"op":"heartbeat","now":1767225600000,"args":{"user":"alice","device":"web","kind":"web"}}`))
+//	// resp: {"v":2,"plan":1,"calls":[…]}; run the calls, then
+//	resp = g.Handle([]byte(`{"v":2,"op":"resume","now":1767225600002,"args":{"plan":1,"results":[…]}}`))
 package guest

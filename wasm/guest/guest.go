@@ -1,8 +1,9 @@
 package guest
 
 import (
-	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,42 +11,58 @@ import (
 	"github.com/presencekit/presence/wasm/abi"
 )
 
-// Host is what the module's surroundings provide.
-type Host interface {
-	// Eval runs a script request (abi.EncodeScriptRequest) and returns the
-	// script response (abi.EncodeScriptResponse or abi.EncodeScriptFailure).
-	Eval(ctx context.Context, request []byte) []byte
-	// Publish publishes message on channel. It is called only when the
-	// engine is configured with Publish.
-	Publish(ctx context.Context, channel string, message []byte) error
-}
-
-// Guest runs ABI requests on an engine over its Host. It is safe for
-// concurrent use, though it handles one request at a time.
+// Guest runs ABI requests as plans (core.Planner): a request starts a
+// plan, whose response is its end or the calls it waits for, tagged with
+// the plan's ID; a resume request hands a plan its results. It does no
+// I/O and imports nothing. Up to abi.MaxPlans plans are in flight at once;
+// starting one more abandons the oldest. It is safe for concurrent use,
+// though it handles one request at a time.
 type Guest struct {
-	host Host
+	mu       sync.Mutex
+	mode     string
+	publish  bool
+	planner  *core.Planner
+	lastMax  int                       // how many last good counts to keep
+	lastGood map[core.Scope]core.Count // served, stale, while Redis is unreachable
 
-	mu    sync.Mutex
-	clock opClock
-	mode  string
-	eng   *core.Engine
+	next    int64
+	flights map[int64]*flight
+	order   []int64 // IDs in flight (and some ended), oldest first
+	buf     []byte  // the last response, reused by the next
 }
 
-// New returns a guest over h, not yet configured.
-func New(h Host) *Guest {
-	return &Guest{host: h}
+// flight is a plan in flight: the op that started it and how to turn its
+// outcome into the op's result.
+type flight struct {
+	op     string
+	plan   core.Stepper
+	result func() (any, error)
 }
 
-// opClock is the host clock: the "now" of the request being handled.
-type opClock struct{ ms int64 }
+// New returns a guest, not yet configured.
+func New() *Guest {
+	return &Guest{flights: map[int64]*flight{}}
+}
 
-// Now returns the request's instant.
-func (c *opClock) Now() time.Time { return time.UnixMilli(c.ms) }
+// InFlight returns the IDs of the plans in flight, oldest first.
+func (g *Guest) InFlight() []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []int64
+	for _, id := range g.order {
+		if g.flights[id] != nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
 
-// Handle runs one request and returns its response. It never panics and
-// never fails: malformed input, refusals and failures all come back as
-// error responses; a panic inside becomes an error of code "internal".
-func (g *Guest) Handle(ctx context.Context, request []byte) (response []byte) {
+// Handle runs one request and returns its response, which stays valid
+// until the next Handle. It never panics and never fails: malformed input,
+// refusals and failures all come back as error responses; a panic inside
+// becomes an error of code "internal" (and forgets the plan it was
+// stepping).
+func (g *Guest) Handle(request []byte) (response []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer func() {
@@ -54,15 +71,106 @@ func (g *Guest) Handle(ctx context.Context, request []byte) (response []byte) {
 				Message: fmt.Sprintf("%v: %v", abi.ErrInternal, p)}})
 		}
 	}()
+	g.buf = g.handle(g.buf[:0], request)
+	return g.buf
+}
+
+func (g *Guest) handle(b, request []byte) []byte {
 	req, err := abi.DecodeRequest(request)
 	if err != nil {
-		return abi.EncodeErrorResponse(err)
+		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
 	}
-	res, err := g.do(ctx, req)
+	switch a := req.Args.(type) {
+	case *abi.Config:
+		res, err := g.configure(a)
+		return abi.AppendResponse(b, abi.Response{Result: res, Error: abi.EncodeError(err)})
+	case *abi.PlanRef:
+		if g.flights[a.Plan] == nil {
+			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(unknownPlan(a.Plan))})
+		}
+		delete(g.flights, a.Plan)
+		return abi.AppendResponse(b, abi.Response{Result: &abi.Empty{}})
+	}
+	if g.planner == nil {
+		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(abi.ErrUnconfigured)})
+	}
+	now := ""
+	if g.mode == abi.ClockHost {
+		if req.Now <= 0 {
+			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(&abi.DecodeError{What: "request",
+				Field: "now", Reason: "required: the engine runs on the host's clock"})})
+		}
+		now = strconv.FormatInt(req.Now, 10)
+	}
+	if r, ok := req.Args.(*abi.Resume); ok {
+		f := g.flights[r.Plan]
+		if f == nil {
+			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(unknownPlan(r.Plan))})
+		}
+		if n := len(f.plan.Calls()); len(r.Results) != n {
+			err := fmt.Errorf("%w: plan %d waits for %d results, got %d", abi.ErrResults, r.Plan, n, len(r.Results))
+			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+		}
+		f.plan.SetNow(now)
+		delete(g.flights, r.Plan) // a panic in Step forgets the plan
+		if err := f.plan.Step(r.Results); err != nil && !f.plan.Done() {
+			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+		}
+		return g.respond(b, r.Plan, f)
+	}
+	f, err := g.start(req, now)
 	if err != nil {
-		return abi.EncodeErrorResponse(err)
+		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
 	}
-	return abi.EncodeResponse(abi.Response{Result: res})
+	if f.plan.Done() {
+		return g.respond(b, 0, f)
+	}
+	g.next++
+	return g.respond(b, g.next, f)
+}
+
+func unknownPlan(id int64) error {
+	return fmt.Errorf("%w: %d", abi.ErrUnknownPlan, id)
+}
+
+// respond returns the plan's next calls under id (keeping it in flight),
+// or its end.
+func (g *Guest) respond(b []byte, id int64, f *flight) []byte {
+	if !f.plan.Done() {
+		if g.flights[id] == nil {
+			g.admit(id)
+		}
+		g.flights[id] = f
+		return abi.AppendResponse(b, abi.Response{Plan: id, Calls: f.plan.Calls()})
+	}
+	res, err := f.result()
+	if err != nil {
+		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+	}
+	resp := abi.Response{Result: res}
+	if g.publish {
+		resp.Messages = abi.FromPublications(f.plan.Messages())
+	}
+	return abi.AppendResponse(b, resp)
+}
+
+// admit makes room for plan id: it forgets the ended plans at the head of
+// the order and, at abi.MaxPlans in flight, abandons the oldest.
+func (g *Guest) admit(id int64) {
+	if len(g.order) >= 2*abi.MaxPlans || len(g.flights) >= abi.MaxPlans {
+		live := g.order[:0]
+		for _, x := range g.order {
+			if g.flights[x] != nil {
+				live = append(live, x)
+			}
+		}
+		g.order = live
+		for len(g.flights) >= abi.MaxPlans {
+			delete(g.flights, g.order[0])
+			g.order = g.order[1:]
+		}
+	}
+	g.order = append(g.order, id)
 }
 
 func (g *Guest) configure(cfg *abi.Config) (any, error) {
@@ -74,195 +182,159 @@ func (g *Guest) configure(cfg *abi.Config) (any, error) {
 	if mode == "" {
 		mode = abi.ClockHost
 	}
-	if mode == abi.ClockHost {
-		c.Clock = &g.clock
-	}
 	if cfg.Seed != nil {
 		c.Rand = abi.SeededRand(*cfg.Seed)
 	}
-	var st core.Store = store{g.host}
-	if cfg.Publish {
-		st = publishingStore{store{g.host}}
-	}
-	eng, err := core.New(st, c)
+	pl, err := core.NewPlanner(c)
 	if err != nil {
 		return nil, err
 	}
-	g.eng, g.mode = eng, mode
+	g.planner, g.mode, g.publish = pl, mode, cfg.Publish
+	g.lastMax = c.LastGoodCounts
+	if g.lastMax == 0 {
+		g.lastMax = 10000 // core.Config.LastGoodCounts's default
+	}
+	g.lastGood = map[core.Scope]core.Count{}
+	g.flights, g.order = map[int64]*flight{}, nil // plans of the engine replaced are forgotten
 	return &abi.Configured{ABI: abi.Version, Clock: mode}, nil
 }
 
-func (g *Guest) do(ctx context.Context, req abi.Request) (any, error) {
-	if cfg, ok := req.Args.(*abi.Config); ok {
-		return g.configure(cfg)
-	}
-	if g.eng == nil {
-		return nil, abi.ErrUnconfigured
-	}
-	if g.mode == abi.ClockHost {
-		if req.Now <= 0 {
-			return nil, &abi.DecodeError{What: "request", Field: "now", Reason: "required: the engine runs on the host's clock"}
-		}
-		g.clock.ms = req.Now
-	}
-	e := g.eng
+// start makes the plan of req.
+func (g *Guest) start(req abi.Request, now string) (*flight, error) {
+	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		ack, err := e.Heartbeat(ctx, a.Core())
-		if err != nil && err != ack.Err {
-			return nil, err
-		}
-		w := abi.FromAck(ack)
-		return &w, nil
+		p := pl.Heartbeat(now, a.Core())
+		return &flight{plan: p, result: func() (any, error) {
+			ack, err := p.Outcome()
+			if err != nil && err != ack.Err {
+				return nil, err
+			}
+			w := abi.FromAck(ack)
+			return &w, nil
+		}}, nil
 	case *abi.HeartbeatBatch:
 		beats := make([]core.Heartbeat, len(a.Beats))
 		for i, b := range a.Beats {
 			beats[i] = b.Core()
 		}
-		acks, err := e.HeartbeatBatch(ctx, beats)
-		if err != nil {
-			return nil, err
-		}
-		out := &abi.Acks{Acks: make([]abi.Ack, len(acks))}
-		for i, ack := range acks {
-			out.Acks[i] = abi.FromAck(ack)
-		}
-		return out, nil
-	case *abi.Login:
-		r, err := e.Login(ctx, a.Core())
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromLoginResult(r)
-		return &w, nil
-	case *abi.End:
-		end := e.Logout
-		if req.Op == abi.OpDisconnect {
-			end = e.Disconnect
-		}
-		r, err := end(ctx, a.User, a.Device, a.Token)
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromEnded(r)
-		return &w, nil
-	case *abi.SetManual:
-		cs, err := e.SetManual(ctx, a.User, core.Manual(a.Manual), time.Duration(a.TTL))
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromChanges(cs)
-		return &w, nil
-	case *abi.StatusArgs:
-		s, err := e.Status(ctx, a.User)
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromUserStatus(s)
-		return &w, nil
-	case *abi.StatusesArgs:
-		ss, err := e.Statuses(ctx, a.Users)
-		if err != nil {
-			return nil, err
-		}
-		out := &abi.Statuses{Statuses: make([]abi.UserStatus, len(ss))}
-		for i, s := range ss {
-			out.Statuses[i] = abi.FromUserStatus(s)
-		}
-		return out, nil
-	case *abi.Touch:
-		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
-		if req.Op == abi.OpLeave {
-			removed, err := e.Leave(ctx, sc, a.Member)
+		p := pl.HeartbeatBatch(now, beats)
+		return &flight{plan: p, result: func() (any, error) {
+			acks, err := p.Outcome()
 			if err != nil {
 				return nil, err
 			}
-			return &abi.Removed{Removed: removed}, nil
+			out := &abi.Acks{Acks: make([]abi.Ack, len(acks))}
+			for i, ack := range acks {
+				out.Acks[i] = abi.FromAck(ack)
+			}
+			return out, nil
+		}}, nil
+	case *abi.Login:
+		p := pl.Login(now, a.Core())
+		return ended(p, func(r core.LoginResult) any { w := abi.FromLoginResult(r); return &w }), nil
+	case *abi.End:
+		var p *core.Plan[core.Ended]
+		if req.Op == abi.OpDisconnect {
+			p = pl.Disconnect(now, a.User, a.Device, a.Token)
+		} else {
+			p = pl.Logout(now, a.User, a.Device, a.Token)
 		}
-		return &abi.Empty{}, e.Touch(ctx, sc, a.Member)
+		return ended(p, func(r core.Ended) any { w := abi.FromEnded(r); return &w }), nil
+	case *abi.SetManual:
+		p := pl.SetManual(now, a.User, core.Manual(a.Manual), time.Duration(a.TTL))
+		return ended(p, func(cs []core.Change) any { w := abi.FromChanges(cs); return &w }), nil
+	case *abi.StatusArgs:
+		p := pl.Status(now, a.User)
+		return ended(p, func(s core.UserStatus) any { w := abi.FromUserStatus(s); return &w }), nil
+	case *abi.StatusesArgs:
+		p := pl.Statuses(now, a.Users)
+		return ended(p, func(ss []core.UserStatus) any {
+			out := &abi.Statuses{Statuses: make([]abi.UserStatus, len(ss))}
+			for i, s := range ss {
+				out.Statuses[i] = abi.FromUserStatus(s)
+			}
+			return out
+		}), nil
+	case *abi.Touch:
+		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
+		if req.Op == abi.OpLeave {
+			return ended(pl.Leave(now, sc, a.Member), func(removed bool) any { return &abi.Removed{Removed: removed} }), nil
+		}
+		return ended(pl.Touch(now, sc, a.Member), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.TouchBatch:
 		ts := make([]core.ScopeTouch, len(a.Touches))
 		for i, t := range a.Touches {
 			ts[i] = core.ScopeTouch{Scope: core.Scope{Class: t.Scope.Class, ID: t.Scope.ID}, Member: t.Member}
 		}
-		return &abi.Empty{}, e.TouchBatch(ctx, ts)
+		return ended(pl.TouchBatch(now, ts), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.ScopeArgs:
-		c, err := e.Count(ctx, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID})
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromCount(c)
-		return &w, nil
-	case *abi.MembersArgs:
-		p, err := e.Members(ctx, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, a.Cursor, a.Limit)
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromMemberPage(p)
-		return &w, nil
-	case *abi.ActiveWithinArgs:
-		n, err := e.ActiveWithin(ctx, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, time.Duration(a.Within))
-		if err != nil {
-			return nil, err
-		}
-		return &abi.N{N: n}, nil
-	case *abi.ChangeLogArgs:
-		entries, gap, err := e.ChangeLogAfter(ctx, a.After, a.Limit)
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromChangeLog(entries, gap)
-		return &w, nil
-	case *abi.Empty:
-		if req.Op == abi.OpOnline {
-			counts, err := e.Online(ctx)
+		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
+		p := pl.Count(now, sc)
+		return &flight{plan: p, result: func() (any, error) {
+			c, err := g.count(sc, p)
 			if err != nil {
 				return nil, err
 			}
-			w := abi.FromOnline(counts)
+			w := abi.FromCount(c)
 			return &w, nil
+		}}, nil
+	case *abi.MembersArgs:
+		p := pl.Members(now, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, a.Cursor, a.Limit)
+		return ended(p, func(pg core.MemberPage) any { w := abi.FromMemberPage(pg); return &w }), nil
+	case *abi.ActiveWithinArgs:
+		p := pl.ActiveWithin(now, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, time.Duration(a.Within))
+		return ended(p, func(n int64) any { return &abi.N{N: n} }), nil
+	case *abi.ChangeLogArgs:
+		p := pl.ChangeLogAfter(now, a.After, a.Limit)
+		return ended(p, func(pg core.LogPage) any { w := abi.FromChangeLog(pg.Entries, pg.Gap); return &w }), nil
+	case *abi.Empty:
+		switch req.Op {
+		case abi.OpOnline:
+			return ended(pl.Online(now), func(counts map[core.Status]int64) any { w := abi.FromOnline(counts); return &w }), nil
+		case abi.OpSweepUsers:
+			return ended(pl.SweepUsers(now), sweepReport), nil
+		case abi.OpSweepScopes:
+			return ended(pl.SweepScopes(now), sweepReport), nil
 		}
-		sweep := e.SweepUsers
-		if req.Op == abi.OpSweepScopes {
-			sweep = e.SweepScopes
-		}
-		r, err := sweep(ctx)
-		if err != nil {
-			return nil, err
-		}
-		w := abi.FromSweepReport(r)
-		return &w, nil
 	}
 	return nil, &abi.DecodeError{What: "request", Field: "op", Reason: "unhandled operation " + req.Op}
 }
 
-// store is the engine's core.Store: every Eval is one script request to
-// the host.
-type store struct{ host Host }
+func sweepReport(r core.SweepReport) any { w := abi.FromSweepReport(r); return &w }
 
-// Eval sends calls to the host and decodes its answer; an answer that
-// does not decode fails every call with the *abi.DecodeError.
-func (s store) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	out := s.host.Eval(ctx, abi.EncodeScriptRequest(calls))
-	res, err := abi.DecodeScriptResponse(out, len(calls))
-	if err != nil {
-		res = make([]core.Result, len(calls))
-		for i := range res {
-			res[i].Err = err
+// ended returns the flight of p, whose result is wire of its outcome.
+func ended[T any](p *core.Plan[T], wire func(T) any) *flight {
+	return &flight{plan: p, result: func() (any, error) {
+		v, err := p.Outcome()
+		if err != nil {
+			return nil, err
 		}
+		return wire(v), nil
+	}}
+}
+
+// count is core.Engine.Count's ending: the count read, remembered, or,
+// when Redis is unreachable, the last good one marked stale.
+func (g *Guest) count(sc core.Scope, p *core.Plan[core.Count]) (core.Count, error) {
+	c, err := p.Outcome()
+	if err != nil {
+		if errors.Is(err, core.ErrUnavailable) {
+			if last, ok := g.lastGood[sc]; ok {
+				last.Stale = true
+				return last, nil
+			}
+		}
+		return core.Count{}, err
 	}
-	return res
+	if g.lastMax > 0 {
+		if _, ok := g.lastGood[sc]; !ok && len(g.lastGood) >= g.lastMax {
+			for k := range g.lastGood { // evict an arbitrary entry to stay bounded
+				delete(g.lastGood, k)
+				break
+			}
+		}
+		g.lastGood[sc] = c
+	}
+	return c, nil
 }
-
-// publishingStore is a store with the core.Publisher capability.
-type publishingStore struct{ store }
-
-// Publish hands the message to the host.
-func (s publishingStore) Publish(ctx context.Context, channel string, message []byte) error {
-	return s.host.Publish(ctx, channel, message)
-}
-
-var (
-	_ core.Store     = store{}
-	_ core.Publisher = publishingStore{}
-)

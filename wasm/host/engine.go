@@ -53,12 +53,26 @@ func (in *Instance) Configure(ctx context.Context, cfg core.Config, opt EngineOp
 // Instance returns the instance the engine runs in.
 func (e *Engine) Instance() *Instance { return e.in }
 
-func (e *Engine) do(ctx context.Context, op string, args any) (any, error) {
-	var now int64
-	if e.clock != nil {
-		now = e.clock.Now().UnixMilli()
+func (e *Engine) now() int64 {
+	if e.clock == nil {
+		return 0
 	}
-	return e.in.Do(ctx, op, now, args)
+	return e.clock.Now().UnixMilli()
+}
+
+func (e *Engine) do(ctx context.Context, op string, args any) (any, error) {
+	o := &Op{Op: op, Args: args}
+	if err := e.in.Run(ctx, e.now, o); err != nil {
+		return nil, err
+	}
+	return o.Result, o.Err
+}
+
+// Run runs ops together in the engine's instance (Instance.Run), on the
+// engine's clock: their plans are in flight at once and the calls of each
+// round go to the store in one Eval, as core.Engine.Run does natively.
+func (e *Engine) Run(ctx context.Context, ops ...*Op) error {
+	return e.in.Run(ctx, e.now, ops...)
 }
 
 // Heartbeat is core.Engine.Heartbeat in the module.

@@ -64,8 +64,8 @@ type Runtime struct {
 // exports the module must have.
 var requiredExports = []string{"_initialize", "presence_abi_version", "presence_alloc", "presence_free", "presence_call"}
 
-// NewRuntime compiles the module (the bytes of a build of wasm/module) and
-// defines the host functions it imports.
+// NewRuntime compiles the module (the bytes of a build of wasm/module). The
+// module imports nothing from the host but WASI.
 func NewRuntime(ctx context.Context, module []byte, opt Options) (*Runtime, error) {
 	cfg := wazero.NewRuntimeConfig()
 	if opt.Interpreter {
@@ -85,15 +85,7 @@ func NewRuntime(ctx context.Context, module []byte, opt Options) (*Runtime, erro
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.rt); err != nil {
 		return fail("instantiating WASI", err)
 	}
-	i32 := api.ValueTypeI32
-	_, err := r.rt.NewHostModuleBuilder("presence").
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostEval), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("eval").
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostEvalResult), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("eval_result").
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostPublish), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).Export("publish").
-		Instantiate(ctx)
-	if err != nil {
-		return fail("defining host functions", err)
-	}
+	var err error
 	if r.compiled, err = r.rt.CompileModule(ctx, module); err != nil {
 		return fail("compiling", err)
 	}
@@ -118,14 +110,12 @@ type Instance struct {
 	store                core.Store
 	pub                  core.Publisher
 
-	mu      sync.Mutex
-	buf     uint32 // request buffer in the module's memory
-	bufCap  uint32
-	pending []byte // the script response eval_result hands over
-	closed  bool
+	mu     sync.Mutex // serialises calls into the module
+	runMu  sync.Mutex // serialises Run: plan IDs are the instance's
+	buf    uint32     // request buffer in the module's memory
+	bufCap uint32
+	closed bool
 }
-
-type instanceKey struct{}
 
 // NewInstance instantiates the module, runs _initialize and checks the ABI
 // version. The instance's script calls go to store; its publications
@@ -204,8 +194,7 @@ func (in *Instance) Call(ctx context.Context, request []byte) ([]byte, error) {
 	if !mem.Write(in.buf, request) {
 		return nil, &ModuleError{Op: "presence_call", Err: errors.New("request buffer outside memory")}
 	}
-	res, err := in.call.Call(context.WithValue(ctx, instanceKey{}, in), uint64(in.buf), uint64(size))
-	in.pending = nil
+	res, err := in.call.Call(ctx, uint64(in.buf), uint64(size))
 	if err != nil {
 		return nil, in.trapped(ctx, "presence_call", err)
 	}
@@ -223,105 +212,160 @@ func (in *Instance) trapped(ctx context.Context, op string, err error) error {
 	return &ModuleError{Op: op, Err: err}
 }
 
-// Do runs one operation: it encodes the request, calls the module and
-// decodes the response. It returns the op's result type (abi.NewResult),
-// or the error the module answered, rebuilt (abi.Error.Err), or a
-// *ModuleError, or an *abi.DecodeError for a response that does not decode.
+// Op is one operation for Instance.Run: Op and Args as in an
+// abi.Request; Run sets Result (the op's result type, abi.NewResult) or
+// Err (the error the module answered, rebuilt by abi.Error.Err, or an
+// *abi.DecodeError for a response that does not decode).
+type Op struct {
+	Op   string
+	Args any
+
+	Result any
+	Err    error
+}
+
+// Do runs one operation: it encodes the request, runs its plan to the end
+// over the instance's store and decodes the result. It returns the op's
+// result type (abi.NewResult), or the error the module answered, rebuilt
+// (abi.Error.Err), or a *ModuleError, or an *abi.DecodeError for a
+// response that does not decode.
 func (in *Instance) Do(ctx context.Context, op string, now int64, args any) (any, error) {
-	req, err := abi.EncodeRequest(abi.Request{Op: op, Now: now, Args: args})
-	if err != nil {
+	o := &Op{Op: op, Args: args}
+	if err := in.Run(ctx, func() int64 { return now }, o); err != nil {
 		return nil, err
 	}
+	return o.Result, o.Err
+}
+
+// Run runs ops as plans in flight together in the instance: it starts
+// each (at now()), then, round after round, sends the calls of every plan
+// still waiting to the store in one Eval (one pipelined round trip where
+// the store pipelines), splits the results back and resumes each plan
+// with its own (at now() after the round trip), until every plan has
+// ended. A plan publishes its messages through the store (when it
+// implements core.Publisher and the engine was configured with Publish)
+// as soon as it ends. More than abi.MaxPlans ops run in windows of
+// abi.MaxPlans. The error is a *ModuleError only (the module trapped or
+// the instance is closed); each op's outcome is in the op. Calls of Run
+// on one instance are serialised.
+func (in *Instance) Run(ctx context.Context, now func() int64, ops ...*Op) error {
+	in.runMu.Lock()
+	defer in.runMu.Unlock()
+	for start := 0; start < len(ops); start += abi.MaxPlans {
+		if err := in.run(ctx, now, ops[start:min(start+abi.MaxPlans, len(ops))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flight is a plan of an op in flight, with the calls it waits for.
+type flight struct {
+	op    *Op
+	plan  int64
+	calls []core.Call
+}
+
+func (in *Instance) run(ctx context.Context, now func() int64, ops []*Op) error {
+	live := make([]flight, 0, len(ops))
+	for _, o := range ops {
+		req, err := abi.EncodeRequest(abi.Request{Op: o.Op, Now: now(), Args: o.Args})
+		if err != nil {
+			o.Result, o.Err = nil, err
+			continue
+		}
+		f, err := in.exchange(ctx, o, req)
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			live = append(live, *f)
+		}
+	}
+	var calls []core.Call
+	for len(live) > 0 {
+		calls = calls[:0]
+		for _, f := range live {
+			calls = append(calls, f.calls...)
+		}
+		res := in.eval(ctx, calls)
+		t := now()
+		next := live[:0]
+		for _, f := range live {
+			part := res[:len(f.calls)]
+			res = res[len(f.calls):]
+			req, err := abi.EncodeRequest(abi.Request{Op: abi.OpResume, Now: t,
+				Args: &abi.Resume{Plan: f.plan, Results: part}})
+			if err != nil {
+				f.op.Result, f.op.Err = nil, err
+				continue
+			}
+			g, err := in.exchange(ctx, f.op, req)
+			if err != nil {
+				return err
+			}
+			if g != nil {
+				next = append(next, *g)
+			}
+		}
+		live = next
+	}
+	return nil
+}
+
+// exchange hands the module one request of o's plan and reads the
+// response: the plan's next calls (returned), or its end (set in o, and
+// its messages published).
+func (in *Instance) exchange(ctx context.Context, o *Op, req []byte) (*flight, error) {
 	out, err := in.Call(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := abi.DecodeResponse(op, out)
-	if err != nil {
-		return nil, err
+	resp, err := abi.DecodeResponse(o.Op, out)
+	switch {
+	case err != nil:
+		o.Result, o.Err = nil, err
+	case resp.Calls != nil:
+		return &flight{op: o, plan: resp.Plan, calls: resp.Calls}, nil
+	case resp.Error != nil:
+		o.Result, o.Err = nil, resp.Error.Err()
+	default:
+		o.Result, o.Err = resp.Result, nil
+		if in.pub != nil {
+			for _, m := range resp.Messages {
+				in.publish(ctx, m.Channel, []byte(m.Payload))
+			}
+		}
 	}
-	if resp.Error != nil {
-		return nil, resp.Error.Err()
-	}
-	return resp.Result, nil
-}
-
-// instance returns the instance a host function serves.
-func instance(ctx context.Context) *Instance {
-	in, _ := ctx.Value(instanceKey{}).(*Instance)
-	return in
-}
-
-// hostEval implements the import presence.eval(ptr, size) → response size.
-func hostEval(ctx context.Context, m api.Module, stack []uint64) {
-	in := instance(ctx)
-	if in == nil {
-		stack[0] = 0
-		return
-	}
-	ptr, size := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-	var resp []byte
-	if req, ok := m.Memory().Read(ptr, size); !ok {
-		resp = abi.EncodeScriptFailure(&abi.DecodeError{What: "script request", Reason: "outside the module's memory"})
-	} else if calls, err := abi.DecodeScriptRequest(req); err != nil {
-		resp = abi.EncodeScriptFailure(err)
-	} else {
-		resp = in.eval(ctx, calls)
-	}
-	in.pending = resp
-	stack[0] = api.EncodeU32(uint32(len(resp)))
+	return nil, nil
 }
 
 // eval runs calls on the store; a panic or a wrong number of results
-// fails the whole request.
-func (in *Instance) eval(ctx context.Context, calls []core.Call) (resp []byte) {
+// fails every call.
+func (in *Instance) eval(ctx context.Context, calls []core.Call) (res []core.Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp = abi.EncodeScriptFailure(fmt.Errorf("presence/host: store panicked: %v", p))
+			res = failAll(len(calls), fmt.Errorf("presence/host: store panicked: %v", p))
 		}
 	}()
-	res := in.store.Eval(ctx, calls)
+	res = in.store.Eval(ctx, calls)
 	if len(res) != len(calls) {
-		return abi.EncodeScriptFailure(fmt.Errorf("%w: store returned %d results for %d calls", core.ErrReply, len(res), len(calls)))
+		return failAll(len(calls), fmt.Errorf("%w: store returned %d results for %d calls", core.ErrReply, len(res), len(calls)))
 	}
-	return abi.EncodeScriptResponse(res)
+	return res
 }
 
-// hostEvalResult implements presence.eval_result(ptr, size) → 0 or 1.
-func hostEvalResult(ctx context.Context, m api.Module, stack []uint64) {
-	in := instance(ctx)
-	ptr, size := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-	if in == nil || int(size) != len(in.pending) || !m.Memory().Write(ptr, in.pending) {
-		stack[0] = 1
-		return
+func failAll(n int, err error) []core.Result {
+	res := make([]core.Result, n)
+	for i := range res {
+		res[i].Err = err
 	}
-	in.pending = nil
-	stack[0] = 0
+	return res
 }
 
-// hostPublish implements presence.publish(ch, chSize, msg, msgSize) → 0 or 1.
-func hostPublish(ctx context.Context, m api.Module, stack []uint64) {
-	in := instance(ctx)
-	ch, ok1 := m.Memory().Read(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	msg, ok2 := m.Memory().Read(api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
-	if in == nil || !ok1 || !ok2 {
-		stack[0] = 1
-		return
-	}
-	if in.pub != nil {
-		if err := in.publish(ctx, string(ch), bytes.Clone(msg)); err != nil {
-			stack[0] = 1
-			return
-		}
-	}
-	stack[0] = 0
-}
-
-func (in *Instance) publish(ctx context.Context, channel string, msg []byte) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("presence/host: publisher panicked: %v", p)
-		}
-	}()
-	return in.pub.Publish(ctx, channel, msg)
+// publish hands a message to the store's publisher; a failure (or panic)
+// changes nothing the plan did, as for a native engine.
+func (in *Instance) publish(ctx context.Context, channel string, msg []byte) {
+	defer func() { _ = recover() }()
+	_ = in.pub.Publish(ctx, channel, msg)
 }

@@ -7,14 +7,14 @@
 // Run with Go's wasm_exec.js ($(go env GOROOT)/lib/wasm), it defines one
 // global object:
 //
-//	presence.abiVersion                 // 1
-//	presence.newInstance(eval, publish) // → {call(request), release()}
+//	presence.abiVersion       // 2
+//	presence.newInstance()    // → {call(request), release()}
 //
-// eval(scriptRequest) receives a script request (JSON text, see ABI.md)
-// and must return the script response synchronously, as JSON text;
-// publish(channel, message), optional, is called for status changes and
-// kicks when the engine is configured with "publish": true. call takes an
-// ABI request (JSON text) and returns the response (JSON text); it never
-// throws: bad input, a throwing eval and failures come back as error
+// call takes an ABI request (a string or a Uint8Array of JSON) and returns
+// the response synchronously, as a Uint8Array of JSON: a result, an error,
+// or the script calls a plan waits for, which the host runs on Redis
+// however it likes (asynchronously, on the event loop) before calling
+// again with a resume request. The module calls nothing in JavaScript.
+// call never throws: bad input and failures come back as error
 // responses. wasm/node holds an example for Node.js.
 package main

@@ -42,7 +42,7 @@ func TestNodeExample(t *testing.T) {
 		t.Fatalf("example failed: %v", err)
 	}
 	for _, want := range []string{
-		"abi 1", `"clock":"host"`, "status ONLINE web-1:ONLINE", `count {"n":3,`,
+		"abi 2", `"clock":"host"`, "together 3 plans in 2 rounds", "bad resume unknown_plan", "status ONLINE web-1:ONLINE", `count {"n":3,`,
 		"[invalid] presence: invalid Heartbeat.User: must not be empty",
 	} {
 		if !strings.Contains(string(out), want) {
