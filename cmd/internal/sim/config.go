@@ -70,7 +70,10 @@ type Config struct {
 	Prefix string
 	// Start is the virtual start instant. Default 2026-01-01 09:00 UTC.
 	Start time.Time
-	// Progress, if set, receives a line per virtual minute.
+	// Progress, if set, receives a line per virtual minute: the virtual
+	// and wall time, the users online and the video viewers as the edges'
+	// engines count them ("engine=") and as the simulation's truth does
+	// ("truth="), the events published and the script calls sent.
 	Progress io.Writer
 }
 

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if cfg.Progress != nil && w.currentTick%progressTicks == 0 {
 			r := w.rows[len(w.rows)-1]
-			fmt.Fprintf(cfg.Progress, "  t=%-6s wall=%5.1fs online=%d/%d viewers=%d/%d events=%d redis=%d\n",
+			fmt.Fprintf(cfg.Progress, "  t=%-6s wall=%5.1fs online engine=%d truth=%d  viewers engine=%d truth=%d  events=%d redis=%d\n",
 				time.Duration(int64(w.currentTick)*w.tickMS)*time.Millisecond, time.Since(w.wallStart).Seconds(),
 				r.Engine[core.StatusOnline], r.Truth[core.StatusOnline], r.ViewersEngine, r.ViewersTruth,
 				w.stats.Events, w.store.calls.Load())
