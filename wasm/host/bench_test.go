@@ -4,9 +4,12 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/host"
 )
 
@@ -47,31 +50,70 @@ func benchBeats(n int) []core.Heartbeat {
 	return beats
 }
 
-func benchHeartbeat(b *testing.B, open func(tb testing.TB, store core.Store, clk *clock) core.Presence) {
+// cpuTime returns the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runner is what a benchmark drives: an engine, and how it runs beats
+// as separate operations in flight together (core.Engine.Run natively,
+// host.Engine.Run in the module).
+type runner struct {
+	p        core.Presence
+	together func(ctx context.Context, beats []core.Heartbeat) error
+}
+
+// benchHeartbeat measures heartbeats: one Heartbeat call ("single"), one
+// HeartbeatBatch of n ("batch"), and n Heartbeat operations as plans in
+// flight together ("plans"), each per beat, in wall time (ns/beat) and
+// in the process's CPU time (cpu-ns/beat).
+func benchHeartbeat(b *testing.B, open func(tb testing.TB, store core.Store, clk *clock) runner) {
 	for _, storeName := range []string{"replay", "miniredis"} {
-		for _, n := range []int{1, 100} {
-			b.Run("store="+storeName+"/batch="+strconv.Itoa(n), func(b *testing.B) {
+		for _, mode := range []string{"single", "batch", "plans"} {
+			n := 100
+			if mode == "single" {
+				n = 1
+			}
+			b.Run("store="+storeName+"/"+mode+"="+strconv.Itoa(n), func(b *testing.B) {
 				clk := &clock{t: t0}
 				store, _ := miniStore(b, t0)
 				if storeName == "replay" {
 					store = &replayStore{inner: store, cache: map[string]core.Result{}}
 				}
-				p := open(b, store, clk)
+				r := open(b, store, clk)
 				ctx := context.Background()
 				beats := benchBeats(n)
+				run := func() error {
+					switch mode {
+					case "single":
+						_, err := r.p.Heartbeat(ctx, beats[0])
+						return err
+					case "batch":
+						_, err := r.p.HeartbeatBatch(ctx, beats)
+						return err
+					}
+					return r.together(ctx, beats)
+				}
 				for i := 0; i < 2; i++ { // sessions, loaded scripts, a warm cache
-					if _, err := p.HeartbeatBatch(ctx, beats); err != nil {
+					if err := run(); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := cpuTime()
 				for i := 0; i < b.N; i++ {
-					if _, err := p.HeartbeatBatch(ctx, beats); err != nil {
+					if err := run(); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu = cpuTime() - cpu
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/beat")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/beat")
 			})
 		}
 	}
@@ -80,23 +122,54 @@ func benchHeartbeat(b *testing.B, open func(tb testing.TB, store core.Store, clk
 // BenchmarkHeartbeatNative is the native core.Engine, the baseline of
 // BenchmarkHeartbeatWASM.
 func BenchmarkHeartbeatNative(b *testing.B) {
-	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) core.Presence {
+	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) runner {
 		e, err := core.New(store, core.Config{Clock: clk, UserBuckets: 1})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return e
+		pl := e.Planner()
+		return runner{p: e, together: func(ctx context.Context, beats []core.Heartbeat) error {
+			now := core.NowArg(clk.Now())
+			plans := make([]core.Stepper, len(beats))
+			hbs := make([]*core.Plan[core.Ack], len(beats))
+			for i, hb := range beats {
+				hbs[i] = pl.Heartbeat(now, hb)
+				plans[i] = hbs[i]
+			}
+			e.Run(ctx, plans...)
+			for _, p := range hbs {
+				if _, err := p.Outcome(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}
 	})
 }
 
-// BenchmarkHeartbeatWASM is the same engine in the module, through the
-// ABI: the difference on the replay store is the per-call overhead.
+// BenchmarkHeartbeatWASM is the same engine in the module, through ABI
+// v2: the difference on the replay store is the per-call overhead.
 func BenchmarkHeartbeatWASM(b *testing.B) {
-	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) core.Presence {
+	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) runner {
 		e, err := instanceT(tb, store).Configure(context.Background(), core.Config{Clock: clk, UserBuckets: 1}, host.EngineOptions{})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return e
+		return runner{p: e, together: func(ctx context.Context, beats []core.Heartbeat) error {
+			ops := make([]*host.Op, len(beats))
+			for i, hb := range beats {
+				w := abi.FromHeartbeat(hb)
+				ops[i] = &host.Op{Op: abi.OpHeartbeat, Args: &w}
+			}
+			if err := e.Run(ctx, ops...); err != nil {
+				return err
+			}
+			for _, o := range ops {
+				if o.Err != nil {
+					return o.Err
+				}
+			}
+			return nil
+		}}
 	})
 }

@@ -1,7 +1,8 @@
 // Package host runs the presence WebAssembly module (wasm/module) on
-// wazero, a pure-Go WebAssembly runtime, and connects the script runner
-// the module imports to any core.Store: miniredis, or a real server through
-// any adapter.
+// wazero, a pure-Go WebAssembly runtime, and drives its plans (ABI v2)
+// over any core.Store: miniredis, or a real server through any adapter.
+// The module imports nothing from the host; the host runs the script
+// calls each plan waits for and resumes it with their results.
 //
 // A Runtime compiles the module once; each NewInstance is an independent
 // instance (its own memory, its own engine), as an edge node would run one.
@@ -14,6 +15,10 @@
 //	in, err := rt.NewInstance(ctx, goredis.New(client))
 //	eng, err := in.Configure(ctx, core.Config{Clock: clock}, host.EngineOptions{})
 //	ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb})
+//
+// Engine.Run (Instance.Run) runs many operations as plans in flight
+// together in one instance: each round sends the calls of every waiting
+// plan to the store in one Eval.
 //
 // The module is built from source with package wasm (wasm.Build).
 package host
