@@ -13,24 +13,25 @@ import (
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
+	"github.com/presencekit/presence/wasm/guest"
 )
 
 // FuzzWasmABI fuzzes the decoders of the WebAssembly ABI (wasm/abi), which
 // read what a host hands a module and what a module hands back, from both
-// ends. Raw bytes go through DecodeRequest, DecodeResponse,
-// DecodeScriptRequest and DecodeScriptResponse: no panic; what is accepted
+// ends. Raw bytes go through DecodeRequest (requests and resumes) and
+// DecodeResponse (results, errors, plans' calls): no panic; what is accepted
 // is valid JSON and re-encodes to a fixed point; a decoded request run on
 // a model fails, if at all, with a typed error (what the ABI lets in, the
 // core still vets). And fuzzed core values (heartbeats and logins with any
-// IDs and metadata, script calls, script replies of any value tree and
-// error) cross the boundary and come back the same, so that nothing
+// IDs and metadata, a plan's script calls, resumes carrying replies of any
+// value tree and error) cross the boundary and come back the same, so that nothing
 // malformed becomes well-formed on the way: a request the core refuses
 // natively it refuses through the ABI, and the other way round.
 // (wasm/abi has its own round-trip targets; these add the core's view.)
 func FuzzWasmABI(f *testing.F) {
 	f.Add([]byte(`{"v":2,"op":"heartbeat","now":1,"args":{"user":"u","device":"d","kind":"web"}}`), "u", "d", "gw", int64(0), uint8(0))
-	f.Add([]byte(`{"v":2,"results":[{"value":[1,"a",{"b":"/w=="},null]},{"error":{"code":"noscript","message":"NOSCRIPT"}}]}`), "\xff", "{d}", "", int64(-1), uint8(0x82))
-	f.Add([]byte(`{"v":2,"calls":[{"sha":"ab","keys":["k"],"args":[{"b":"/w=="}]}]}`), "u\x00", "", "\u2028", int64(1<<62), uint8(0xe9))
+	f.Add([]byte(`{"v":2,"op":"resume","now":1,"args":{"plan":3,"results":[{"value":[1,"a",{"b":"/w=="},null]},{"error":{"code":"noscript","message":"NOSCRIPT"}}]}}`), "\xff", "{d}", "", int64(-1), uint8(0x82))
+	f.Add([]byte(`{"v":2,"plan":3,"calls":[{"sha":"ab","keys":["k"],"args":[{"b":"/w=="}]}]}`), "u\x00", "", "\u2028", int64(1<<62), uint8(0xe9))
 	f.Fuzz(func(t *testing.T, raw []byte, s1, s2, s3 string, n int64, sel uint8) {
 		decodeRaw(t, raw, sel, int(n&7))
 
@@ -272,4 +273,65 @@ func sameValue(a, b core.Value) bool {
 		}
 	}
 	return true
+}
+
+// FuzzWasmGuest hands arbitrary bytes to a guest (the module's side of the
+// ABI, natively) that has a plan in flight: whatever comes in, the guest
+// answers with a response that decodes, never panics, and stays usable:
+// the plan is still in flight unless the bytes were a well-formed resume
+// or cancel of it, and a new operation still starts a plan.
+func FuzzWasmGuest(f *testing.F) {
+	f.Add([]byte(`{"v":2,"op":"resume","now":1767225600001,"args":{"plan":1,"results":[{"value":[1,"x"]}]}}`))
+	f.Add([]byte(`{"v":2,"op":"resume","now":1767225600001,"args":{"plan":1,"results":[]}}`))
+	f.Add([]byte(`{"v":2,"op":"resume","now":1767225600001,"args":{"plan":1,"results":[{"error":{"code":"noscript","message":"NOSCRIPT"}}]}}`))
+	f.Add([]byte(`{"v":2,"op":"resume","now":1767225600001,"args":{"plan":2,"results":[{"value":null}]}}`))
+	f.Add([]byte(`{"v":2,"op":"cancel","args":{"plan":1}}`))
+	f.Add([]byte(`{"v":2,"op":"configure","args":{}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		g := guest.New()
+		ok := func(op string, b []byte) abi.Response {
+			t.Helper()
+			resp, err := abi.DecodeResponse(op, b)
+			if err != nil {
+				t.Fatalf("response %q does not decode: %v", b, err)
+			}
+			return resp
+		}
+		ok(abi.OpConfigure, g.Handle([]byte(`{"v":2,"op":"configure","args":{}}`)))
+		start := []byte(`{"v":2,"op":"status","now":1767225600000,"args":{"user":"alice"}}`)
+		first := ok(abi.OpStatus, g.Handle(start))
+		if first.Plan != 1 || len(first.Calls) == 0 {
+			t.Fatalf("first plan: %+v", first)
+		}
+		op := abi.OpStatus
+		req, err := abi.DecodeRequest(raw)
+		if err == nil && req.Op == abi.OpConfigure {
+			op = abi.OpConfigure
+		} else if err == nil && req.Op != abi.OpResume && abi.NewResult(req.Op) != nil {
+			op = req.Op
+		}
+		resp := ok(op, g.Handle(raw))
+		inFlight := g.InFlight()
+		touched := false // the bytes may have stepped, ended, cancelled or dropped plan 1
+		if err == nil {
+			switch a := req.Args.(type) {
+			case *abi.Resume:
+				touched = a.Plan == 1 && len(a.Results) == len(first.Calls) && req.Now > 0
+			case *abi.PlanRef:
+				touched = a.Plan == 1
+			case *abi.Config:
+				touched = resp.Error == nil
+			}
+		}
+		if !touched && (len(inFlight) == 0 || inFlight[0] != 1) {
+			t.Fatalf("%q: plan 1 is no longer in flight: %v (response %+v)", raw, inFlight, resp)
+		}
+		if resp.Calls != nil && resp.Plan <= 0 {
+			t.Fatalf("%q: calls without a plan: %+v", raw, resp)
+		}
+		again := ok(abi.OpStatus, g.Handle(start))
+		if again.Calls == nil && again.Error == nil {
+			t.Fatalf("after %q: a new status neither waits nor fails: %+v", raw, again)
+		}
+	})
 }
