@@ -1,12 +1,12 @@
 // Package abi is the versioned wire format between a presence module built
 // for WebAssembly and its host: the operations a host hands the module
 // (configure, heartbeat, login, status, count, sweep …), their results and
-// errors, and the script-runner messages the module hands back to the host
-// to run Lua scripts on Redis.
+// errors, and, since version 2, the plans: a response may instead carry the
+// Lua script calls a plan waits for (Response.Plan, Response.Calls), which
+// the host runs on Redis and answers with a resume request (Resume).
 //
 // Every message is one JSON object carrying "v": [Version]. The decoders
-// (DecodeRequest, DecodeResponse, DecodeScriptRequest,
-// DecodeScriptResponse) are strict: unknown fields, wrong types, trailing
+// (DecodeRequest, DecodeResponse) are strict: unknown fields, wrong types, trailing
 // data, unknown operations or enum names and oversized messages are
 // rejected with a *DecodeError (it matches [ErrMalformed]), a message of
 // another version with a *VersionError (it matches [ErrVersion]). They never
@@ -32,5 +32,11 @@
 //		Args: &abi.Heartbeat{User: "alice", Device: "web", Kind: abi.Kind(core.KindWeb)}})
 //	out := module.Call(req) // however the host reaches the module
 //	resp, err := abi.DecodeResponse(abi.OpHeartbeat, out)
+//	for resp.Calls != nil { // the plan waits for script calls
+//		results := store.Eval(ctx, resp.Calls)
+//		req, _ = abi.EncodeRequest(abi.Request{Op: abi.OpResume, Now: now,
+//			Args: &abi.Resume{Plan: resp.Plan, Results: results}})
+//		resp, err = abi.DecodeResponse(abi.OpHeartbeat, module.Call(req))
+//	}
 //	ack := resp.Result.(*abi.Ack).Core()
 package abi
