@@ -5,6 +5,8 @@ go 1.26.0
 replace github.com/presencekit/presence => ../
 
 require (
+	github.com/MicahParks/jwkset v0.11.4
+	github.com/MicahParks/keyfunc/v3 v3.9.2
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coder/websocket v1.8.15

@@ -81,7 +81,7 @@ var subcommands = []struct {
 		"log-level", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout", "scope-rate", "scope-burst",
 		"read-rate", "read-burst", "stream-rate", "stream-burst", "ip-rate", "ip-burst", "max-streams-per-user",
 		"max-streams", "cors-origins", "device-classes", "service-claim", "trusted-proxies", "admin-addr", "tls-cert",
-		"tls-key", "class-claims"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
+		"tls-key", "class-claims", "jwks-url", "jwks-refresh"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
 	{[]string{"serve", "token"}, []string{"user", "admin", "read", "ttl", "admin-claim", "read-claim", "jwt-issuer",
 		"jwt-audience", "jwt-secret", "jwt-secret-file"}, "(default 1h0m0s)", []string{"--ttl", "forever"}},
 	{[]string{"sim"}, []string{"seed", "users", "edges", "duration", "tick", "sweep", "census", "engine", "wasm",
@@ -242,6 +242,18 @@ func TestUnreachableRedis(t *testing.T) {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1, no stdout and stderr %q", code, stdout, stderr, want)
 			}
 		})
+	}
+}
+
+// TestUnreachableJWKS: an identity provider's JWK Set that cannot be
+// fetched at start-up is one line on stderr naming the URL and the cause,
+// and exit 1, before anything is served.
+func TestUnreachableJWKS(t *testing.T) {
+	url := "http://" + unreachable + "/jwks"
+	stdout, stderr, code := runInProcess("serve", "--addr", "127.0.0.1:0", "--jwks-url", url)
+	want := "presence serve: server: cannot fetch the JWKS at " + url + ": dial tcp " + unreachable + ": connect: connection refused\n"
+	if code != 1 || stdout != "" || stderr != want {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1, no stdout and stderr %q", code, stdout, stderr, want)
 	}
 }
 

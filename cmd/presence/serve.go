@@ -46,6 +46,8 @@ type serveFlags struct {
 	corsOrigins, deviceClasses, serviceClaim                  string
 	trustedProxies, adminAddr, tlsCert, tlsKey                string
 	classClaims                                               string
+	jwksURL                                                   string
+	jwksRefresh                                               time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -59,6 +61,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.adminClaim, "admin-claim", "presence_admin", "JWT claim of admin tokens")
 	fs.StringVar(&f.issuer, "jwt-issuer", "", "required JWT issuer (iss), if set")
 	fs.StringVar(&f.audience, "jwt-audience", "", "required JWT audience (aud), if set")
+	fs.StringVar(&f.jwksURL, "jwks-url", "", "https URL of an identity provider's JWK Set: accept its RS256, ES256 and EdDSA tokens (with or without an HS256 secret)")
+	fs.DurationVar(&f.jwksRefresh, "jwks-refresh", 15*time.Minute, "how often the JWK Set is fetched again (a token with an unknown kid also fetches it, at most once a minute)")
 	fs.StringVar(&f.prefix, "prefix", "presence", "prefix of every Redis key and channel")
 	fs.StringVar(&f.policy, "policy", "multi", "default login policy: multi, exclusive, exclusive-per-kind")
 	fs.IntVar(&f.maxDevices, "max-devices", 0, "live devices per user (0: 16)")
@@ -131,7 +135,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 Runs the HTTP service: a JSON API under /v1/ (heartbeats, logins, statuses,
 scope counts), live change events (/v1/events as SSE, /v1/ws as WebSocket), a
 dashboard at /dashboard/, /healthz, /readyz and /metrics. Clients sign in with
-HS256 tokens ('presence serve token' prints one); --insecure-dev serves
+HS256 tokens ('presence serve token' prints one) or an identity provider's
+RS256, ES256 or EdDSA tokens (--jwks-url); --insecure-dev serves
 without them, on loopback only. State lives in Redis (--redis,
 --redis-cluster), or in an embedded miniredis for the life of the process.
 Every flag may also be set by the environment: --jwt-secret as
@@ -232,8 +237,11 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	if len(secret) == 0 && !f.insecure {
-		return server.Config{}, usageError{msg: "no JWT secret: set PRESENCE_JWT_SECRET (or --jwt-secret-file), or run with --insecure-dev for local development"}
+	if len(secret) == 0 && f.jwksURL == "" && !f.insecure {
+		return server.Config{}, usageError{msg: "no JWT secret: set PRESENCE_JWT_SECRET (or --jwt-secret-file) or --jwks-url, or run with --insecure-dev for local development"}
+	}
+	if f.jwksRefresh <= 0 {
+		return server.Config{}, usageError{msg: "--jwks-refresh must be positive"}
 	}
 	policy, ok := core.ParsePolicy(f.policy)
 	if !ok {
@@ -264,7 +272,7 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 	cfg := server.Config{
 		Engine: eng,
 		Auth: server.AuthConfig{Secret: secret, InsecureDev: f.insecure, ReadClaim: f.readClaim, AdminClaim: f.adminClaim,
-			Issuer: f.issuer, Audience: f.audience},
+			Issuer: f.issuer, Audience: f.audience, JWKSURL: f.jwksURL, JWKSRefresh: f.jwksRefresh},
 		Logger: log, RequestTimeout: f.timeout, MaxBody: f.maxBody, MaxBatchBody: 32 * f.maxBody,
 		HeartbeatRate: f.rate, HeartbeatBurst: f.burst, DrainTimeout: f.drain,
 		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, IdleTimeout: f.idleTimeout,

@@ -131,6 +131,9 @@ func TestServeRefuses(t *testing.T) {
 		{"bad class claims", []string{"serve", "--insecure-dev", "--class-claims", "video"}, nil, "--class-claims"},
 		{"unknown device class", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--device-classes", "nosuch"}, nil, "no scope class"},
 		{"bad trusted proxy", []string{"serve", "--insecure-dev", "--addr", "127.0.0.1:0", "--trusted-proxies", "10.0.0.0/33"}, nil, "trusted proxy"},
+		{"JWKS over plain http", []string{"serve", "--addr", "127.0.0.1:0", "--jwks-url", "http://idp.example.com/jwks"}, nil, "must be https"},
+		{"unreachable JWKS", []string{"serve", "--addr", "127.0.0.1:0", "--jwks-url", "http://" + unreachable + "/jwks"}, nil, "cannot fetch the JWKS"},
+		{"zero JWKS refresh", []string{"serve", "--addr", "127.0.0.1:0", "--jwks-url", "https://idp.example.com/jwks", "--jwks-refresh", "0"}, nil, "--jwks-refresh"},
 		{"token without user", []string{"serve", "token"}, map[string]string{"PRESENCE_JWT_SECRET": strings.Repeat("s", 32)}, "-user"},
 	}
 	for _, tc := range tests {

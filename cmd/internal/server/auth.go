@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,10 +14,11 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// ErrNoSecret is returned by New when no JWT secret is configured and
+// ErrNoSecret is returned by New when neither a JWT secret nor a JWKS URL
+// is configured and
 // AuthConfig.InsecureDev is not set: the server does not start open by
 // accident.
-var ErrNoSecret = errors.New("server: no JWT secret configured (set one, or run with --insecure-dev)")
+var ErrNoSecret = errors.New("server: no JWT secret or JWKS URL configured (set one, or run with --insecure-dev)")
 
 // minSecretBytes is the shortest HS256 secret accepted (RFC 7518 section 3.2
 // asks for a key at least as long as the hash output).
@@ -23,7 +26,9 @@ const minSecretBytes = 32
 
 // AuthConfig configures how requests are authenticated.
 //
-// Clients present a JWT signed with HS256 and Secret, in the Authorization
+// Clients present a JWT signed with HS256 and Secret, or with RS256, ES256
+// or EdDSA and a key of the identity provider's JWK Set at JWKSURL, in the
+// Authorization
 // header ("Bearer TOKEN") or, where a browser cannot set headers (the
 // event stream and the WebSocket), in the access_token query parameter.
 // The token's subject ("sub") is the user: a client may heartbeat, log in
@@ -32,9 +37,32 @@ const minSecretBytes = 32
 //
 // A token grants a permission named by a claim when the claim is true, or
 // when the name is one of the space-separated words of the "scope" claim.
+//
+// Secret and JWKSURL may be set together: the token's "alg" header picks
+// the key, HS256 the secret and RS256, ES256 or EdDSA the JWK Set, so an
+// identity provider's tokens and "presence serve token"'s both verify. No
+// other algorithm is accepted, a JWK Set key only for its own algorithm
+// (RSA of at least 2048 bits for RS256, P-256 for ES256, Ed25519 for
+// EdDSA), and the secret never for a public-key algorithm nor a public key
+// for HS256.
 type AuthConfig struct {
 	// Secret is the HS256 key, at least 32 bytes. Required unless InsecureDev.
 	Secret []byte
+	// JWKSURL is the https address of an identity provider's JSON Web Key
+	// Set (http only on loopback). New fetches it and fails if it cannot;
+	// Run fetches it again every JWKSRefresh; a token whose "kid" is not in
+	// the cached set makes it fetched at once, at most once per
+	// JWKSUnknownKIDInterval. A fetch replaces the whole set, so a key the
+	// provider removed stops verifying; a failed refresh keeps the cached
+	// set (and is logged).
+	JWKSURL string
+	// JWKSRefresh is how often Run fetches the JWK Set. Default 15 min.
+	JWKSRefresh time.Duration
+	// JWKSUnknownKIDInterval is the least time between two fetches caused
+	// by tokens naming unknown key IDs. Default 1 min.
+	JWKSUnknownKIDInterval time.Duration
+	// JWKSClient fetches the JWK Set. Default: a client with a 10 s timeout.
+	JWKSClient *http.Client
 	// InsecureDev accepts every request without a token, as an admin. For
 	// local development only; the server logs a warning at start-up and
 	// every response carries "X-Presence-Insecure: 1".
@@ -116,9 +144,10 @@ func (p Principal) fullView(user string) bool {
 type authenticator struct {
 	cfg    AuthConfig
 	parser *jwt.Parser
+	jwks   *jwks // nil without JWKSURL
 }
 
-func newAuthenticator(cfg AuthConfig) (*authenticator, error) {
+func newAuthenticator(cfg AuthConfig, log *slog.Logger) (*authenticator, error) {
 	if cfg.ReadClaim == "" {
 		cfg.ReadClaim = "presence_read"
 	}
@@ -131,13 +160,35 @@ func newAuthenticator(cfg AuthConfig) (*authenticator, error) {
 	if cfg.Leeway == 0 {
 		cfg.Leeway = 30 * time.Second
 	}
-	if len(cfg.Secret) == 0 && !cfg.InsecureDev {
+	if cfg.JWKSRefresh == 0 {
+		cfg.JWKSRefresh = 15 * time.Minute
+	}
+	if cfg.JWKSUnknownKIDInterval == 0 {
+		cfg.JWKSUnknownKIDInterval = time.Minute
+	}
+	if cfg.JWKSRefresh < 0 || cfg.JWKSUnknownKIDInterval < 0 {
+		return nil, errors.New("server: negative JWKS intervals")
+	}
+	if len(cfg.Secret) == 0 && cfg.JWKSURL == "" && !cfg.InsecureDev {
 		return nil, ErrNoSecret
 	}
 	if len(cfg.Secret) > 0 && len(cfg.Secret) < minSecretBytes {
 		return nil, errors.New("server: the JWT secret must be at least 32 bytes")
 	}
-	opts := []jwt.ParserOption{jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+	a := &authenticator{cfg: cfg}
+	var methods []string
+	if len(cfg.Secret) > 0 {
+		methods = append(methods, jwt.SigningMethodHS256.Alg())
+	}
+	if cfg.JWKSURL != "" {
+		j, err := newJWKS(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		a.jwks = j
+		methods = append(methods, jwksAlgs...)
+	}
+	opts := []jwt.ParserOption{jwt.WithValidMethods(methods),
 		jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired()}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -145,7 +196,26 @@ func newAuthenticator(cfg AuthConfig) (*authenticator, error) {
 	if cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(cfg.Audience))
 	}
-	return &authenticator{cfg: cfg, parser: jwt.NewParser(opts...)}, nil
+	a.parser = jwt.NewParser(opts...)
+	return a, nil
+}
+
+// keyFor returns the key that verifies t (whose algorithm the parser has
+// checked against the configured ones): the secret for HS256, the JWK Set
+// for the others.
+func (a *authenticator) keyFor(ctx context.Context) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if t.Method.Alg() == jwt.SigningMethodHS256.Alg() {
+			if len(a.cfg.Secret) == 0 {
+				return nil, errors.New("HS256 tokens are not accepted")
+			}
+			return a.cfg.Secret, nil
+		}
+		if a.jwks == nil {
+			return nil, fmt.Errorf("%s tokens are not accepted", t.Method.Alg())
+		}
+		return a.jwks.key(ctx, t)
+	}
 }
 
 // authenticate returns the request's principal. queryToken allows the
@@ -162,14 +232,14 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 	} else if queryToken {
 		raw = r.URL.Query().Get("access_token")
 	}
-	if a.cfg.InsecureDev && (raw == "" || len(a.cfg.Secret) == 0) {
+	if a.cfg.InsecureDev && (raw == "" || (len(a.cfg.Secret) == 0 && a.jwks == nil)) {
 		return Principal{Admin: true, Read: true}, nil
 	}
 	if raw == "" {
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "a bearer token is required")
 	}
 	claims := jwt.MapClaims{}
-	if _, err := a.parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return a.cfg.Secret, nil }); err != nil {
+	if _, err := a.parser.ParseWithClaims(raw, claims, a.keyFor(r.Context())); err != nil {
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "invalid token: %v", err)
 	}
 	sub, err := claims.GetSubject()

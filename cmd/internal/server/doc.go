@@ -45,12 +45,19 @@
 //
 // # Authentication
 //
-// See AuthConfig: an HS256 JWT whose subject is the user. A client acts only
+// See AuthConfig: a JWT whose subject is the user, signed with HS256 and a
+// shared secret, or with RS256, ES256 or EdDSA and a key of an identity
+// provider's JWK Set (AuthConfig.JWKSURL: fetched by New, refreshed by Run
+// every JWKSRefresh and at once for an unknown "kid", rate-limited; the
+// token's "alg" picks the secret or the set when both are configured;
+// package github.com/MicahParks/keyfunc/v3 reads the set). A client acts only
 // as itself (in scopes: its user ID, or USER/DEVICE for a live device of
 // its own in Config.DeviceClasses); reading others needs the read claim;
 // acting for others needs the service or the admin claim; admin endpoints,
 // /metrics and gateway kick streams need the admin claim. Without a secret
-// New refuses to build a server unless AuthConfig.InsecureDev is set.
+// or a JWKS URL New refuses to build a server unless AuthConfig.InsecureDev
+// is set; with a JWKS URL it cannot fetch, New fails with an error naming
+// the URL and the cause.
 //
 // # Limits
 //

@@ -191,10 +191,6 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("server: nil store")
 	}
-	auth, err := newAuthenticator(cfg.Auth)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -288,6 +284,11 @@ func New(store core.Store, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: ClassClaims: no scope class %q, or no claim for it", c)
 		}
 	}
+	// Last of the checks: with a JWKS URL, it fetches the key set.
+	auth, err := newAuthenticator(cfg.Auth, throttled(cfg.Logger, cfg.FailureLogEvery))
+	if err != nil {
+		return nil, err
+	}
 	ecfg := cfg.Engine
 	switch {
 	case ecfg.ChangeLog == 0:
@@ -362,6 +363,9 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.hub.run(ctx) })
 	wg.Go(func() { s.failures.run(ctx) })
+	if s.auth.jwks != nil {
+		wg.Go(func() { s.auth.jwks.run(ctx) })
+	}
 	if s.cfg.SweepUsers > 0 && s.cfg.SweepScopes > 0 {
 		wg.Go(func() {
 			_ = sweeper.Run(ctx, s.eng, sweeper.Options{UserInterval: s.cfg.SweepUsers, ScopeInterval: s.cfg.SweepScopes,
