@@ -127,8 +127,24 @@ type round struct {
 	op    string
 	calls []Call
 	next  func(vals []Value) (*round, error)
+	then  continuation // used when next is nil
 	onErr func(err error) (*round, error)
 	abort func(err error) (*round, error)
+}
+
+// continuation is next as a value: a hot plan's state that holds its own
+// continuation costs no closure (a steady heartbeat allocates its plan and
+// its arguments, nothing more).
+type continuation interface {
+	next(vals []Value) (*round, error)
+}
+
+// proceed is what comes of the round's values.
+func (r *round) proceed(vals []Value) (*round, error) {
+	if r.next != nil {
+		return r.next(vals)
+	}
+	return r.then.next(vals)
 }
 
 // fail is what a failure of r's calls leads to.
@@ -224,7 +240,7 @@ func (m *machine) settle(r *round, err error) {
 			continue
 		}
 		if len(r.calls) == 0 {
-			r, err = r.next(nil)
+			r, err = r.proceed(nil)
 			continue
 		}
 		m.cur, m.sent, m.fallback, m.first, m.missing = r, r.calls, false, nil, nil
@@ -298,7 +314,7 @@ func (m *machine) step(res []Result) error {
 	for _, x := range res {
 		vals = append(vals, x.Value)
 	}
-	m.settle(r.next(vals))
+	m.settle(r.proceed(vals))
 	return nil
 }
 

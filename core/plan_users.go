@@ -17,8 +17,8 @@ import (
 func (pl *Planner) Heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
 
 func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
-	pl := newPlan[Ack](p, now)
-	m := &pl.m
+	sp := &steadyPlan{Plan: Plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
+	pl, m := &sp.Plan, &sp.Plan.m
 	if err := p.checkHeartbeat(hb); err != nil {
 		m.note(note{kind: noteHeartbeats, refused: 1})
 		m.fail(err)
@@ -36,23 +36,36 @@ func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 		m.settle(p.heartbeatFull(pl, b, hb, seed))
 		return pl
 	}
+	sp.b, sp.seed = b, seed
 	r := &m.r0
 	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), hb)}
-	r.op, r.calls = "heartbeat", m.call0[:]
-	r.next = func(vals []Value) (*round, error) {
-		var token [1]string
-		if err := decodeSteady(vals[0], token[:]); err != nil {
-			return nil, err
-		}
-		if token[0] == "" {
-			return p.heartbeatFull(pl, b, hb, seed)
-		}
-		m.note(note{kind: noteHeartbeats, accepted: 1})
-		pl.out = Ack{Token: token[0]}
-		return nil, nil
-	}
+	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
 	return pl
+}
+
+// steadyPlan is a heartbeat's plan while it waits for the steady beat: the
+// plan and what its continuation needs, in one allocation.
+type steadyPlan struct {
+	Plan[Ack]
+	p    *planner
+	b    uint32
+	hb   Heartbeat
+	seed string
+}
+
+// next takes the steady beat's reply: the beat applied, or the full path.
+func (sp *steadyPlan) next(vals []Value) (*round, error) {
+	var token [1]string
+	if err := decodeSteady(vals[0], token[:]); err != nil {
+		return nil, err
+	}
+	if token[0] == "" {
+		return sp.p.heartbeatFull(&sp.Plan, sp.b, sp.hb, sp.seed)
+	}
+	sp.m.note(note{kind: noteHeartbeats, accepted: 1})
+	sp.out = Ack{Token: token[0]}
+	return nil, nil
 }
 
 // heartbeatFull is the round of a heartbeat's full path
