@@ -4,7 +4,6 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -67,10 +66,71 @@ func joinLua(files ...string) string {
 	return string(src)
 }
 
-// constantDef is a named constant of a Lua file: a top-level local in
-// capitals whose value is a whole number, another such constant, or one
-// plus a number ("local ARG_USER = ARG_OWN + 1").
-var constantDef = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
+// constantDef parses the definition of a named constant of a Lua file: a
+// top-level local in capitals whose value is a whole number, another such
+// constant, or one plus a number ("local ARG_USER = ARG_OWN + 1"), with
+// nothing after it but spaces and a comment. It returns the constant's
+// name and either its number or the constant and the number it adds to
+// (plus is "" when it adds none). It matches what the regular expression
+//
+//	^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$
+//
+// matches (TestConstantDef checks it against it), without package regexp,
+// which would otherwise be linked into the WebAssembly builds for this
+// alone.
+func constantDef(line string) (name, num, base, plus string, ok bool) {
+	rest, ok := strings.CutPrefix(line, "local ")
+	if !ok {
+		return "", "", "", "", false
+	}
+	if name, rest = luaConstName(rest); name == "" {
+		return "", "", "", "", false
+	}
+	if rest, ok = strings.CutPrefix(rest, " = "); !ok {
+		return "", "", "", "", false
+	}
+	if num, rest = luaDigits(rest); num != "" {
+		return name, num, "", "", luaLineEnd(rest)
+	}
+	if base, rest = luaConstName(rest); base == "" {
+		return "", "", "", "", false
+	}
+	if r, ok := strings.CutPrefix(rest, " + "); ok {
+		if plus, r = luaDigits(r); plus != "" && luaLineEnd(r) {
+			return name, "", base, plus, true
+		}
+	}
+	return name, "", base, "", luaLineEnd(rest)
+}
+
+// luaConstName splits s after a leading [A-Z][A-Z0-9_]*; name is "" if s
+// does not start with one.
+func luaConstName(s string) (name, rest string) {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return "", s
+	}
+	i := 1
+	for i < len(s) && (s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] == '_') {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// luaDigits splits s after its leading ASCII digits.
+func luaDigits(s string) (digits, rest string) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// luaLineEnd reports whether s is spaces ([\t\n\f\r ]) and then nothing
+// or a comment running to the end (no newline).
+func luaLineEnd(s string) bool {
+	s = strings.TrimLeft(s, "\t\n\f\r ")
+	return s == "" || strings.HasPrefix(s, "--") && !strings.Contains(s, "\n")
+}
 
 // inlineConstants writes every use of a named constant (constantDef) in
 // src as its number, and blanks its definition, keeping the lines where
@@ -88,21 +148,21 @@ func inlineConstants(src string) string {
 	lines := strings.SplitAfter(src, "\n")
 	for i, line := range lines {
 		body := strings.TrimSuffix(line, "\n")
-		if m := constantDef.FindStringSubmatch(body); m != nil {
-			v := m[2]
-			if m[3] != "" {
-				base, ok := values[m[3]]
+		if name, num, base, plus, ok := constantDef(body); ok {
+			v := num
+			if base != "" {
+				bv, ok := values[base]
 				if !ok {
-					panic("presence: Lua constant " + m[1] + " uses " + m[3] + " before its definition")
+					panic("presence: Lua constant " + name + " uses " + base + " before its definition")
 				}
-				v = base
-				if m[4] != "" {
-					a, _ := strconv.Atoi(base)
-					b, _ := strconv.Atoi(m[4])
+				v = bv
+				if plus != "" {
+					a, _ := strconv.Atoi(bv)
+					b, _ := strconv.Atoi(plus)
 					v = strconv.Itoa(a + b)
 				}
 			}
-			values[m[1]] = v
+			values[name] = v
 			lines[i] = line[len(body):]
 			continue
 		}

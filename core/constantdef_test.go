@@ -1,0 +1,72 @@
+package core
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// constantDefRE is what constantDef matches.
+var constantDefRE = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
+
+func checkConstantDef(t *testing.T, line string) {
+	t.Helper()
+	name, num, base, plus, ok := constantDef(line)
+	m := constantDefRE.FindStringSubmatch(line)
+	if ok != (m != nil) {
+		t.Fatalf("constantDef(%q): ok %v, the regular expression %v", line, ok, m != nil)
+	}
+	if !ok {
+		return
+	}
+	wantNum := m[2]
+	if m[3] != "" {
+		wantNum = ""
+	}
+	if name != m[1] || num != wantNum || base != m[3] || plus != m[4] {
+		t.Fatalf("constantDef(%q) = %q %q %q %q, the regular expression %q", line, name, num, base, plus, m)
+	}
+}
+
+// TestConstantDef checks constantDef against the regular expression it
+// stands for, on every line of the Lua files and on lines made to differ.
+func TestConstantDef(t *testing.T) {
+	entries, err := luaFiles.ReadDir("lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := 0
+	for _, e := range entries {
+		b, err := luaFiles.ReadFile("lua/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			checkConstantDef(t, line)
+			if _, _, _, _, ok := constantDef(line); ok {
+				defs++
+			}
+		}
+	}
+	if defs < 50 {
+		t.Errorf("only %d constant definitions found in the Lua files", defs)
+	}
+	for _, line := range []string{
+		"", "local", "local A = 1", "local A = 12 -- twelve", "local A = 1\t\r ", "local A = 1 -", "local A = 1 - 2",
+		"local A = B", "local A = B + 1", "local A = B + 12 --x", "local A = B +1", "local A = B + ", "local A = B + x",
+		"local A = B + 1x", "local A = B  + 1", "local A = B\t-- c\n", "local A = B -- c\nx", "local a = 1",
+		"local _A = 1", "local A9_Z = B_1 + 0", "local A = 1x", "local A = -1", "local A=1", "local A = B + 1 + 2",
+		"  local A = 1", "local A = 1 --", "local A = 1\v", "local A = ١", "local A = B + 1\f-- ok", "local AB = CD--",
+		"local A = Bc", "local A = B.c", "local A = 0x10",
+	} {
+		checkConstantDef(t, line)
+	}
+}
+
+// FuzzConstantDef checks constantDef against the regular expression.
+func FuzzConstantDef(f *testing.F) {
+	for _, s := range []string{"local A = 1", "local A = B + 2 -- c", "local A = B\t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) { checkConstantDef(t, line) })
+}
