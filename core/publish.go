@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -43,14 +42,13 @@ func (k Kick) Message() KickMessage {
 // MarshalChange encodes a change as the JSON published on ChangeChannel:
 // {"user":…,"from":"ONLINE","to":"AWAY","at":ms}.
 func MarshalChange(c Change) []byte {
-	b, _ := json.Marshal(c.Message())
-	return b
+	return c.Message().appendJSON(nil)
 }
 
 // UnmarshalChange decodes a message from ChangeChannel.
 func UnmarshalChange(b []byte) (Change, error) {
 	var w ChangeMessage
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := w.decodeJSON(b); err != nil {
 		return Change{}, replyErr("change message: %v", err)
 	}
 	from, ok1 := ParseStatus(w.From)
@@ -63,14 +61,13 @@ func UnmarshalChange(b []byte) (Change, error) {
 
 // MarshalKick encodes a kick as the JSON published on KickChannel(gateway).
 func MarshalKick(k Kick) []byte {
-	b, _ := json.Marshal(k.Message())
-	return b
+	return k.Message().appendJSON(nil)
 }
 
 // UnmarshalKick decodes a message from a kick channel.
 func UnmarshalKick(b []byte) (Kick, error) {
 	var w KickMessage
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := w.decodeJSON(b); err != nil {
 		return Kick{}, replyErr("kick message: %v", err)
 	}
 	kind, ok := ParseKind(w.Kind)
