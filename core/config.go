@@ -2,7 +2,6 @@ package core
 
 import (
 	"io"
-	"log/slog"
 	"time"
 )
 
@@ -103,8 +102,12 @@ type Config struct {
 	// Metrics receives counters. Default none.
 	Metrics Metrics
 	// Logger receives warnings (a failed publish, a lock held elsewhere).
-	// Default none.
-	Logger *slog.Logger
+	// Default none. Its type is *slog.Logger; in the WebAssembly builds
+	// (GOARCH=wasm) it is an interface of the one method the engine calls,
+	// which a *slog.Logger has, so that log/slog is not linked into a
+	// module that does not use it (leave it nil, not a nil *slog.Logger,
+	// for none there).
+	Logger logger
 }
 
 // ScopeClass configures one class of scopes.

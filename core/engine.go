@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +23,7 @@ type Engine struct {
 	cache   CachedReader
 	pub     Publisher
 	metrics Metrics
-	log     *slog.Logger
+	log     logger
 
 	lastNow atomic.Pointer[msArg] // nowArg's latest
 
