@@ -17,9 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
@@ -56,15 +53,7 @@ func report(t wasm.Target, n int) error {
 	if err != nil {
 		return err
 	}
-	named, err := buildNamed(ctx, t)
-	if err != nil {
-		return err
-	}
-	paths, err := deps(ctx, t)
-	if err != nil {
-		return err
-	}
-	rep, err := wasmsize.Parse(named, paths)
+	rep, err := wasmsize.Build(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -90,38 +79,6 @@ func report(t wasm.Target, n int) error {
 		fmt.Printf("    %9d  %5.1f%%  %5d funcs  %s\n", p.Size, pct(p.Size, code), p.Funcs, p.Path)
 	}
 	return nil
-}
-
-// buildNamed builds t like wasm.Build but keeps the name section.
-func buildNamed(ctx context.Context, t wasm.Target) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "presence-sizes-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "named.wasm")
-	args := []string{"build", "-trimpath", "-o", out}
-	if t == wasm.WASI {
-		args = append(args, "-buildmode=c-shared")
-	}
-	cmd := exec.CommandContext(ctx, wasm.GoCommand(), append(args, t.Package())...)
-	cmd.Env = append(os.Environ(), "GOOS="+string(t), "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building %s: %v: %s", t, err, b)
-	}
-	return os.ReadFile(out)
-}
-
-// deps returns the import paths of the packages that t links.
-func deps(ctx context.Context, t wasm.Target) ([]string, error) {
-	cmd := exec.CommandContext(ctx, wasm.GoCommand(), "list", "-deps", t.Package())
-	cmd.Env = append(os.Environ(), "GOOS="+string(t), "GOARCH=wasm", "CGO_ENABLED=0")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go list -deps %s: %v", t.Package(), err)
-	}
-	return strings.Fields(string(out)), nil
 }
 
 func gzipSize(b []byte) int {
