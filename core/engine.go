@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -97,7 +96,7 @@ type msArg struct {
 func (p *planner) newToken() (string, error) {
 	var b [8]byte
 	if _, err := io.ReadFull(p.rand, b[:]); err != nil {
-		return "", fmt.Errorf("presence: reading a token: %w", err)
+		return "", &wrapError{msg: "presence: reading a token: " + err.Error(), err: err}
 	}
 	return hex.EncodeToString(b[:]), nil
 }

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"syscall"
@@ -61,11 +60,11 @@ func (e *InputError) Error() string {
 func (e *InputError) Is(target error) bool { return target == ErrInvalid }
 
 func invalid(field, format string, args ...any) error {
-	return &InputError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &InputError{Field: field, Reason: sprintf(format, args...)}
 }
 
 func replyErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrReply, fmt.Sprintf(format, args...))
+	return &wrapError{msg: ErrReply.Error() + ": " + sprintf(format, args...), err: ErrReply}
 }
 
 // StoreError wraps a driver error with what the core was doing. It unwraps to
@@ -104,10 +103,10 @@ func ClassifyError(err error) error {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "NOSCRIPT") || strings.Contains(msg, "NOSCRIPT No matching script") {
-		return fmt.Errorf("%w: %w", ErrNoScript, err)
+		return &wrapErrors{msg: ErrNoScript.Error() + ": " + err.Error(), errs: []error{ErrNoScript, err}}
 	}
 	if unavailable(err, msg) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return &wrapErrors{msg: ErrUnavailable.Error() + ": " + err.Error(), errs: []error{ErrUnavailable, err}}
 	}
 	return err
 }

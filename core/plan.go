@@ -2,7 +2,6 @@ package core
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"time"
 )
@@ -266,8 +265,9 @@ func (m *machine) step(res []Result) error {
 	}
 	r := m.cur
 	if len(res) != len(m.sent) {
-		err := &StoreError{Op: r.op, Err: fmt.Errorf("%w: %w: store returned %d results for %d calls",
-			ErrReply, ErrPlanResults, len(res), len(m.sent))}
+		err := &StoreError{Op: r.op, Err: &wrapErrors{
+			msg:  ErrReply.Error() + ": " + ErrPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
+			errs: []error{ErrReply, ErrPlanResults}}}
 		m.settle(r.fail(err))
 		return err
 	}

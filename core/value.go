@@ -1,8 +1,8 @@
 package core
 
 import (
-	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ValueKind is the type of a normalised Redis reply.
@@ -50,7 +50,11 @@ func (v Value) String() string {
 	case ValueString:
 		return strconv.Quote(v.Str)
 	case ValueArray:
-		return fmt.Sprint(v.Array)
+		items := make([]string, len(v.Array))
+		for i, item := range v.Array {
+			items[i] = item.String()
+		}
+		return "[" + strings.Join(items, " ") + "]" // as fmt.Sprint(v.Array)
 	}
 	return "invalid"
 }
