@@ -15,8 +15,8 @@ import (
 )
 
 // The ceilings of TestModuleSize, a little above the sizes reached (Go
-// 1.26, 2026-12: the reactor 4,562,197 B raw, 1,242,773 B gzip -9; the JS
-// build 4,590,565 B and 1,249,180 B), so that growth is caught. Raise them
+// 1.26, 2026-12: the reactor 4,569,055 B raw, 1,234,596 B gzip -9; the JS
+// build 4,620,936 B and 1,244,799 B), so that growth is caught. Raise them
 // only knowingly; `go run ./wasm/sizes` shows what each package costs.
 // Issue 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
