@@ -2,7 +2,6 @@ package guest
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -68,7 +67,7 @@ func (g *Guest) Handle(request []byte) (response []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			response = abi.EncodeResponse(abi.Response{Error: &abi.Error{Code: abi.CodeInternal,
-				Message: fmt.Sprintf("%v: %v", abi.ErrInternal, p)}})
+				Message: abi.ErrInternal.Error() + ": " + panicText(p)}})
 		}
 	}()
 	g.buf = g.handle(g.buf[:0], request)
@@ -108,7 +107,7 @@ func (g *Guest) handle(b, request []byte) []byte {
 			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(unknownPlan(r.Plan))})
 		}
 		if n := len(f.plan.Calls()); len(r.Results) != n {
-			err := fmt.Errorf("%w: plan %d waits for %d results, got %d", abi.ErrResults, r.Plan, n, len(r.Results))
+			err := &planError{abi.ErrResults, "plan " + strconv.FormatInt(r.Plan, 10) + " waits for " + strconv.Itoa(n) + " results, got " + strconv.Itoa(len(r.Results))}
 			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
 		}
 		f.plan.SetNow(now)
@@ -130,7 +129,32 @@ func (g *Guest) handle(b, request []byte) []byte {
 }
 
 func unknownPlan(id int64) error {
-	return fmt.Errorf("%w: %d", abi.ErrUnknownPlan, id)
+	return &planError{abi.ErrUnknownPlan, strconv.FormatInt(id, 10)}
+}
+
+// planError is a refusal of a request about a plan: kind (an abi error it
+// matches) with detail. The guest formats its errors without package fmt,
+// which would cost the module about 0.3 MB.
+type planError struct {
+	kind   error
+	detail string
+}
+
+func (e *planError) Error() string { return e.kind.Error() + ": " + e.detail }
+func (e *planError) Unwrap() error { return e.kind }
+
+// panicText describes a recovered panic value.
+func panicText(p any) string {
+	switch v := p.(type) {
+	case error:
+		return v.Error()
+	case string:
+		return v
+	case interface{ String() string }:
+		return v.String()
+	default:
+		return "panic of a non-error value"
+	}
 }
 
 // respond returns the plan's next calls under id (keeping it in flight),
