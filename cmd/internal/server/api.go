@@ -31,6 +31,22 @@ func checkID(field, id string) *Error {
 	return nil
 }
 
+// checkUser applies checkID to a user ID, and the service's own rule: a
+// user ID never contains "/". In a class that counts devices
+// (Config.DeviceClasses) a member is USER or USER/DEVICE, split at the
+// first "/"; a user "alice/x" would be the same member as alice's device
+// "x", so the service refuses such IDs wherever it reads one (a token's
+// subject, a body's user, a path, a query, a member).
+func checkUser(field, id string) *Error {
+	if e := checkID(field, id); e != nil {
+		return e
+	}
+	if strings.Contains(id, "/") {
+		return fieldErr(field, "a user ID may not contain \"/\", got %q (in scope members \"/\" separates a user from its device)", id)
+	}
+	return nil
+}
+
 func parseKind(field, name string) (core.Kind, *Error) {
 	if name == "" {
 		return core.KindOther, nil
@@ -252,7 +268,7 @@ func (s *Server) manual(w http.ResponseWriter, r *http.Request, p Principal) *Er
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request, p Principal) *Error {
 	user := r.PathValue("user")
-	if e := checkID("user", user); e != nil {
+	if e := checkUser("user", user); e != nil {
 		return e
 	}
 	if !p.canRead(user) {
@@ -281,6 +297,9 @@ func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *
 		return fieldErr("users", "must hold 1 to %d users, got %d", core.MaxBatch, len(req.Users))
 	}
 	for i, u := range req.Users {
+		if e := checkUser("users["+strconv.Itoa(i)+"]", u); e != nil {
+			return e
+		}
 		if !p.canRead(u) {
 			return forbidden("users[%d]: reading another user's status needs the %q claim", i, s.auth.cfg.ReadClaim)
 		}
@@ -328,21 +347,33 @@ func scopeOf(r *http.Request) (core.Scope, *Error) {
 // memberFor returns the member a touch or leave is for. A user counts as
 // itself only: its user ID exactly, or, in a class that counts devices
 // (Config.DeviceClasses), "USER/DEVICE" for one of its live devices. A
-// token with the admin or service claim may name any member.
+// token with the admin or service claim may name any member. Either way a
+// member names a user (checkUser: no "/"), or in a class that counts
+// devices a user and, after the first "/", one of its devices.
 func (s *Server) memberFor(ctx context.Context, p Principal, sc core.Scope, given string) (string, *Error) {
-	switch {
-	case given == "":
+	if given == "" {
 		return p.actAs("member", "")
+	}
+	devices := s.deviceClasses[sc.Class]
+	user, device, hasDevice := given, "", false
+	if devices {
+		user, device, hasDevice = strings.Cut(given, "/")
+	}
+	if e := checkUser("member", user); e != nil {
+		return "", e
+	}
+	if hasDevice && device == "" {
+		return "", fieldErr("member", "%q names no device after the \"/\"", given)
+	}
+	switch {
 	case p.Admin, p.Service, given == p.User:
 		return given, nil
-	}
-	if p.User == "" || !s.deviceClasses[sc.Class] || !strings.HasPrefix(given, p.User+"/") {
-		if s.deviceClasses[sc.Class] {
+	case p.User == "" || user != p.User || !hasDevice:
+		if devices {
 			return "", forbidden("a token for %q can touch only %q or %q for one of its live devices", p.User, p.User, p.User+"/DEVICE")
 		}
 		return "", forbidden("a token for %q can touch only %q: class %q counts users", p.User, p.User, sc.Class)
 	}
-	device := strings.TrimPrefix(given, p.User+"/")
 	st, err := s.eng.Status(ctx, p.User)
 	if err != nil {
 		return "", toAPIError(err, "")

@@ -357,7 +357,6 @@ func TestScopeAbuse(t *testing.T) {
 	cfg.DeviceClasses = []string{"call"}
 	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
 	alice := in.as(t, token(t, "alice"))
-	aliceX := in.as(t, token(t, "alice/x")) // another user
 	svc := in.as(t, token(t, "gateway", "presence_service"))
 
 	refused := 0
@@ -374,15 +373,22 @@ func TestScopeAbuse(t *testing.T) {
 		t.Fatalf("room:hot2 counts %d after %d refused touches", c.Count, refused)
 	}
 
-	aliceX.must("POST", "/v1/scopes/room/lobby/touch", nil, nil)
+	// "alice/x" cannot be a user (TestUserIDsWithoutSlash): naming it as a
+	// member of a class that counts users is a 400, whoever asks.
+	svc.must("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "carol"}, nil)
 	for _, path := range []string{"/v1/scopes/room/lobby/leave", "/v1/scopes/room/lobby/touch"} {
-		if code, e := alice.do("POST", path, server.MemberRequest{Member: "alice/x"}, nil); code != http.StatusForbidden {
-			t.Fatalf("alice %s as alice/x: %d %+v", path, code, e)
+		for _, who := range []client{alice, svc} {
+			if code, e := who.do("POST", path, server.MemberRequest{Member: "carol/x"}, nil); code != http.StatusBadRequest || e.Field != "member" {
+				t.Fatalf("%s as carol/x: %d %+v", path, code, e)
+			}
+		}
+		if code, e := alice.do("POST", path, server.MemberRequest{Member: "carol"}, nil); code != http.StatusForbidden {
+			t.Fatalf("alice %s as carol: %d %+v", path, code, e)
 		}
 	}
 	svc.must("GET", "/v1/scopes/room/lobby/count", nil, &c)
 	if c.Count != 1 {
-		t.Fatalf("room:lobby counts %d; want alice/x still in it", c.Count)
+		t.Fatalf("room:lobby counts %d; want carol still in it", c.Count)
 	}
 
 	// A class that counts devices: alice's live devices only.
@@ -392,7 +398,7 @@ func TestScopeAbuse(t *testing.T) {
 	if code, e := alice.do("POST", "/v1/scopes/call/c1/touch", server.MemberRequest{Member: "alice/ghost"}, nil); code != http.StatusForbidden {
 		t.Fatalf("a device alice does not have: %d %+v", code, e)
 	}
-	if code, e := alice.do("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "alice/laptop"}, nil); code != http.StatusForbidden {
+	if code, e := alice.do("POST", "/v1/scopes/room/lobby/touch", server.MemberRequest{Member: "alice/laptop"}, nil); code != http.StatusBadRequest {
 		t.Fatalf("a device in a class that counts users: %d %+v", code, e)
 	}
 
@@ -402,6 +408,61 @@ func TestScopeAbuse(t *testing.T) {
 	in.as(t, token(t, "ops", "presence_admin")).must("POST", "/v1/scopes/room/lobby/leave", server.MemberRequest{Member: "bob"}, nil)
 	if code, _ := svc.do("GET", "/v1/admin/overview", nil, nil); code != http.StatusForbidden {
 		t.Fatalf("a service token on an admin endpoint: %d", code)
+	}
+}
+
+// TestUserIDsWithoutSlash: a user ID never contains "/" (in a class that
+// counts devices, "alice/x" is alice's device x), wherever the service
+// reads one: a 400 invalid_field naming where it was.
+func TestUserIDsWithoutSlash(t *testing.T) {
+	cfg := testConfig()
+	classes := core.DefaultClasses()
+	classes["call"] = core.ScopeClass{}
+	cfg.Engine.Classes = classes
+	cfg.DeviceClasses = []string{"call"}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	svc := in.as(t, token(t, "gateway", "presence_service", "presence_read"))
+	for _, rq := range []struct {
+		who          client
+		method, path string
+		body         any
+		field        string
+	}{
+		{in.as(t, token(t, "alice/x")), "POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "d"}, "sub"},
+		{in.as(t, token(t, "alice/x")), "GET", "/v1/users/bob/status", nil, "sub"},
+		{svc, "POST", "/v1/heartbeat", server.HeartbeatRequest{User: "bob/x", Device: "d"}, "user"},
+		{svc, "POST", "/v1/login", server.LoginRequest{User: "bob/x", Device: "d"}, "user"},
+		{svc, "POST", "/v1/logout", server.LogoutRequest{User: "bob/x", Device: "d"}, "user"},
+		{svc, "PUT", "/v1/users/bob%2Fx/manual", server.ManualRequest{Status: "DND"}, "user"},
+		{svc, "GET", "/v1/users/bob%2Fx/status", nil, "user"},
+		{svc, "POST", "/v1/statuses", server.StatusesRequest{Users: []string{"bob", "bob/x"}}, "users[1]"},
+		{svc, "GET", "/v1/events?user=bob%2Fx", nil, "user[0]"},
+		{svc, "POST", "/v1/scopes/room/r/touch", server.MemberRequest{Member: "bob/x"}, "member"},
+		{svc, "POST", "/v1/scopes/call/c/touch", server.MemberRequest{Member: "bob/"}, "member"},
+	} {
+		code, e := rq.who.do(rq.method, rq.path, rq.body, nil)
+		if code != http.StatusBadRequest || e == nil || e.Code != server.CodeInvalidField || e.Field != rq.field || !strings.Contains(e.Message, `"/"`) {
+			t.Errorf("%s %s %+v: %d %+v; want 400 invalid_field %s", rq.method, rq.path, rq.body, code, e, rq.field)
+		}
+	}
+	if code, e := svc.do("POST", "/v1/scopes/call/c/touch", server.MemberRequest{Member: "/x"}, nil); code != http.StatusBadRequest || e.Field != "member" {
+		t.Errorf("member /x: %d %+v", code, e)
+	}
+	var acks server.HeartbeatsResponse
+	svc.must("POST", "/v1/heartbeats", server.HeartbeatsRequest{Beats: []server.HeartbeatRequest{{User: "bob", Device: "d"}, {User: "bob/x", Device: "d"}}}, &acks)
+	if len(acks.Acks) != 2 || acks.Acks[0].Error != nil || acks.Acks[1].Error == nil || acks.Acks[1].Error.Field != "beats[1].user" {
+		t.Errorf("a batch with a user bob/x: %+v", acks)
+	}
+	// In a class that counts devices the first "/" ends the user: a device
+	// ID may hold more.
+	svc.must("POST", "/v1/scopes/call/c/touch", server.MemberRequest{Member: "bob/desk/2"}, nil)
+	alice := in.as(t, token(t, "alice"))
+	alice.must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "a/b"}, nil)
+	alice.must("POST", "/v1/scopes/call/c/touch", server.MemberRequest{Member: "alice/a/b"}, nil)
+	var c server.CountResponse
+	svc.must("GET", "/v1/scopes/call/c/count", nil, &c)
+	if c.Count != 2 {
+		t.Fatalf("call:c counts %d; want bob/desk/2 and alice/a/b", c.Count)
 	}
 }
 

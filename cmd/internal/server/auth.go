@@ -117,15 +117,20 @@ func principalFrom(ctx context.Context) Principal {
 	return p
 }
 
-// actAs returns the user a write is for: given, or the caller when empty.
-// Acting as another user needs an admin.
+// actAs returns the user a write is for: given (a user ID, checkUser), or
+// the caller when empty. Acting as another user needs an admin or service
+// token.
 func (p Principal) actAs(field, given string) (string, *Error) {
 	switch {
 	case given == "" && p.User == "":
 		return "", fieldErr(field, "required (the request has no token whose subject could stand in)")
 	case given == "":
 		return p.User, nil
-	case given != p.User && !p.Admin && !p.Service:
+	}
+	if e := checkUser(field, given); e != nil {
+		return "", e
+	}
+	if given != p.User && !p.Admin && !p.Service {
 		return "", forbidden("a token for %q cannot act as %q", p.User, given)
 	}
 	return given, nil
@@ -245,6 +250,9 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 	sub, err := claims.GetSubject()
 	if err != nil || sub == "" || len(sub) > core.MaxIDBytes {
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
+	}
+	if e := checkUser("sub", sub); e != nil {
+		return Principal{}, e
 	}
 	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim), claims: claims}
 	p.Service = hasClaim(claims, a.cfg.ServiceClaim)

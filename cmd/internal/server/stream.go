@@ -39,7 +39,7 @@ func (s *Server) parseStream(r *http.Request, p Principal) (streamRequest, *Erro
 	req := streamRequest{f: filter{users: map[string]bool{}}, snapshot: q.Get("snapshot") != "0"}
 	for i, u := range q["user"] {
 		field := "user[" + strconv.Itoa(i) + "]"
-		if e := checkID(field, u); e != nil {
+		if e := checkUser(field, u); e != nil {
 			return req, e
 		}
 		if !p.canRead(u) {
