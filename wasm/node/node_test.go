@@ -17,7 +17,7 @@ import (
 
 // setup finds node and node-redis, builds the JS module and finds
 // wasm_exec.js.
-func setup(t *testing.T) (node, module, execJS string) {
+func setup(t testing.TB) (node, module, execJS string) {
 	t.Helper()
 	node = lanes.Node(t)
 	lanes.NPMPackage(t, "redis")
