@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/presencekit/presence/cmd/internal/server"
 )
 
 // mainEnv makes the test binary run main instead of the tests, so that
@@ -285,6 +287,16 @@ func TestDriverLog(t *testing.T) {
 	goredisLog{}.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts", 5)
 	if got := b.String(); !strings.Contains(got, `level=WARN msg="redis: connection pool: failed to dial after 5 attempts" driver=go-redis`) {
 		t.Errorf("logged %q", got)
+	}
+	// serve stores a throttled logger: a dial failure repeated during an
+	// outage is one line an interval.
+	b.Reset()
+	driverLog.Store(server.ThrottledLogger(slog.New(slog.NewTextHandler(&b, nil)), time.Hour))
+	for range 100 {
+		goredisLog{}.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts", 5)
+	}
+	if n := strings.Count(b.String(), "failed to dial"); n != 1 {
+		t.Errorf("100 repeated driver lines logged %d times through the throttled logger", n)
 	}
 	driverLog.Store(nil)
 	goredisLog{}.Printf(context.Background(), "dropped") // must not panic

@@ -179,8 +179,9 @@ Every flag may also be set by the environment: --jwt-secret as
 	}
 	defer be.close()
 	// Connected: from now on the driver's complaints (a lost connection, a
-	// pool that cannot dial) are worth the operator's eye, in serve's log.
-	driverLog.Store(log)
+	// pool that cannot dial) are worth the operator's eye, in serve's log,
+	// once an interval per message (each dial repeats them during an outage).
+	driverLog.Store(server.ThrottledLogger(log, cfg.FailureLogEvery))
 	defer driverLog.Store(nil)
 	cfg.Backend = be.desc
 	srv, err := server.New(be.store, cfg)

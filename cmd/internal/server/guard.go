@@ -261,6 +261,19 @@ func (f *failureLog) run(ctx context.Context) {
 	}
 }
 
+// ThrottledLogger returns a logger that writes each warning or error
+// message of l at most once every interval (10 s if every is 0), the next
+// one saying how many were suppressed meanwhile; lower levels pass
+// untouched. It is what the server applies to the sweeper's and the
+// engine's warnings, for a program to apply to its Redis driver's lines,
+// which repeat once a dial while Redis is down.
+func ThrottledLogger(l *slog.Logger, every time.Duration) *slog.Logger {
+	if every == 0 {
+		every = 10 * time.Second
+	}
+	return throttled(l, every)
+}
+
 // throttled returns a logger that writes each warning or error message
 // at most once an interval; the next one written says how many were
 // suppressed meanwhile. Lower levels pass untouched. For the sweeper's
