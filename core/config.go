@@ -194,7 +194,7 @@ type settings struct {
 
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
-	userParams   [11]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
+	userParams   [12]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
 	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's device prefix
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
@@ -204,6 +204,7 @@ type settings struct {
 type userBucketKeys struct {
 	devPrefix string   // prefix of the device hashes
 	counts    string   // the hash of users by published status
+	outbox    string   // the hash of events decided and not yet delivered
 	keys      []string // the state hash and the due index, as most user scripts take them
 	sweep     []string // the same and the lock, as the sweep takes them
 }
@@ -374,8 +375,8 @@ func newSettings(cfg Config) (*settings, error) {
 }
 
 func (s *settings) precompute() {
-	s.userParams = [11]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
-		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence)}
+	s.userParams = [12]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
+		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), ""}
 	s.beatParams = [4]string{itoa(s.push), itoa(s.grace), itoa(s.idle), itoa(s.skew)}
 	for k, iv := range s.interval {
 		s.intervalArgs[k] = itoa(iv)
@@ -385,6 +386,7 @@ func (s *settings) precompute() {
 		base := s.keys.userBase(uint32(b))
 		s.users[b].devPrefix = base + sufDevices
 		s.users[b].counts = base + sufCounts
+		s.users[b].outbox = base + sufOutbox
 		s.users[b].sweep = []string{base + sufState, base + sufDue, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:2:2]
 	}

@@ -24,7 +24,7 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 			e.report(ctx, m)
 		}
 	}
-	e.publish(ctx, m.pubs)
+	e.ack(ctx, e.publish(ctx, m.pubs))
 }
 
 // Run steps plans (made by e.Planner()) together until every one has
@@ -33,19 +33,22 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // the results back, and steps each plan with its own. A plan's NOSCRIPT
 // resend, next round or change log append joins the next shared round;
 // a plan publishes its messages as soon as it ends, and its outcome is
-// then ready (Plan.Outcome). A plan aborted because ctx ended (a sweep
+// then ready (Plan.Outcome); the outbox entries of every message
+// delivered are acknowledged in one last round trip. A plan aborted because ctx ended (a sweep
 // between steps) sends its cleanup without ctx's cancellation, in a
 // round trip of its own. Run is safe to call from several goroutines
 // with distinct plans; a plan must be stepped by one driver only.
 func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 	detached := context.WithoutCancel(ctx)
+	var delivered []string // outbox IDs, acknowledged together at the end
+	defer func() { e.ack(detached, delivered) }()
 	free := make([]bool, len(plans)) // aborted: its calls go without ctx's cancellation
 	live := make([]int, 0, len(plans))
 	for i, s := range plans {
 		m := s.machine()
 		e.report(ctx, m)
 		if m.done {
-			e.publish(ctx, m.pubs)
+			delivered = append(delivered, e.publish(ctx, m.pubs)...)
 			continue
 		}
 		live = append(live, i)
@@ -95,7 +98,7 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 				if free[i] {
 					c = detached
 				}
-				e.publish(c, m.pubs)
+				delivered = append(delivered, e.publish(c, m.pubs)...)
 				continue
 			}
 			next = append(next, i)
@@ -126,11 +129,30 @@ func (e *Engine) report(ctx context.Context, m *machine) {
 // publish announces a plan's messages through the store's Publisher, if
 // it has one. The state change is already committed, so a failed publish
 // is logged and counted, not returned.
-func (e *Engine) publish(ctx context.Context, pubs []Publication) {
-	if e.pub == nil {
-		return
+func (e *Engine) publish(ctx context.Context, pubs []Publication) (delivered []string) {
+	ok := true
+	if e.pub != nil {
+		for _, p := range pubs {
+			ok = e.send(ctx, p.Kind, p.Channel, p.Payload) && ok
+		}
 	}
+	if !ok {
+		return nil // the outbox keeps them: a sweep delivers them again
+	}
+	// Delivered (or nowhere to publish, with no Publisher): the outbox may
+	// let them go.
 	for _, p := range pubs {
-		e.send(ctx, p.Kind, p.Channel, p.Payload)
+		if p.ID != "" {
+			delivered = append(delivered, p.ID)
+		}
+	}
+	return delivered
+}
+
+// ack acknowledges delivered events, so that their outbox lets them go. A
+// lost acknowledgement costs a repeat, which readers drop.
+func (e *Engine) ack(ctx context.Context, ids []string) {
+	if len(ids) > 0 {
+		e.drive(ctx, e.Planner().Ack(e.nowArg(), ids))
 	}
 }

@@ -118,7 +118,7 @@ func (e *Engine) planner() *planner {
 
 // decodeBeats is the planner's, for the engine's tests.
 func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
-	return e.planner().decodeBeats(v, beats, run, acks)
+	return e.planner().decodeBeats(v, beats, run, acks, make([]string, len(beats)))
 }
 
 // decodeStatus is the planner's, for the engine's tests.
@@ -134,10 +134,10 @@ func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 // userArgs returns the common arguments of the user scripts of bucket b at
 // now (their order is documented in lua/userlib.lua), with room for more.
 func (p *planner) userArgs(now string, b uint32, more int) []string {
-	args := make([]string, 0, 12+more)
+	args := make([]string, 0, 13+more)
 	args = append(args, now)
 	args = append(args, p.settings.userParams[:]...)
-	args[6], args[10] = p.settings.users[b].devPrefix, p.settings.users[b].counts
+	args[6], args[10], args[12] = p.settings.users[b].devPrefix, p.settings.users[b].counts, p.settings.users[b].outbox
 	return args
 }
 
@@ -150,26 +150,30 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// decodeChanges reads events (user, from, to, ...) published at now.
-func decodeChanges(v Value, now int64) ([]Change, error) {
+// decodeChanges reads events (user, from, to, outbox ID, ...) published
+// at now.
+func decodeChanges(v Value, now int64) ([]Change, []string, error) {
 	items, err := v.AsArray(-1)
-	if err != nil || len(items)%3 != 0 {
-		return nil, replyErr("events: %s", v)
+	if err != nil || len(items)%4 != 0 {
+		return nil, nil, replyErr("events: %s", v)
 	}
 	if len(items) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	out := make([]Change, 0, len(items)/3)
-	for i := 0; i < len(items); i += 3 {
+	out := make([]Change, 0, len(items)/4)
+	ids := make([]string, 0, len(items)/4)
+	for i := 0; i < len(items); i += 4 {
 		user, err1 := items[i].AsString()
 		from, err2 := items[i+1].AsInt()
 		to, err3 := items[i+2].AsInt()
-		if err1 != nil || err2 != nil || err3 != nil || !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
-			return nil, replyErr("event %d: %s", i/3, v)
+		id, err4 := items[i+3].AsString()
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
+			return nil, nil, replyErr("event %d: %s", i/4, v)
 		}
 		out = append(out, Change{User: user, From: Status(from), To: Status(to), At: msTime(now)})
+		ids = append(ids, id)
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 // flag is a boolean as the scripts take it.

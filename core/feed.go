@@ -10,15 +10,60 @@ import (
 type Event struct {
 	Change *Change
 	Kick   *Kick
+	// ID is the event's outbox ID (docs/design.md §7): an event delivered
+	// again (after a lost reply, a crash or a failed publish) carries the
+	// same one.
+	ID string
 }
 
 // Feed delivers the changes and kicks published by every engine on the
-// same Redis and prefix. It is read with Next on the caller's goroutine.
+// same Redis and prefix, each once: a repeat of one of the last
+// FeedMemory events it returned is dropped. It is read with Next on the
+// caller's goroutine.
 type Feed struct {
 	msgs     <-chan Message
 	stop     func() error
 	changes  string
 	kickPref string
+	seen     Repeats
+}
+
+// FeedMemory is how many event IDs a Repeats (and so a Feed) remembers.
+const FeedMemory = 8192
+
+// Repeats tells the events a reader has seen from those it has not, by
+// outbox ID (Event.ID, LoggedChange.EventID), remembering the last
+// FeedMemory: at-least-once delivery may hand a reader an event again,
+// and a reader drops it. The zero value is ready; it is not safe for
+// concurrent use.
+type Repeats struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+// Repeat records id and reports whether it was seen before. The empty
+// ID (an event of a peer without an outbox) is never a repeat.
+func (r *Repeats) Repeat(id string) bool {
+	return id != "" && !r.add(id)
+}
+
+// add records id and reports whether it is new.
+func (r *Repeats) add(id string) bool {
+	if _, ok := r.set[id]; ok {
+		return false
+	}
+	if r.set == nil {
+		r.set = make(map[string]struct{}, FeedMemory)
+		r.ring = make([]string, FeedMemory)
+	}
+	if old := r.ring[r.next]; old != "" {
+		delete(r.set, old)
+	}
+	r.ring[r.next] = id
+	r.next = (r.next + 1) % len(r.ring)
+	r.set[id] = struct{}{}
+	return true
 }
 
 // Subscribe opens a Feed of status changes and of the kicks addressed to
@@ -45,10 +90,20 @@ func (e *Engine) Subscribe(ctx context.Context, gateways ...string) (*Feed, erro
 	return &Feed{msgs: msgs, stop: stop, changes: e.ChangeChannel(), kickPref: e.KickChannel("")}, nil
 }
 
-// Next returns the next event. It returns ctx's error when ctx ends, and
-// ErrUnavailable when the subscription closed; a malformed message is
-// returned as an error matching ErrReply and skipped.
+// Next returns the next event, skipping repeats. It returns ctx's error
+// when ctx ends, and ErrUnavailable when the subscription closed; a
+// malformed message is returned as an error matching ErrReply and
+// skipped.
 func (f *Feed) Next(ctx context.Context) (Event, error) {
+	for {
+		ev, err := f.next(ctx)
+		if err != nil || !f.seen.Repeat(ev.ID) {
+			return ev, err
+		}
+	}
+}
+
+func (f *Feed) next(ctx context.Context) (Event, error) {
 	select {
 	case <-ctx.Done():
 		return Event{}, ctx.Err()
@@ -58,17 +113,17 @@ func (f *Feed) Next(ctx context.Context) (Event, error) {
 		}
 		switch {
 		case m.Channel == f.changes:
-			c, err := UnmarshalChange(m.Payload)
+			c, id, err := unmarshalChange(m.Payload)
 			if err != nil {
 				return Event{}, err
 			}
-			return Event{Change: &c}, nil
+			return Event{Change: &c, ID: id}, nil
 		case strings.HasPrefix(m.Channel, f.kickPref):
-			k, err := UnmarshalKick(m.Payload)
+			k, id, err := unmarshalKick(m.Payload)
 			if err != nil {
 				return Event{}, err
 			}
-			return Event{Kick: &k}, nil
+			return Event{Kick: &k, ID: id}, nil
 		}
 		return Event{}, replyErr("message on unexpected channel %q", m.Channel)
 	}

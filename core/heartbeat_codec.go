@@ -78,22 +78,23 @@ func decodeSteady(v Value, tokens []string) error {
 
 // decodeBeats reads a heartbeat reply {now, results} for the beats at
 // positions run into acks.
-func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
+func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack, ids []string) error {
 	now, rest, err := splitReply(v, 1)
 	if err != nil {
 		return err
 	}
-	results, err := rest[0].AsArray(4 * len(run))
+	results, err := rest[0].AsArray(5 * len(run))
 	if err != nil {
 		return err
 	}
 	for j, i := range run {
-		r := results[4*j : 4*j+4]
+		r := results[5*j : 5*j+5]
 		code, err1 := r[0].AsString()
 		token, err2 := r[1].AsString()
 		from, err3 := r[2].AsInt()
 		to, err4 := r[3].AsInt()
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
+		id, err5 := r[4].AsString()
+		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return replyErr("heartbeat result %d: %v", j, err)
 		}
 		if acks[i].Err = codeErr(code); acks[i].Err != nil {
@@ -105,6 +106,7 @@ func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack)
 				return replyErr("heartbeat result %d: status %d→%d", j, from, to)
 			}
 			acks[i].Changes = []Change{{User: beats[i].User, From: Status(from), To: Status(to), At: msTime(now)}}
+			ids[i] = id
 		}
 	}
 	return nil

@@ -71,6 +71,7 @@ const (
 	sufState    = "st"
 	sufDue      = "due"
 	sufCounts   = "cnt"
+	sufOutbox   = "ob"
 	sufLock     = "lock"
 	sufExact    = "z:"
 	sufShard    = "h:"

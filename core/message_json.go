@@ -78,6 +78,15 @@ func (m ChangeMessage) appendJSON(b []byte) []byte {
 	b = appendJSONString(b, m.To)
 	b = append(b, `,"at":`...)
 	b = strconv.AppendInt(b, m.At, 10)
+	return appendID(b, m.ID)
+}
+
+// appendID ends a message with its outbox ID, when it has one.
+func appendID(b []byte, id string) []byte {
+	if id != "" {
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, id)
+	}
 	return append(b, '}')
 }
 
@@ -95,19 +104,20 @@ func (m KickMessage) appendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"at":`...)
 	b = strconv.AppendInt(b, m.At, 10)
-	return append(b, '}')
+	return appendID(b, m.ID)
 }
 
 func (m *ChangeMessage) decodeJSON(b []byte) error {
 	return decodeJSONObject(b, []jsonField{
 		{name: "USER", str: &m.User}, {name: "FROM", str: &m.From}, {name: "TO", str: &m.To}, {name: "AT", num: &m.At},
+		{name: "ID", str: &m.ID},
 	})
 }
 
 func (m *KickMessage) decodeJSON(b []byte) error {
 	return decodeJSONObject(b, []jsonField{
 		{name: "USER", str: &m.User}, {name: "DEVICE", str: &m.Device}, {name: "KIND", str: &m.Kind},
-		{name: "GATEWAY", str: &m.Gateway}, {name: "AT", num: &m.At},
+		{name: "GATEWAY", str: &m.Gateway}, {name: "AT", num: &m.At}, {name: "ID", str: &m.ID},
 	})
 }
 

@@ -34,6 +34,10 @@ type Publication struct {
 	Kind    string // "change" or "kick", as Metrics.Published counts them
 	Channel string
 	Payload []byte
+	// ID is the event's outbox ID (docs/design.md §7), also in Payload:
+	// once the message is out, the driver acknowledges it (Planner.Ack),
+	// or a sweep delivers it again.
+	ID string
 }
 
 // Stepper is a plan of any outcome type, as a driver steps it: Calls are
@@ -189,6 +193,7 @@ type machine struct {
 
 	done  bool
 	err   error
+	out   []delivery // events decided so far, delivered by finish
 	pubs  []Publication
 	notes []note
 
@@ -371,29 +376,47 @@ func newPlan[T any](p *planner, now string) *Plan[T] {
 	return &Plan[T]{m: machine{scripts: &p.scripts, now: now}}
 }
 
-// finish ends an operation whose change is applied: it queues the messages
-// of changes and kicks and, with a change log, appends them to it first in
-// a round of its own, whose failure is noted, not returned. err is the
-// plan's error after that (a refused heartbeat's).
-func (p *planner) finish(m *machine, changes []Change, kicks []Kick, err error) (*round, error) {
-	if len(changes)+len(kicks) == 0 {
+// finish ends an operation whose events are decided (m.out): it queues
+// their messages, changes first, and, with a change log, appends them to
+// it first in a round of its own, whose failure is noted, not returned,
+// and leaves the events unacknowledged (their IDs cleared from the
+// messages' acknowledgement) so that a sweep delivers them again. err is
+// the plan's error after that (a refused heartbeat's).
+func (p *planner) finish(m *machine, err error) (*round, error) {
+	if len(m.out) == 0 {
 		return nil, err
 	}
-	for _, c := range changes {
-		m.pubs = append(m.pubs, Publication{Kind: "change", Channel: p.changeChannel(), Payload: MarshalChange(c)})
+	var changes []Change
+	var kicks []Kick
+	var ids []string
+	for _, d := range m.out {
+		if d.kick == nil {
+			changes = append(changes, d.change)
+			ids = append(ids, d.id)
+			m.pubs = append(m.pubs, Publication{Kind: "change", Channel: p.changeChannel(),
+				Payload: marshalChange(d.change, d.id), ID: d.id})
+		}
 	}
-	for _, k := range kicks {
-		if k.Gateway != "" {
-			m.pubs = append(m.pubs, Publication{Kind: "kick", Channel: p.kickChannel(k.Gateway), Payload: MarshalKick(k)})
+	for _, d := range m.out {
+		if d.kick != nil {
+			kicks = append(kicks, *d.kick)
+			ids = append(ids, d.id)
+			if d.kick.Gateway != "" {
+				m.pubs = append(m.pubs, Publication{Kind: "kick", Channel: p.kickChannel(d.kick.Gateway),
+					Payload: marshalKick(*d.kick, d.id), ID: d.id})
+			}
 		}
 	}
 	if p.settings.changeLog == 0 {
 		return nil, err
 	}
-	return &round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks)},
+	return &round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks, ids)},
 		next: func([]Value) (*round, error) { return nil, err },
 		onErr: func(logErr error) (*round, error) {
 			m.note(note{kind: noteLogFailed, err: logErr})
+			for i := range m.pubs {
+				m.pubs[i].ID = "" // not logged: not delivered, so not acknowledged
+			}
 			return nil, err
 		}}, nil
 }

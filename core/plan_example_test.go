@@ -36,12 +36,22 @@ func ExamplePlanner() {
 	}
 	res, err := plan.Outcome()
 	fmt.Println(rounds, "round trips (EVALSHA, then EVAL after NOSCRIPT):", len(res.Changes), "change", err)
+	var delivered []string
 	for _, m := range plan.Messages() {
 		fmt.Println(m.Kind, m.Channel, string(m.Payload))
+		delivered = append(delivered, m.ID) // published: its outbox entry may go
 	}
+	// Acknowledging is a plan too; unacknowledged, a sweep delivers again.
+	ack := planner.Ack(now, delivered)
+	for !ack.Done() {
+		ack.Step(store.Eval(context.Background(), ack.Calls()))
+	}
+	_, err = ack.Outcome()
+	fmt.Println("acknowledged:", err)
 	// Output:
 	// 2 round trips (EVALSHA, then EVAL after NOSCRIPT): 1 change <nil>
-	// change presence:changes {"user":"alice","from":"OFFLINE","to":"ONLINE","at":1767258000000}
+	// change presence:changes {"user":"alice","from":"OFFLINE","to":"ONLINE","at":1767258000000,"id":"u7.1767258000000.1"}
+	// acknowledged: <nil>
 }
 
 // Many operations in flight share round trips: Run sends the pending calls

@@ -53,7 +53,7 @@ func (pl *Planner) AppendLog(changes []Change, kicks []Kick) *Plan[struct{}] {
 		plan.m.fail(nil)
 		return plan
 	}
-	plan.m.settle(&round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks)},
+	plan.m.settle(&round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks, make([]string, len(changes)+len(kicks)))},
 		next: func([]Value) (*round, error) { return nil, nil }}, nil)
 	return plan
 }

@@ -18,10 +18,11 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
 	p.sweep(plan, "users", n, func(now string, b uint32, token string) Call {
-		args := append(p.userArgs(now, b, 4), token, itoa(p.settings.lease), strconv.Itoa(p.settings.batch), itoa(sweepStepMicros))
+		args := append(p.userArgs(now, b, 5), token, itoa(p.settings.lease), strconv.Itoa(p.settings.batch), itoa(sweepStepMicros),
+			itoa(RedeliverAfter.Milliseconds()))
 		return Call{SHA: p.scripts.sweepUsers.sha, Keys: p.settings.users[b].sweep, Args: args}
 	}, func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error) {
-		now, rest, err := splitReply(v, 4)
+		now, rest, err := splitReply(v, 5)
 		if err != nil {
 			return fail(err)
 		}
@@ -31,12 +32,18 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 		if err1 != nil || err2 != nil || err3 != nil {
 			return fail(replyErr("sweep: %s", v))
 		}
-		changes, err := decodeChanges(rest[3], now)
+		changes, ids, err := decodeChanges(rest[3], now)
+		if err != nil {
+			return fail(err)
+		}
+		again, err := decodeOutbox(rest[4])
 		if err != nil {
 			return fail(err)
 		}
 		r.Visited += int(visited)
 		r.Changes = append(r.Changes, changes...)
+		plan.m.deliver(changes, ids, nil, nil)
+		plan.m.out = append(plan.m.out, again...)
 		r.observe(now)
 		return then(more == 1, lock)
 	})
@@ -256,7 +263,7 @@ func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
 					report := *r
 					m.note(note{kind: noteSwept, op: kind, report: &report})
 					plan.out = *r
-					return p.finish(m, r.Changes, nil, nil)
+					return p.finish(m, nil)
 				}
 				return read(vals[i], r, fail, func(more bool, lock string) (*round, error) {
 					switch {

@@ -145,7 +145,8 @@ func TestPlanSteadyFallsThrough(t *testing.T) {
 		t.Fatalf("second round %v, want the full heartbeat", c)
 	}
 	issued := c[0].Args[len(c[0].Args)-1]
-	results := core.ArrayValue(core.StringValue(""), core.StringValue(issued), core.IntValue(0), core.IntValue(3))
+	results := core.ArrayValue(core.StringValue(""), core.StringValue(issued), core.IntValue(0), core.IntValue(3),
+		core.StringValue("u4.1700000000000.1"))
 	must(t, p.Step([]core.Result{{Value: core.ArrayValue(core.IntValue(1_700_000_000_000), results)}}))
 	if c := p.Calls(); len(c) != 1 || scriptOf(c[0]) != "log_append" || p.Done() {
 		t.Fatalf("third round %v, want the change log append", c)
@@ -155,7 +156,7 @@ func TestPlanSteadyFallsThrough(t *testing.T) {
 	if err != nil || ack.Token != issued || len(ack.Changes) != 1 || ack.Changes[0].To != core.StatusOnline {
 		t.Fatalf("outcome %+v %v", ack, err)
 	}
-	if m := p.Messages(); len(m) != 1 || m[0].Kind != "change" || m[0].Channel != "presence:changes" {
+	if m := p.Messages(); len(m) != 1 || m[0].Kind != "change" || m[0].Channel != "presence:changes" || m[0].ID != "u4.1700000000000.1" {
 		t.Fatalf("messages %+v, want one change", m)
 	}
 }

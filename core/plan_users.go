@@ -76,12 +76,14 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
 	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
 		var acks [1]Ack
-		if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:]); err != nil {
+		var ids [1]string
+		if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
 			return nil, err
 		}
 		m.note(beatNote(acks[:]))
 		pl.out = acks[0]
-		return p.finish(m, acks[0].Changes, nil, acks[0].Err)
+		m.deliver(acks[0].Changes, ids[:], nil, nil)
+		return p.finish(m, acks[0].Err)
 	}}, nil
 }
 
@@ -100,6 +102,7 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		return pl
 	}
 	acks := make([]Ack, len(beats))
+	ids := make([]string, len(beats)) // by beat: the outbox ID of its change
 	// Valid beats, ordered by bucket and user (stable, so a user's beats
 	// keep their order), make one call per run of equal buckets.
 	order := make([]int, 0, len(beats))
@@ -153,20 +156,19 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 			calls[r] = Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args}
 		}
 		end := func() (*round, error) {
-			var changes []Change
-			for _, a := range acks {
-				changes = append(changes, a.Changes...)
+			for i, a := range acks {
+				m.deliver(a.Changes, ids[i:i+1], nil, nil)
 			}
 			m.note(beatNote(acks))
 			pl.out = acks
-			return p.finish(m, changes, nil, nil)
+			return p.finish(m, nil)
 		}
 		if len(calls) == 0 {
 			return end()
 		}
 		return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
 			for r, run := range runs {
-				if err := p.decodeBeats(vals[r], beats, run, acks); err != nil {
+				if err := p.decodeBeats(vals[r], beats, run, acks, ids); err != nil {
 					return nil, err
 				}
 			}
@@ -308,16 +310,17 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 			if err := codeErr(code); err != nil {
 				return nil, err
 			}
-			kicked, err := decodeKicks(l.User, rest[1], now)
+			kicked, kickIDs, err := decodeKicks(l.User, rest[1], now)
 			if err != nil {
 				return nil, err
 			}
-			changes, err := decodeChanges(rest[2], now)
+			changes, ids, err := decodeChanges(rest[2], now)
 			if err != nil {
 				return nil, err
 			}
 			pl.out = LoginResult{Token: token, Kicked: kicked, Changes: changes}
-			return p.finish(m, changes, kicked, nil)
+			m.deliver(changes, ids, kicked, kickIDs)
+			return p.finish(m, nil)
 		}}, nil)
 	return pl
 }
@@ -356,12 +359,13 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 			if err := codeErr(code); err != nil {
 				return nil, err
 			}
-			changes, err := decodeChanges(rest[2], now)
+			changes, ids, err := decodeChanges(rest[2], now)
 			if err != nil {
 				return nil, err
 			}
 			pl.out = Ended{Removed: removed == 1, Changes: changes}
-			return p.finish(m, changes, nil, nil)
+			m.deliver(changes, ids, nil, nil)
+			return p.finish(m, nil)
 		}}, nil)
 	return pl
 }
@@ -386,12 +390,13 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 			if err != nil {
 				return nil, err
 			}
-			changes, err := decodeChanges(rest[0], now)
+			changes, ids, err := decodeChanges(rest[0], now)
 			if err != nil {
 				return nil, err
 			}
 			pl.out = changes
-			return p.finish(m, changes, nil, nil)
+			m.deliver(changes, ids, nil, nil)
+			return p.finish(m, nil)
 		}}, nil)
 	return pl
 }

@@ -16,6 +16,9 @@ type ChangeMessage struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	At   int64  `json:"at"`
+	// ID is the change's outbox ID (docs/design.md §7): the same in every
+	// delivery of the change, so that a reader drops repeats.
+	ID string `json:"id,omitempty"`
 }
 
 // KickMessage is the JSON form of a Kick, published on KickChannel(gateway)
@@ -27,6 +30,8 @@ type KickMessage struct {
 	Kind    string `json:"kind"`
 	Gateway string `json:"gateway,omitempty"`
 	At      int64  `json:"at"`
+	// ID is the kick's outbox ID, as ChangeMessage's.
+	ID string `json:"id,omitempty"`
 }
 
 // Message returns the JSON form of c.
@@ -40,23 +45,42 @@ func (k Kick) Message() KickMessage {
 }
 
 // MarshalChange encodes a change as the JSON published on ChangeChannel:
-// {"user":…,"from":"ONLINE","to":"AWAY","at":ms}.
+// {"user":…,"from":"ONLINE","to":"AWAY","at":ms}, and ,"id":… when the
+// engine publishes it.
 func MarshalChange(c Change) []byte {
 	return c.Message().appendJSON(nil)
 }
 
+func marshalChange(c Change, id string) []byte {
+	w := c.Message()
+	w.ID = id
+	return w.appendJSON(nil)
+}
+
+func marshalKick(k Kick, id string) []byte {
+	w := k.Message()
+	w.ID = id
+	return w.appendJSON(nil)
+}
+
 // UnmarshalChange decodes a message from ChangeChannel.
 func UnmarshalChange(b []byte) (Change, error) {
+	c, _, err := unmarshalChange(b)
+	return c, err
+}
+
+// unmarshalChange decodes a message from ChangeChannel and its outbox ID.
+func unmarshalChange(b []byte) (Change, string, error) {
 	var w ChangeMessage
 	if err := w.decodeJSON(b); err != nil {
-		return Change{}, replyErr("change message: %v", err)
+		return Change{}, "", replyErr("change message: %v", err)
 	}
 	from, ok1 := ParseStatus(w.From)
 	to, ok2 := ParseStatus(w.To)
 	if !ok1 || !ok2 || w.User == "" {
-		return Change{}, replyErr("change message: %s", b)
+		return Change{}, "", replyErr("change message: %s", b)
 	}
-	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, nil
+	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, w.ID, nil
 }
 
 // MarshalKick encodes a kick as the JSON published on KickChannel(gateway).
@@ -66,26 +90,34 @@ func MarshalKick(k Kick) []byte {
 
 // UnmarshalKick decodes a message from a kick channel.
 func UnmarshalKick(b []byte) (Kick, error) {
+	k, _, err := unmarshalKick(b)
+	return k, err
+}
+
+// unmarshalKick decodes a message from a kick channel and its outbox ID.
+func unmarshalKick(b []byte) (Kick, string, error) {
 	var w KickMessage
 	if err := w.decodeJSON(b); err != nil {
-		return Kick{}, replyErr("kick message: %v", err)
+		return Kick{}, "", replyErr("kick message: %v", err)
 	}
 	kind, ok := ParseKind(w.Kind)
 	if !ok || w.User == "" || w.Device == "" {
-		return Kick{}, replyErr("kick message: %s", b)
+		return Kick{}, "", replyErr("kick message: %s", b)
 	}
-	return Kick{User: w.User, Device: w.Device, Kind: kind, Gateway: w.Gateway, At: time.UnixMilli(w.At)}, nil
+	return Kick{User: w.User, Device: w.Device, Kind: kind, Gateway: w.Gateway, At: time.UnixMilli(w.At)}, w.ID, nil
 }
 
-func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) {
+// send publishes one message and reports whether it went out.
+func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) bool {
 	if err := e.pub.Publish(ctx, channel, msg); err != nil {
 		e.metrics.Error("publish", err)
 		if e.log != nil {
 			e.log.WarnContext(ctx, "presence: publish failed", "channel", channel, "err", err)
 		}
-		return
+		return false
 	}
 	e.metrics.Published(kind, 1)
+	return true
 }
 
 // LoggedChange is one entry of the change log: a status change or, when
@@ -95,6 +127,11 @@ type LoggedChange struct {
 	ID     string
 	Change Change
 	Kick   *Kick
+	// EventID is the event's outbox ID (docs/design.md §7). An event
+	// delivered again is logged again, under a new ID and the same
+	// EventID: a reader drops repeats by it (the log keeps every entry, so
+	// that paging by ID never stalls on one).
+	EventID string
 }
 
 // ChangeLogAfter reads up to limit (1 to MaxPage) entries logged after the
@@ -130,15 +167,15 @@ func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err
 		entry := LoggedChange{ID: id}
 		switch kind {
 		case "c":
-			if entry.Change, err = UnmarshalChange([]byte(raw)); err != nil {
+			if entry.Change, entry.EventID, err = unmarshalChange([]byte(raw)); err != nil {
 				return nil, false, err
 			}
 		case "k":
-			k, err := UnmarshalKick([]byte(raw))
+			k, eventID, err := unmarshalKick([]byte(raw))
 			if err != nil {
 				return nil, false, err
 			}
-			entry.Kick = &k
+			entry.Kick, entry.EventID = &k, eventID
 		default:
 			return nil, false, replyErr("change log entry %s of kind %q", id, kind)
 		}
@@ -152,14 +189,15 @@ func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err
 
 // logAppendCall is the call of lua/log_append.lua that appends changes
 // and kicks to the change log.
-func (p *planner) logAppendCall(changes []Change, kicks []Kick) Call {
+// ids are the events' outbox IDs, changes first.
+func (p *planner) logAppendCall(changes []Change, kicks []Kick, ids []string) Call {
 	args := make([]string, 0, 1+2*(len(changes)+len(kicks)))
 	args = append(args, itoa(int64(p.settings.changeLog)))
-	for _, c := range changes {
-		args = append(args, "c", string(MarshalChange(c)))
+	for i, c := range changes {
+		args = append(args, "c", string(marshalChange(c, ids[i])))
 	}
-	for _, k := range kicks {
-		args = append(args, "k", string(MarshalKick(k)))
+	for i, k := range kicks {
+		args = append(args, "k", string(marshalKick(k, ids[len(changes)+i])))
 	}
 	return Call{SHA: p.scripts.logAppend.sha, Keys: []string{p.settings.keys.logKey()}, Args: args}
 }

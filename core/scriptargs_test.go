@@ -116,11 +116,14 @@ func TestLuaArgNames(t *testing.T) {
 	}
 	const now = 1772366400123
 	nowV := IntValue(now)
+	b := e.settings.keys.userBucket("alice")
+	outboxID := "u" + strconv.Itoa(int(b)) + ".1772366400000.5"
 	rec.replies = map[string]Value{
 		// not steady: the full path follows
 		e.scripts.beat.sha: StringValue(""),
 		// a change, published and logged
-		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4))),
+		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID))),
+		e.scripts.logAppend.sha: ArrayValue(StringValue("1-1")),
 		// a spread scope: no count key, then its shards' sizes
 		e.scripts.count.sha:    ArrayValue(nowV, IntValue(-1), IntValue(0)),
 		e.scripts.shardLen.sha: IntValue(3),
@@ -129,13 +132,12 @@ func TestLuaArgNames(t *testing.T) {
 			StringValue("ok"), ArrayValue(StringValue("live:7"), IntValue(2))),
 		e.scripts.shardSweep.sha: ArrayValue(nowV, IntValue(0), IntValue(5), StringValue("0")),
 	}
-	b := e.settings.keys.userBucket("alice")
 	base := e.settings.keys.userBase(b)
 	common := map[string]string{
 		"ARG_NOW": "1772366400123", "ARG_IDLE": "301000", "ARG_PUSH": "602000", "ARG_LEAVE": "15003",
 		"ARG_COALESCE": "1004", "ARG_GRACE": "10005", "ARG_DPRE": base + sufDevices, "ARG_MAXDEV": "17",
 		"ARG_SKEW": "299000", "ARG_POLICY": strconv.Itoa(int(PolicyMulti)), "ARG_COUNTS": base + sufCounts,
-		"ARG_KICK": "3607000",
+		"ARG_KICK": "3607000", "ARG_OUTBOX": base + sufOutbox,
 	}
 	with := func(m map[string]string) map[string]string {
 		out := map[string]string{}
@@ -173,7 +175,7 @@ func TestLuaArgNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	cls := e.settings.classes["video"]
-	change := MarshalChange(Change{User: "alice", From: StatusOffline, To: StatusDND, At: time.UnixMilli(now)})
+	change := marshalChange(Change{User: "alice", From: StatusOffline, To: StatusDND, At: time.UnixMilli(now)}, outboxID)
 	meta := "=" + encodeMeta(map[string]string{"k": "v"})
 	cases := []struct {
 		sc     *Script
@@ -213,7 +215,11 @@ func TestLuaArgNames(t *testing.T) {
 		}), "ARG_USERS+1", "1"},
 		{e.scripts.sweepUsers, []string{"userlib", "sweep_users"}, with(map[string]string{
 			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease), "ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": itoa(sweepStepMicros),
+			"ARG_REDELIVER": itoa(RedeliverAfter.Milliseconds()),
 		}), "", ""},
+		{e.scripts.outboxAck, []string{"outbox_ack"}, map[string]string{
+			"ARG_EPOCH": "1772366400000", "ARG_SEQ1": "5",
+		}, "ARG_SEQ1", "1"},
 		{e.scripts.touch, []string{"touch"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_GRACE": "10005", "ARG_TOUCHES": "1",
 			"ARG_TOUCHES+1+TOUCH_LAYOUT": "1", "ARG_TOUCHES+1+TOUCH_DATA": k.shardKey("bob"),

@@ -36,7 +36,7 @@ func (s *Script) SHA() string { return s.sha }
 type scriptSet struct {
 	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
 	touch, leave, count, members, active, sweepScopes                  *Script
-	logAppend, logRead                                                 *Script
+	logAppend, logRead, outboxAck                                      *Script
 	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish           *Script
 	countSet, counts, ping                                             *Script
 
@@ -241,6 +241,7 @@ func loadScripts() scriptSet {
 		sweepScopes: loadScript("sweep_scopes", scope...),
 		logAppend:   loadScript("log_append"),
 		logRead:     loadScript("log_read"),
+		outboxAck:   loadScript("outbox_ack"),
 		shardTouch:  loadScript("shard_touch", user...),
 		shardLen:    loadScript("shard_len"),
 		shardSweep:  loadScript("shard_sweep", scope...),
@@ -261,7 +262,7 @@ func loadScripts() scriptSet {
 
 func (s scriptSet) all() []*Script {
 	return []*Script{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
-		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead,
+		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead, s.outboxAck,
 		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts, s.ping}
 }
 

@@ -13,23 +13,27 @@ func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 	return p.Outcome()
 }
 
-// decodeKicks reads the kicks (device, kind, gateway, ...) of a login at now.
-func decodeKicks(user string, v Value, now int64) ([]Kick, error) {
+// decodeKicks reads the kicks (device, kind, gateway, outbox ID, ...) of a
+// login at now.
+func decodeKicks(user string, v Value, now int64) ([]Kick, []string, error) {
 	items, err := v.AsArray(-1)
-	if err != nil || len(items)%3 != 0 {
-		return nil, replyErr("kicks: %s", v)
+	if err != nil || len(items)%4 != 0 {
+		return nil, nil, replyErr("kicks: %s", v)
 	}
 	var out []Kick
-	for i := 0; i < len(items); i += 3 {
+	var ids []string
+	for i := 0; i < len(items); i += 4 {
 		dev, err1 := items[i].AsString()
 		kind, err2 := items[i+1].AsInt()
 		gw, err3 := items[i+2].AsString()
-		if err1 != nil || err2 != nil || err3 != nil || !inRange(kind, len(kindNames)) {
-			return nil, replyErr("kick %d: %s", i/3, v)
+		id, err4 := items[i+3].AsString()
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !inRange(kind, len(kindNames)) {
+			return nil, nil, replyErr("kick %d: %s", i/4, v)
 		}
 		out = append(out, Kick{User: user, Device: dev, Kind: Kind(kind), Gateway: gw, At: msTime(now)})
+		ids = append(ids, id)
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 // Logout ends a device's session because the user logged out. If it was

@@ -252,14 +252,42 @@ const maxStatus, maxKind, maxManual = 4, 4, 2
 // that sums of many cannot overflow).
 const maxCount = 1 << 40
 
-// eventsOK: user, from, to triples; from and to are statuses.
+// eventsOK: user, from, to, outbox ID quadruples; from and to are
+// statuses.
 func (ck *checker) eventsOK(v core.Value) bool {
 	items, ok := vArr(v, -1)
-	if !ok || len(items)%3 != 0 {
+	if !ok || len(items)%4 != 0 {
 		return false
 	}
-	for i := 0; i < len(items); i += 3 {
-		if !isStr(items[i]) || !ck.inRange(items[i+1], 0, maxStatus) || !ck.inRange(items[i+2], 0, maxStatus) {
+	for i := 0; i < len(items); i += 4 {
+		if !isStr(items[i]) || !ck.inRange(items[i+1], 0, maxStatus) || !ck.inRange(items[i+2], 0, maxStatus) || !isStr(items[i+3]) {
+			return false
+		}
+	}
+	return true
+}
+
+// outboxOK: ID, entry pairs of lua/userlib.lua's emit: "c" user from to at,
+// or "k" user device kind gateway at, joined by US.
+func (ck *checker) outboxOK(v core.Value) bool {
+	items, ok := vArr(v, -1)
+	if !ok || len(items)%2 != 0 {
+		return false
+	}
+	num := func(s string, hi int64) bool {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return err == nil && (hi < 0 || n >= 0 && n <= hi)
+	}
+	for i := 0; i < len(items); i += 2 {
+		entry, ok := vStr(items[i+1])
+		if !isStr(items[i]) || !ok {
+			return false
+		}
+		f := strings.Split(entry, "\x1f")
+		switch {
+		case len(f) == 5 && f[0] == "c" && num(f[2], maxStatus) && num(f[3], maxStatus) && num(f[4], -1):
+		case len(f) == 6 && f[0] == "k" && num(f[3], maxKind) && num(f[5], -1):
+		default:
 			return false
 		}
 	}
@@ -372,13 +400,13 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		if r == nil {
 			return false, nil
 		}
-		res, ok := vArr(r[0], 4*n)
+		res, ok := vArr(r[0], 5*n)
 		if !ok {
 			return false, nil
 		}
-		for i := 0; i < len(res); i += 4 {
+		for i := 0; i < len(res); i += 5 {
 			c, known := code(res[i])
-			if !known || !isStr(res[i+1]) || !isInt(res[i+2]) || !isInt(res[i+3]) {
+			if !known || !isStr(res[i+1]) || !isInt(res[i+2]) || !isInt(res[i+3]) || !isStr(res[i+4]) {
 				return false, nil
 			}
 			if c != nil {
@@ -403,11 +431,11 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 			return true, c
 		}
 		kicks, ok := vArr(r[1], -1)
-		if !ok || len(kicks)%3 != 0 {
+		if !ok || len(kicks)%4 != 0 {
 			return false, nil
 		}
-		for i := 0; i < len(kicks); i += 3 {
-			if !isStr(kicks[i]) || !ck.inRange(kicks[i+1], 0, maxKind) || !isStr(kicks[i+2]) {
+		for i := 0; i < len(kicks); i += 4 {
+			if !isStr(kicks[i]) || !ck.inRange(kicks[i+1], 0, maxKind) || !isStr(kicks[i+2]) || !isStr(kicks[i+3]) {
 				return false, nil
 			}
 		}
@@ -505,8 +533,10 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		}
 		return true, nil
 	case "sweep_users":
-		r := head(4)
-		return r != nil && ck.inRange(r[0], 0, maxCount) && ck.flag(r[1]) && isStr(r[2]) && ck.eventsOK(r[3]), nil
+		r := head(5)
+		return r != nil && ck.inRange(r[0], 0, maxCount) && ck.flag(r[1]) && isStr(r[2]) && ck.eventsOK(r[3]) && ck.outboxOK(r[4]), nil
+	case "outbox_ack":
+		return true, nil // the engine reads nothing of it
 	case "sweep_scopes":
 		// {now, visited, removed, released, more, lock, spread}: spread
 		// lists compact scopes whose shards live in other slots; the
@@ -570,7 +600,19 @@ func genInt(s *source, n int64) core.Value {
 func genEvents(s *source) core.Value {
 	var items []core.Value
 	for range s.intn(3) {
-		items = append(items, core.StringValue(pick(s, "u1", "u2", "{u}")), genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))))
+		items = append(items, core.StringValue(pick(s, "u1", "u2", "{u}")), genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))),
+			core.StringValue(pick(s, "u0.1.1", "u3.1700000000000.7", "")))
+	}
+	return core.ArrayValue(items...)
+}
+
+// genOutbox returns a sweep step's undelivered events (lua/sweep_users.lua).
+func genOutbox(s *source) core.Value {
+	var items []core.Value
+	for range s.intn(3) {
+		entry := pick(s, "c\x1fu1\x1f0\x1f3\x1f1700000000000", "k\x1fu2\x1fd:2\x1f1\x1fgw\x1f1700000000000",
+			"c\x1f{u}\x1f3\x1f4\x1f1")
+		items = append(items, core.StringValue(pick(s, "u0.1.1", "u5.1700000000000.9")), core.StringValue(entry))
 	}
 	return core.ArrayValue(items...)
 }
@@ -607,13 +649,15 @@ func genReply(s *source, name string, args []string) core.Value {
 				from, to = int64(s.intn(5)), int64(s.intn(5))
 			}
 			c := pick(s, "", "", "", "REPLACED", "NOSESSION", "TOOMANY", "SKEW")
-			res = append(res, core.StringValue(c), core.StringValue(pick(s, "tok", "")), genInt(s, from), genInt(s, to))
+			res = append(res, core.StringValue(c), core.StringValue(pick(s, "tok", "")), genInt(s, from), genInt(s, to),
+				core.StringValue(pick(s, "", "u1.1700000000000.3")))
 		}
 		return core.ArrayValue(now, core.ArrayValue(res...))
 	case "login":
 		var kicks []core.Value
 		for range s.intn(3) {
-			kicks = append(kicks, core.StringValue(pick(s, "d1", "d:2")), genInt(s, int64(s.intn(5))), core.StringValue(pick(s, "", "gw")))
+			kicks = append(kicks, core.StringValue(pick(s, "d1", "d:2")), genInt(s, int64(s.intn(5))), core.StringValue(pick(s, "", "gw")),
+				core.StringValue(pick(s, "", "u2.1700000000000.4")))
 		}
 		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "TOOMANY")), core.ArrayValue(kicks...), genEvents(s))
 	case "logout":
@@ -648,7 +692,10 @@ func genReply(s *source, name string, args []string) core.Value {
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), genEvents(s))
+		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), genEvents(s),
+			genOutbox(s))
+	case "outbox_ack":
+		return genInt(s, int64(s.intn(3)))
 	case "sweep_scopes":
 		more := int64(0)
 		if s.intn(6) == 0 {

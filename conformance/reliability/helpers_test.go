@@ -200,3 +200,17 @@ func storeError(err error) *core.StoreError {
 	}
 	return nil
 }
+
+// untilDone retries f while it fails retryably, as a caller does.
+func untilDone(t *testing.T, f func() error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			return
+		}
+		if !core.Retryable(err) || attempt > 5 {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+	}
+}

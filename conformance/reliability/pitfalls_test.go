@@ -428,6 +428,12 @@ func TestPitfallKeysWithoutTTL(t *testing.T) {
 						if ttl < 0 {
 							t.Errorf("%s: %s has no expiry", when, k)
 						}
+					case strings.HasSuffix(k, ":ob"):
+						// an outbox expires a day after its last event, and
+						// holds only its counter and epoch once all are delivered
+						if n, _ := rig.Do(t, srv, "HLEN", k).(int64); ttl < 0 || n != 2 {
+							t.Errorf("%s: outbox %s holds %d fields, expiry %d ms; want 2 (all delivered) and an expiry", when, k, n, ttl)
+						}
 					case slices.ContainsFunc(bucketKeys, func(s string) bool { return strings.HasSuffix(k, s) }):
 						typ := fmt.Sprint(rig.Do(t, srv, "TYPE", k))
 						size := map[string]string{"hash": "HLEN", "zset": "ZCARD", "stream": "XLEN"}[typ]

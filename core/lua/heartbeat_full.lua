@@ -19,10 +19,11 @@ local BEAT_META = 8           -- "" keep, "=" .. encoded to set
 local BEAT_AT = 9             -- client time ms ("" none)
 local BEAT_ISSUE = 10         -- the token an implicit login of a beat without one issues
 local BEAT_FIELDS = 11
--- Returns {now, results}: results holds code, token, from, to for each
+-- Returns {now, results}: results holds code, token, from, to, id for each
 -- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
 -- refused heartbeat changes nothing); token the session token in force;
--- from, to the status change it published, or -1, -1.
+-- from, to the status change it published, or -1, -1; id its outbox ID
+-- (userlib.lua's emit), or "".
 local now = clock(ARGV[ARG_NOW])
 local nows = ARGV[ARG_NOW]
 if nows == '' then nows = fmt(now) end
@@ -100,5 +101,6 @@ for i = 0, n - 1 do
   results[#results + 1] = issued
   results[#results + 1] = events and events[2] or -1
   results[#results + 1] = events and events[3] or -1
+  results[#results + 1] = events and events[4] or ''
 end
 return { now, results }

@@ -16,8 +16,9 @@ local ARG_TOKEN = ARG_OWN + 8        -- the new session token
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- kicks nothing and changes nothing but the device's fence, which it
 -- sets if the session holding that token has none;
--- kicked holds device, kind, gateway for each removed session (the device's
--- own earlier session included); events holds user, from, to.
+-- kicked holds device, kind, gateway, outbox ID ("" without a gateway)
+-- for each removed session (the device's own earlier session included);
+-- events holds user, from, to, outbox ID.
 
 -- Kinds (core.Kind) that share one class under POLICY_PER_KIND.
 local KIND_IOS = '3'
@@ -62,6 +63,9 @@ for _, id in ipairs(kicked) do
   out[#out + 1] = id
   out[#out + 1] = r.kind
   out[#out + 1] = r.gw
+  -- a session without a gateway has no channel to be kicked on: its kick
+  -- is only logged, best effort, and has no outbox entry
+  if r.gw ~= '' then out[#out + 1] = emit(P, 'k', { user, id, r.kind, r.gw, P.nows }) else out[#out + 1] = '' end
   if id ~= dev then
     -- the kicked session goes; its fence refuses its token, and any older one
     drop(u, id)

@@ -6,9 +6,14 @@ local ARG_LOCK_TOKEN = ARG_OWN
 local ARG_LEASE = ARG_OWN + 1  -- lock lease ms
 local ARG_LIMIT = ARG_OWN + 2  -- at most this many users
 local ARG_BUDGET = ARG_OWN + 3 -- server time budget of the step in µs (0: none)
--- Returns {now, visited, more 0/1, lock, events}: lock is "idle" (nothing
--- due), "held" (another sweeper's lock; nothing done) or "ok"; events holds
--- user, from, to. Every user due by now is settled: expired records are
+local ARG_REDELIVER = ARG_OWN + 4 -- ms after which an undelivered outbox event is the sweep's to deliver
+-- Returns {now, visited, more 0/1, lock, events, outbox}: lock is "idle"
+-- (nothing due), "held" (another sweeper's lock; nothing done) or "ok";
+-- events holds user, from, to, outbox ID; outbox holds ID, entry for up
+-- to OUTBOX_STEP events of the bucket's outbox (userlib.lua's emit) that
+-- are older than ARG_REDELIVER and still undelivered: their engine lost
+-- the reply, died, or failed to publish, so the sweep delivers them again
+-- (readers drop repeats by ID). Every user due by now is settled: expired records are
 -- deleted after a re-check inside this script, pending changes whose time
 -- has come are published, and the user is re-indexed or dropped. A step
 -- settles at most ARG_LIMIT users, and stops early once it has run for the
@@ -17,13 +22,33 @@ local ARG_BUDGET = ARG_OWN + 3 -- server time budget of the step in µs (0: none
 local P = params()
 local token, lease, limit, budget = ARGV[ARG_LOCK_TOKEN], tonumber(ARGV[ARG_LEASE]), tonumber(ARGV[ARG_LIMIT]),
   tonumber(ARGV[ARG_BUDGET])
+local OUTBOX_STEP = 128
+-- undelivered lists the outbox's events decided before now - ARG_REDELIVER.
+local function undelivered()
+  local out = {}
+  if redis.call('HLEN', P.ob) <= 2 then return out end -- only the counter and the epoch
+  local before = P.now - tonumber(ARGV[ARG_REDELIVER])
+  local page = redis.call('HSCAN', P.ob, 0, 'COUNT', OUTBOX_STEP)[2]
+  local epoch = string.match(P.ob, '{([^}]*)}') .. '.' .. redis.call('HGET', P.ob, '@')
+  for i = 1, #page, 2 do
+    local f, v = page[i], page[i + 1]
+    if f ~= '#' and f ~= '@' and #out < 2 * OUTBOX_STEP then
+      local at = tonumber(string.match(v, '([^\031]*)$'))
+      if at and at <= before then
+        out[#out + 1] = epoch .. '.' .. f
+        out[#out + 1] = v
+      end
+    end
+  end
+  return out
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', P.now, 'LIMIT', 0, limit)
 local holder = redis.call('GET', KEYS[3])
 if #due == 0 then
   if holder == token then redis.call('DEL', KEYS[3]) end
-  return { P.now, 0, 0, 'idle', {} }
+  return { P.now, 0, 0, 'idle', {}, undelivered() }
 end
-if holder and holder ~= token then return { P.now, 0, 1, 'held', {} } end
+if holder and holder ~= token then return { P.now, 0, 1, 'held', {}, {} } end
 redis.call('SET', KEYS[3], token, 'PX', lease)
 local function micros()
   local t = redis.call('TIME')
@@ -41,4 +66,4 @@ for i = 1, #due do
 end
 local more = 0
 if visited < #due or #due >= limit then more = 1 else redis.call('DEL', KEYS[3]) end
-return { P.now, visited, more, 'ok', events }
+return { P.now, visited, more, 'ok', events, undelivered() }

@@ -21,7 +21,8 @@ local ARG_SKEW = 9     -- MaxSkew ms
 local ARG_POLICY = 10  -- the engine's login policy (POLICY_*)
 local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published status → users
 local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
-local ARG_OWN = 13
+local ARG_OUTBOX = 13  -- the bucket's outbox hash (P:{uB}:ob, emit below)
+local ARG_OWN = 14
 
 -- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
 local OFFLINE = 0
@@ -98,6 +99,7 @@ local function params(now, nows)
     leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, grace = ARGV[ARG_GRACE] + 0,
     dpre = ARGV[ARG_DPRE], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
     policy = ARGV[ARG_POLICY] + 0, cnt = ARGV[ARG_COUNTS], kick = ARGV[ARG_KICK] + 0,
+    ob = ARGV[ARG_OUTBOX],
   }
 end
 
@@ -335,8 +337,32 @@ local function store(u, st, due, P)
   if #dels > 0 then redis.call('HDEL', u.dkey, unpack(dels)) end
 end
 
+-- emit records an event in the bucket's outbox (docs/design.md §7), in
+-- the script that decides it, and returns its ID: TAG.EPOCH.SEQ, where TAG
+-- is the bucket's hash tag (u0, u1, ...), SEQ
+-- counts the outbox's events and EPOCH is the instant the counter started,
+-- so that a counter restarted (the key expired, or Redis restarted empty)
+-- never repeats an ID a reader may still remember. The entry is kind,
+-- then the event's fields, joined by US; the engine deletes it once the
+-- event is delivered (outbox_ack.lua), a sweep delivers what is left
+-- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
+-- that large means nothing delivers (no sweeper, no engine) for long.
+local OUTBOX_MAX = 4096
+local OUTBOX_TTL = 86400000 -- ms an outbox outlives its last event
+local function emit(P, kind, fields)
+  local h = redis.call('HMGET', P.ob, '#', '@')
+  local seq, epoch = tonumber(h[1] or '0') + 1, h[2]
+  if not epoch then epoch = P.nows end
+  local id = string.match(P.ob, '{([^}]*)}') .. '.' .. epoch .. '.' .. fmt(seq)
+  redis.call('HSET', P.ob, '#', fmt(seq), '@', epoch, fmt(seq), kind .. US .. table.concat(fields, US))
+  if seq > OUTBOX_MAX then redis.call('HDEL', P.ob, fmt(seq - OUTBOX_MAX)) end
+  redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
+  return id
+end
+
 -- settle observes the user's current status and stores everything; a
--- published change is appended to events as user, from, to.
+-- published change goes to the outbox and is appended to events as user,
+-- from, to, outbox ID.
 local function settle(u, cause, st, due, P, events)
   local ev = observe(u, aggregate(u, P), cause, P)
   store(u, st, due, P)
@@ -347,6 +373,7 @@ local function settle(u, cause, st, due, P, events)
     events[#events + 1] = u.user
     events[#events + 1] = ev[1]
     events[#events + 1] = ev[2]
+    events[#events + 1] = emit(P, 'c', { u.user, num(ev[1]), num(ev[2]), P.nows })
   end
 end
 

@@ -43,6 +43,7 @@ const (
 	OpSweepScopes    = "sweep_scopes"     // *Empty → *SweepReport
 	OpChangeLogAfter = "change_log_after" // *ChangeLogArgs → *ChangeLog
 	OpOnline         = "online"           // *Empty → *Online
+	OpAck            = "ack"              // *AckArgs → *Empty
 
 	// OpResume hands a plan the results of the calls it waits for; the
 	// response is the plan's next step or its end, whose result is that
@@ -56,7 +57,7 @@ const (
 func Ops() []string {
 	return []string{OpConfigure, OpHeartbeat, OpHeartbeatBatch, OpLogin, OpLogout, OpDisconnect, OpSetManual,
 		OpStatus, OpStatuses, OpTouch, OpTouchBatch, OpLeave, OpCount, OpMembers, OpActiveWithin,
-		OpSweepUsers, OpSweepScopes, OpChangeLogAfter, OpOnline, OpResume, OpCancel}
+		OpSweepUsers, OpSweepScopes, OpChangeLogAfter, OpOnline, OpAck, OpResume, OpCancel}
 }
 
 // NewArgs returns a new zero argument of op, or nil for an unknown op.
@@ -92,6 +93,8 @@ func NewArgs(op string) any {
 		return new(Empty)
 	case OpChangeLogAfter:
 		return new(ChangeLogArgs)
+	case OpAck:
+		return new(AckArgs)
 	case OpResume:
 		return new(Resume)
 	case OpCancel:
@@ -131,7 +134,7 @@ func NewResult(op string) any {
 		return new(N)
 	case OpSweepUsers, OpSweepScopes:
 		return new(SweepReport)
-	case OpCancel:
+	case OpCancel, OpAck:
 		return new(Empty)
 	case OpChangeLogAfter:
 		return new(ChangeLog)

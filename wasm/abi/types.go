@@ -308,9 +308,10 @@ type ChangeLog struct {
 //
 //abi:core
 type LoggedChange struct {
-	ID     string `json:"id"`
-	Change Change `json:"change"`
-	Kick   *Kick  `json:"kick,omitempty"`
+	ID      string `json:"id"`
+	Change  Change `json:"change"`
+	Kick    *Kick  `json:"kick,omitempty"`
+	EventID string `json:"event_id,omitempty"`
 }
 
 // FromChangeLog returns the wire form of a change log page.
@@ -375,10 +376,20 @@ type PlanRef struct {
 // (core.Publication): a status change (Kind "change") or a kick ("kick"),
 // whose Payload is the JSON a native engine publishes (core.ChangeMessage,
 // core.KickMessage) on Channel.
+//
+// ID is the event's outbox ID (also in Payload): once the message is out,
+// the host acknowledges it with an "ack" request, or a sweep delivers it
+// again.
 type Message struct {
 	Kind    string `json:"kind"`
 	Channel string `json:"channel"`
 	Payload string `json:"payload"`
+	ID      string `json:"id,omitempty"`
+}
+
+// AckArgs is the argument of ack: the outbox IDs of messages delivered.
+type AckArgs struct {
+	IDs []string `json:"ids"`
 }
 
 // FromPublications returns the wire form of pubs (nil for none).
@@ -388,7 +399,7 @@ func FromPublications(pubs []core.Publication) []Message {
 	}
 	out := make([]Message, len(pubs))
 	for i, p := range pubs {
-		out[i] = Message{Kind: p.Kind, Channel: p.Channel, Payload: string(p.Payload)}
+		out[i] = Message{Kind: p.Kind, Channel: p.Channel, Payload: string(p.Payload), ID: p.ID}
 	}
 	return out
 }

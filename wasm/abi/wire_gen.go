@@ -336,6 +336,7 @@ func FromLoggedChange(c core.LoggedChange) LoggedChange {
 		v := FromKick(*c.Kick)
 		w.Kick = &v
 	}
+	w.EventID = c.EventID
 	return w
 }
 
@@ -348,6 +349,7 @@ func (w LoggedChange) Core() core.LoggedChange {
 		v := w.Kick.Core()
 		c.Kick = &v
 	}
+	c.EventID = w.EventID
 	return c
 }
 
@@ -1561,6 +1563,7 @@ func (x LoggedChange) appendJSON(b []byte) []byte {
 	if x.Kick != nil {
 		w.raw("kick", x.Kick.appendJSON(nil))
 	}
+	w.strOmit("event_id", x.EventID)
 	w.close()
 	return w.b
 }
@@ -1580,6 +1583,8 @@ func (x *LoggedChange) decodeJSON(r *reader) error {
 			v := new(Kick)
 			err = v.decodeJSON(r)
 			x.Kick = v
+		case "event_id":
+			x.EventID, err = r.str()
 		default:
 			err = r.unknown()
 		}
@@ -1656,6 +1661,7 @@ func (x Message) appendJSON(b []byte) []byte {
 	w.str("kind", x.Kind)
 	w.str("channel", x.Channel)
 	w.str("payload", x.Payload)
+	w.strOmit("id", x.ID)
 	w.close()
 	return w.b
 }
@@ -1669,6 +1675,28 @@ func (x *Message) decodeJSON(r *reader) error {
 			x.Channel, err = r.str()
 		case "payload":
 			x.Payload, err = r.str()
+		case "id":
+			x.ID, err = r.str()
+		default:
+			err = r.unknown()
+		}
+		return err
+	})
+}
+
+func (x AckArgs) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.strs("ids", x.IDs)
+	w.close()
+	return w.b
+}
+
+func (x *AckArgs) decodeJSON(r *reader) error {
+	return r.object(func(key string) (err error) {
+		switch key {
+		case "ids":
+			x.IDs, err = r.strs()
 		default:
 			err = r.unknown()
 		}

@@ -257,6 +257,9 @@ func (g *Guest) start(req abi.Request, now string) (*flight, error) {
 	case *abi.Login:
 		p := pl.Login(now, a.Core())
 		return ended(p, func(r core.LoginResult) any { w := abi.FromLoginResult(r); return &w }), nil
+	case *abi.AckArgs:
+		p := pl.Ack(now, a.IDs)
+		return ended(p, func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.End:
 		var p *core.Plan[core.Ended]
 		if req.Op == abi.OpDisconnect {

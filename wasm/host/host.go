@@ -110,11 +110,12 @@ type Instance struct {
 	store                core.Store
 	pub                  core.Publisher
 
-	mu     sync.Mutex // serialises calls into the module
-	runMu  sync.Mutex // serialises Run: plan IDs are the instance's
-	buf    uint32     // request buffer in the module's memory
-	bufCap uint32
-	closed bool
+	mu        sync.Mutex // serialises calls into the module
+	runMu     sync.Mutex // serialises Run: plan IDs are the instance's
+	buf       uint32     // request buffer in the module's memory
+	bufCap    uint32
+	closed    bool
+	delivered []string // outbox IDs of the messages Run published, to acknowledge
 }
 
 // NewInstance instantiates the module, runs _initialize and checks the ABI
@@ -256,6 +257,13 @@ func (in *Instance) Run(ctx context.Context, now func() int64, ops ...*Op) error
 			return err
 		}
 	}
+	// The messages are out: their outbox entries may go (docs/design.md §7).
+	// A failed acknowledgement costs a repeat, which readers drop.
+	if len(in.delivered) > 0 {
+		ack := &Op{Op: abi.OpAck, Args: &abi.AckArgs{IDs: in.delivered}}
+		in.delivered = nil
+		return in.run(ctx, now, []*Op{ack})
+	}
 	return nil
 }
 
@@ -331,9 +339,15 @@ func (in *Instance) exchange(ctx context.Context, o *Op, req []byte) (*flight, e
 		o.Result, o.Err = nil, resp.Error.Err()
 	default:
 		o.Result, o.Err = resp.Result, nil
+		delivered := true
 		if in.pub != nil {
 			for _, m := range resp.Messages {
-				in.publish(ctx, m.Channel, []byte(m.Payload))
+				delivered = in.publish(ctx, m.Channel, []byte(m.Payload)) && delivered
+			}
+		}
+		for _, m := range resp.Messages {
+			if delivered && m.ID != "" {
+				in.delivered = append(in.delivered, m.ID)
 			}
 		}
 	}
@@ -365,7 +379,11 @@ func failAll(n int, err error) []core.Result {
 
 // publish hands a message to the store's publisher; a failure (or panic)
 // changes nothing the plan did, as for a native engine.
-func (in *Instance) publish(ctx context.Context, channel string, msg []byte) {
-	defer func() { _ = recover() }()
-	_ = in.pub.Publish(ctx, channel, msg)
+func (in *Instance) publish(ctx context.Context, channel string, msg []byte) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return in.pub.Publish(ctx, channel, msg) == nil
 }

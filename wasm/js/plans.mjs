@@ -78,6 +78,13 @@ export class PlanHost {
   }
 }
 
+// idsOf returns the outbox IDs of the messages in final responses: once a
+// host has published them, it acknowledges them with
+// host.do("ack", { ids }), or a sweep delivers them again (ABI.md).
+export function idsOf(responses) {
+  return responses.flatMap((r) => (JSON.parse(r).messages ?? []).map((m) => m.id).filter(Boolean));
+}
+
 // ModuleError is an error response of the module.
 export class ModuleError extends Error {
   constructor(op, error) {

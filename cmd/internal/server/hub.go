@@ -36,9 +36,13 @@ type event struct {
 // logEvent turns a change log entry into its event.
 func logEvent(e core.LoggedChange) event {
 	if e.Kick != nil {
-		return event{id: e.ID, kind: EventKick, data: e.Kick.Message(), user: e.Kick.User, gateway: e.Kick.Gateway}
+		m := e.Kick.Message()
+		m.ID = e.EventID
+		return event{id: e.ID, kind: EventKick, data: m, user: e.Kick.User, gateway: e.Kick.Gateway}
 	}
-	return event{id: e.ID, kind: EventChange, data: e.Change.Message(), user: e.Change.User}
+	m := e.Change.Message()
+	m.ID = e.EventID
+	return event{id: e.ID, kind: EventChange, data: m, user: e.Change.User}
 }
 
 // filter says which events a subscriber wants.
@@ -91,7 +95,8 @@ type hub struct {
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
-	pos  string // ID of the last entry read
+	pos  string       // ID of the last entry read
+	seen core.Repeats // events delivered again (docs/design.md §7) are fanned out once
 }
 
 func newHub(eng *core.Engine, log *slog.Logger, m *metrics, poll time.Duration, buffer int, onChange func(core.LoggedChange)) *hub {
@@ -210,13 +215,16 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			h.broadcastLocked(event{kind: EventReset, data: map[string]string{"reason": "gap"}})
 		}
 		for _, e := range entries {
+			h.pos = e.ID
+			if h.seen.Repeat(e.EventID) {
+				continue
+			}
 			if e.Kick == nil {
 				h.onChange(e)
 			}
 			if live {
 				h.broadcastLocked(logEvent(e))
 			}
-			h.pos = e.ID
 		}
 		h.mu.Unlock()
 		h.m.changeLog.WithLabelValues("read").Add(float64(len(entries)))

@@ -197,6 +197,7 @@ func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 	skipTo, gap := "", false
 	if st.req.lastID != "" {
 		cursor := st.req.lastID
+		var seen core.Repeats // an event delivered again is in the log twice
 		for first := true; ; first = false {
 			entries, g, err := s.eng.ChangeLogAfter(ctx, cursor, core.MaxPage)
 			if err != nil {
@@ -210,7 +211,7 @@ func (st *stream) run(ctx context.Context, sk sink) (reason string, err error) {
 			}
 			for _, e := range entries {
 				ev := logEvent(e)
-				if st.req.f.wants(ev) {
+				if !seen.Repeat(e.EventID) && st.req.f.wants(ev) {
 					if err := sk.send(ev); err != nil {
 						return "", err
 					}

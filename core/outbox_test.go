@@ -1,0 +1,129 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/core"
+)
+
+// flakyPublisher is a goredis Store whose Publish fails while down is set,
+// and that records what it published.
+type flakyPublisher struct {
+	core.Store
+	down bool
+	sent []string
+}
+
+func (p *flakyPublisher) Publish(_ context.Context, _ string, msg []byte) error {
+	if p.down {
+		return errors.New("publish: connection refused")
+	}
+	p.sent = append(p.sent, string(msg))
+	return nil
+}
+
+// outboxEntries counts the undelivered events in every user bucket's
+// outbox (its fields but the counter and the epoch).
+func outboxEntries(t *testing.T, mr *miniredis.Miniredis) int {
+	t.Helper()
+	n := 0
+	for _, k := range mr.Keys() {
+		if len(k) > 3 && k[len(k)-3:] == ":ob" {
+			fields, err := mr.HKeys(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(fields) - 2
+		}
+	}
+	return n
+}
+
+// TestOutboxDelivery steps through the outbox's life on named instants:
+// a delivered event is acknowledged at once; one whose publish failed
+// stays, is not delivered again before core.RedeliverAfter, is delivered
+// by the first user sweep after it, with the same ID, and then only once.
+func TestOutboxDelivery(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	pub := &flakyPublisher{Store: goredis.New(c)}
+	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func(user string) {
+		t.Helper()
+		if _, err := e.Login(ctx, core.Login{User: user, Device: "web", Kind: core.KindWeb, Gateway: "gw"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweep := func() {
+		t.Helper()
+		if _, err := e.SweepUsers(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name      string
+		do        func()
+		published int // messages out so far
+		waiting   int // events in the outboxes after the step
+	}{
+		{"t0: alice logs in, her change is published and acknowledged", func() { login("alice") }, 1, 0},
+		{"t0: Redis takes bob's login, the publish fails", func() { pub.down = true; login("bob") }, 1, 1},
+		{"t0+1s: publishing works again; a sweep leaves bob's change to its engine", func() {
+			pub.down = false
+			clk.advance(mr, time.Second)
+			sweep()
+		}, 1, 1},
+		{"t0+RedeliverAfter+1s: a sweep delivers bob's change and acknowledges it", func() {
+			clk.advance(mr, core.RedeliverAfter)
+			sweep()
+		}, 2, 0},
+		{"t0+RedeliverAfter+2s: the next sweep delivers nothing again", func() {
+			clk.advance(mr, time.Second)
+			sweep()
+		}, 2, 0},
+	}
+	for _, s := range steps {
+		s.do()
+		if len(pub.sent) != s.published || outboxEntries(t, mr) != s.waiting {
+			t.Fatalf("%s: %d published %v, %d waiting; want %d and %d", s.name, len(pub.sent), pub.sent,
+				outboxEntries(t, mr), s.published, s.waiting)
+		}
+	}
+	bob, err := core.UnmarshalChange([]byte(pub.sent[1]))
+	if err != nil || bob.User != "bob" || bob.To != core.StatusOnline || !bob.At.Equal(t0) {
+		t.Fatalf("delivered again: %+v %v, want bob's change to ONLINE at t0", bob, err)
+	}
+}
+
+// TestRepeatsDropsSeenIDs: a reader's Repeats tells an ID seen among the
+// last core.FeedMemory from one never seen or long forgotten.
+func TestRepeatsDropsSeenIDs(t *testing.T) {
+	var r core.Repeats
+	if r.Repeat("u1.5.1") || !r.Repeat("u1.5.1") || r.Repeat("u1.5.2") {
+		t.Fatal("a first sighting is new, a second a repeat")
+	}
+	if r.Repeat("") || r.Repeat("") {
+		t.Fatal("an event without an ID is never a repeat")
+	}
+	for i := range core.FeedMemory {
+		r.Repeat("x" + strconv.Itoa(i))
+	}
+	if r.Repeat("u1.5.1") {
+		t.Fatalf("u1.5.1 is remembered past %d later IDs", core.FeedMemory)
+	}
+}
