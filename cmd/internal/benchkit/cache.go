@@ -35,7 +35,7 @@ func (r *runner) cache(ctx context.Context) error {
 	if err := Fill(ctx, e, sc, 1000, MemberID); err != nil {
 		return err
 	}
-	if _, err := e.Count(ctx, sc); err != nil { // writes the count key
+	if err := SweepAhead(ctx, conn.Store, cfg); err != nil { // writes the count key
 		return err
 	}
 	key, err := e.Keys().Count(sc)
