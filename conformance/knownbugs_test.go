@@ -54,8 +54,7 @@ func miniEngine(t *testing.T, clk *manualClock, cfg core.Config) (*core.Engine, 
 }
 
 // TestSpreadCountAsOf checks that Count of a compact scope with Spread set
-// and no count key yet reports (and stores in the count key) the instant of
-// the count as AsOf, as the Model and an unspread scope do. The peek branch
+// and no count key yet reports the instant of the count as AsOf, as the Model and an unspread scope do. The peek branch
 // of lua/count.lua replies {now, -1, 0} for a missing count key, so
 // Engine.count must hand countSpread that reply's now, not its asOf of 0.
 func TestSpreadCountAsOf(t *testing.T) {

@@ -116,8 +116,7 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 			return false, nil
 		}
 		// The client's cache answered: the server ran nothing, so the
-		// model's read, which may have written a missing count key, leaves
-		// no trace (s replays its model, b is dropped).
+		// model's read leaves no trace (s replays its model, b is dropped).
 		return true, s
 	}
 	return true, &linState{parent: s, op: p, box: b, fp: fingerprint(b.m)}

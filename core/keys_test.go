@@ -59,6 +59,7 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 		if err := e.Touch(ctx, sc, "m1"); err != nil {
 			t.Fatal(err)
 		}
+		clk.advance(mr, 6*time.Second) // the scope's first sweep is due: it writes the count key
 		if _, err := e.SweepScopes(ctx); err != nil {
 			t.Fatal(err)
 		}

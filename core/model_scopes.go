@@ -153,11 +153,9 @@ func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
 	if cls.layout == LayoutCompact && s.countExpire != 0 {
 		return s.count, nil
 	}
-	c := Count{N: m.size(s, cls, cls.window, now), AsOf: msTime(now)}
-	if cls.layout == LayoutCompact {
-		s.count, s.countExpire = c, now+m.settings.countTTL
-	}
-	return c, nil
+	// Without a count key, the count as of now; reads never write, so the
+	// count key stays the sweep's.
+	return Count{N: m.size(s, cls, cls.window, now), AsOf: msTime(now)}, nil
 }
 
 // Members mirrors Engine.Members.

@@ -118,8 +118,9 @@ func (pl *Planner) Leave(now string, sc Scope, member string) *Plan[bool] {
 
 // Count plans reading the scope's count at now as Engine.Count reads it
 // when the count is not in the client-side cache: the count script, then,
-// for a spread scope without a count key, a round summing its shards and
-// one writing the sum. The last good count is the driver's.
+// for a spread scope without a count key, a round summing its shards. It
+// writes nothing: the count key is the sweep's. The last good count is the
+// driver's.
 func (pl *Planner) Count(now string, sc Scope) *Plan[Count] {
 	p := pl.p
 	plan := newPlan[Count](p, now)
@@ -139,7 +140,7 @@ func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error
 		mode = "peek"
 	}
 	args := []string{m.now, strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), itoa(p.settings.countTTL), mode}
+		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), mode}
 	return &round{op: "count", calls: []Call{{SHA: p.scripts.count.sha, Keys: []string{k.count}, Args: args}},
 		next: func(vals []Value) (*round, error) {
 			c, err := decodeCount(vals[0], 1, mode == "peek")
@@ -159,21 +160,13 @@ func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error
 }
 
 // countSpread sums the shards of a spread scope, in one round (one round
-// trip per node on a cluster), and writes the count key unless a sweep
-// wrote one meanwhile.
+// trip per node on a cluster): the count as of now. Like the count script,
+// it writes no count key.
 func (p *planner) countSpread(m *machine, k scopeKeys, now time.Time, set func(Count)) (*round, error) {
 	fail := func(err error) (*round, error) { return nil, err }
 	return p.shardSizes("count", k, fail, func(sum int64) (*round, error) {
-		return &round{op: "count", calls: []Call{{SHA: p.scripts.countSet.sha, Keys: []string{k.count},
-			Args: []string{itoa(sum), itoa(now.UnixMilli()), itoa(p.settings.countTTL)}}},
-			next: func(vals []Value) (*round, error) {
-				c, err := decodeCount(vals[0], 0, false)
-				if err != nil {
-					return nil, err
-				}
-				set(c)
-				return nil, nil
-			}}, nil
+		set(Count{N: sum, AsOf: now})
+		return nil, nil
 	})
 }
 

@@ -232,8 +232,7 @@ func TestLuaArgNames(t *testing.T) {
 		}, "", ""},
 		{e.scripts.count, []string{"count"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
-			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_LIFETIME": "611000",
-			"ARG_PEEK": "",
+			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_PEEK": "",
 		}, "", ""},
 		{e.scripts.members, []string{"members"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
@@ -261,9 +260,6 @@ func TestLuaArgNames(t *testing.T) {
 		{e.scripts.shardTouch, []string{"shard_touch"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LIFETIME": itoa(603000 + e.settings.grace), "ARG_MEMBER1": "dave",
 		}, "ARG_MEMBER1", "1"},
-		{e.scripts.countSet, []string{"count_set"}, map[string]string{
-			"ARG_COUNT": "12", "ARG_AS_OF": "1772366400123", "ARG_LIFETIME": "611000",
-		}, "", ""},
 		{e.scripts.shardSweep, []string{"shard_sweep"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_WINDOW": "603000", "ARG_CURSOR": "0", "ARG_SCAN": strconv.Itoa(shardScan),
 		}, "", ""},

@@ -38,7 +38,7 @@ type scriptSet struct {
 	touch, leave, count, members, active, sweepScopes                  *Script
 	logAppend, logRead, outboxAck                                      *Script
 	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish           *Script
-	countSet, counts, ping                                             *Script
+	counts, ping                                                       *Script
 
 	bySHA map[string]*Script
 }
@@ -247,7 +247,6 @@ func loadScripts() scriptSet {
 		shardSweep:  loadScript("shard_sweep", scope...),
 		shardDrop:   loadScript("shard_drop"),
 		scopeFinish: loadScript("scope_finish", scope...),
-		countSet:    loadScript("count_set", user...),
 		counts:      loadScript("counts"),
 		ping:        loadScript("ping"),
 	}
@@ -263,7 +262,7 @@ func loadScripts() scriptSet {
 func (s scriptSet) all() []*Script {
 	return []*Script{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead, s.outboxAck,
-		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.countSet, s.counts, s.ping}
+		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.counts, s.ping}
 }
 
 // Scripts returns every script the engine runs, for tools that preload them

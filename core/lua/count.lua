@@ -1,4 +1,4 @@
--- count.lua: counts a scope's members.
+-- count.lua: counts a scope's members. Read-only: it writes no key.
 -- KEYS[1] the scope's count key (P:{sB}:n:CLASS:SCOPE)
 -- ARGV, in the order the engine sends them:
 local ARG_NOW = 1      -- now ms or ""
@@ -8,12 +8,15 @@ local ARG_TAIL = 4     -- key tail
 local ARG_WINDOW = 5   -- ms
 local ARG_SHARDS = 6
 local ARG_BUCKET = 7   -- approx bucket ms
-local ARG_LIFETIME = 8 -- count key lifetime ms
-local ARG_PEEK = 9     -- "peek": only read the count key
+local ARG_PEEK = 8     -- "peek": only read the count key
 -- Returns {now, count, asOf}. Exact and approx counts are live; a compact
 -- count is the one the last sweep wrote, or, when there is none, the sum of
--- the shard sizes, which is then written. A peek at a missing count key
--- returns count -1 (spread shards live in other slots: the core sums them).
+-- the shard sizes as of now. A peek at a missing count key returns count -1
+-- (spread shards live in other slots: the core sums them).
+-- Reads never write (docs/design.md §9): only a sweep writes the count key,
+-- so reading scopes nobody touched creates no key. This script used to write
+-- the sum back with expiry CountTTL (count_set.lua did so for a spread
+-- scope), letting any caller create a key per scope name it read.
 local now = clock(ARGV[ARG_NOW])
 local layout = ARGV[ARG_LAYOUT]
 if layout == '1' then
@@ -26,6 +29,4 @@ if layout == '1' then
 end
 local n = size(layout, ARGV[ARG_DATA], ARGV[ARG_TAIL], tonumber(ARGV[ARG_WINDOW]), 0, tonumber(ARGV[ARG_SHARDS]),
   tonumber(ARGV[ARG_BUCKET]), now)
--- Caching the count is a courtesy: a refusal (over maxmemory) must not fail the read.
-if layout == '1' then redis.pcall('SET', KEYS[1], n .. ':' .. fmt(now), 'PX', ARGV[ARG_LIFETIME]) end
 return { now, n, now }
