@@ -122,7 +122,7 @@ func TestLuaArgNames(t *testing.T) {
 		// not steady: the full path follows
 		e.scripts.beat.sha: StringValue(""),
 		// a change, published and logged
-		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID))),
+		e.scripts.manual.sha:    ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID))),
 		e.scripts.logAppend.sha: ArrayValue(StringValue("1-1")),
 		// a spread scope: no count key, then its shards' sizes
 		e.scripts.count.sha:    ArrayValue(nowV, IntValue(-1), IntValue(0)),
