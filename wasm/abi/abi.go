@@ -215,8 +215,14 @@ func envelope(r *reader, read func(key string) (bool, error)) error {
 // op into the type NewArgs gives (absent or null arguments decode as the
 // zero value). It returns a *VersionError for another version and a
 // *DecodeError for anything else that does not follow the format.
+//
+// A request in the compact form (its first byte is Compact) is read as
+// such: see EncodeRequestCompact.
 func DecodeRequest(b []byte) (Request, error) {
 	const what = "request"
+	if len(b) > 0 && b[0] == Compact {
+		return decodeCompactRequest(b)
+	}
 	if len(b) > MaxMessage {
 		return Request{}, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}
@@ -332,9 +338,14 @@ func EncodeErrorResponse(err error) []byte {
 // op that started the plan): the error, the result decoded into the type
 // NewResult(op) gives with the messages, or the plan and its calls.
 // Exactly one of "result", "error" and "calls" must be there; "plan"
-// comes with "calls" and only then, "messages" only with "result".
+// comes with "calls" and only then, "messages" only with "result". A
+// response in the compact form (its first byte is Compact; see
+// AppendResponseCompact) is read as such.
 func DecodeResponse(op string, b []byte) (Response, error) {
 	const what = "response"
+	if len(b) > 0 && b[0] == Compact {
+		return decodeCompactResponse(op, b)
+	}
 	if len(b) > MaxMessage {
 		return Response{}, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}

@@ -38,9 +38,12 @@ func newReader(what string, b []byte) *reader {
 }
 
 // field renders the reader's position, such as "args.beats[2].kind".
-func (r *reader) field() string {
+func (r *reader) field() string { return fieldOf(r.path) }
+
+// fieldOf renders a path, such as "args.beats[2].kind".
+func fieldOf(path []pathElem) string {
 	var s []byte
-	for _, e := range r.path {
+	for _, e := range path {
 		if e.key == "" {
 			s = append(s, '[')
 			s = strconv.AppendInt(s, int64(e.index), 10)

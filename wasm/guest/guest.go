@@ -28,6 +28,7 @@ type Guest struct {
 	flights map[int64]*flight
 	order   []int64 // IDs in flight (and some ended), oldest first
 	buf     []byte  // the last response, reused by the next
+	compact bool    // the request being handled is in the compact form
 }
 
 // flight is a plan in flight: the op that started it and how to turn its
@@ -56,8 +57,10 @@ func (g *Guest) InFlight() []int64 {
 	return ids
 }
 
-// Handle runs one request and returns its response, which stays valid
-// until the next Handle. It never panics and never fails: malformed input,
+// Handle runs one request, in JSON or in the compact form, and returns its
+// response, which stays valid until the next Handle. A compact request
+// gets a compact response where the response has that form (calls, an
+// Ack, Acks), and JSON otherwise. It never panics and never fails: malformed input,
 // refusals and failures all come back as error responses; a panic inside
 // becomes an error of code "internal" (and forgets the plan it was
 // stepping).
@@ -70,33 +73,43 @@ func (g *Guest) Handle(request []byte) (response []byte) {
 				Message: abi.ErrInternal.Error() + ": " + panicText(p)}})
 		}
 	}()
+	g.compact = len(request) > 0 && request[0] == abi.Compact
 	g.buf = g.handle(g.buf[:0], request)
 	return g.buf
+}
+
+// append appends resp to b in the form of the request: the compact form
+// where it has one, JSON otherwise.
+func (g *Guest) append(b []byte, resp abi.Response) []byte {
+	if g.compact {
+		return abi.AppendResponseCompact(b, resp)
+	}
+	return abi.AppendResponse(b, resp)
 }
 
 func (g *Guest) handle(b, request []byte) []byte {
 	req, err := abi.DecodeRequest(request)
 	if err != nil {
-		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+		return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 	}
 	switch a := req.Args.(type) {
 	case *abi.Config:
 		res, err := g.configure(a)
-		return abi.AppendResponse(b, abi.Response{Result: res, Error: abi.EncodeError(err)})
+		return g.append(b, abi.Response{Result: res, Error: abi.EncodeError(err)})
 	case *abi.PlanRef:
 		if g.flights[a.Plan] == nil {
-			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(unknownPlan(a.Plan))})
+			return g.append(b, abi.Response{Error: abi.EncodeError(unknownPlan(a.Plan))})
 		}
 		delete(g.flights, a.Plan)
-		return abi.AppendResponse(b, abi.Response{Result: &abi.Empty{}})
+		return g.append(b, abi.Response{Result: &abi.Empty{}})
 	}
 	if g.planner == nil {
-		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(abi.ErrUnconfigured)})
+		return g.append(b, abi.Response{Error: abi.EncodeError(abi.ErrUnconfigured)})
 	}
 	now := ""
 	if g.mode == abi.ClockHost {
 		if req.Now <= 0 {
-			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(&abi.DecodeError{What: "request",
+			return g.append(b, abi.Response{Error: abi.EncodeError(&abi.DecodeError{What: "request",
 				Field: "now", Reason: "required: the engine runs on the host's clock"})})
 		}
 		now = strconv.FormatInt(req.Now, 10)
@@ -104,22 +117,22 @@ func (g *Guest) handle(b, request []byte) []byte {
 	if r, ok := req.Args.(*abi.Resume); ok {
 		f := g.flights[r.Plan]
 		if f == nil {
-			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(unknownPlan(r.Plan))})
+			return g.append(b, abi.Response{Error: abi.EncodeError(unknownPlan(r.Plan))})
 		}
 		if n := len(f.plan.Calls()); len(r.Results) != n {
 			err := &planError{abi.ErrResults, "plan " + strconv.FormatInt(r.Plan, 10) + " waits for " + strconv.Itoa(n) + " results, got " + strconv.Itoa(len(r.Results))}
-			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+			return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 		}
 		f.plan.SetNow(now)
 		delete(g.flights, r.Plan) // a panic in Step forgets the plan
 		if err := f.plan.Step(r.Results); err != nil && !f.plan.Done() {
-			return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+			return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 		}
 		return g.respond(b, r.Plan, f)
 	}
 	f, err := g.start(req, now)
 	if err != nil {
-		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+		return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 	}
 	if f.plan.Done() {
 		return g.respond(b, 0, f)
@@ -165,17 +178,17 @@ func (g *Guest) respond(b []byte, id int64, f *flight) []byte {
 			g.admit(id)
 		}
 		g.flights[id] = f
-		return abi.AppendResponse(b, abi.Response{Plan: id, Calls: f.plan.Calls()})
+		return g.append(b, abi.Response{Plan: id, Calls: f.plan.Calls()})
 	}
 	res, err := f.result()
 	if err != nil {
-		return abi.AppendResponse(b, abi.Response{Error: abi.EncodeError(err)})
+		return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 	}
 	resp := abi.Response{Result: res}
 	if g.publish {
 		resp.Messages = abi.FromPublications(f.plan.Messages())
 	}
-	return abi.AppendResponse(b, resp)
+	return g.append(b, resp)
 }
 
 // admit makes room for plan id: it forgets the ended plans at the head of

@@ -1,6 +1,7 @@
 package guest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ type host struct {
 	g         *guest.Guest
 	store     core.Store
 	published []string
+	compact   bool // send requests in the compact form where they have one
+	raw       [][]byte // the responses
+	sent      []bool   // whether each request was compact
 }
 
 func newHost(t *testing.T) *host {
@@ -37,11 +41,17 @@ func newHost(t *testing.T) *host {
 // send hands the guest one request and decodes the response as op's.
 func (h *host) send(op string, now int64, reqOp string, args any) abi.Response {
 	h.t.Helper()
-	req, err := abi.EncodeRequest(abi.Request{Op: reqOp, Now: now, Args: args})
+	encode := abi.EncodeRequest
+	if h.compact {
+		encode = abi.EncodeRequestCompact
+	}
+	req, err := encode(abi.Request{Op: reqOp, Now: now, Args: args})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	resp, err := abi.DecodeResponse(op, h.g.Handle(req))
+	out := h.g.Handle(req)
+	h.raw, h.sent = append(h.raw, bytes.Clone(out)), append(h.sent, req[0] == abi.Compact)
+	resp, err := abi.DecodeResponse(op, out)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -289,6 +299,62 @@ func TestGuestRefusesGarbage(t *testing.T) {
 		resp, err := abi.DecodeResponse(abi.OpStatus, g.Handle([]byte(in)))
 		if err != nil || resp.Error == nil {
 			t.Errorf("%q: %+v %v", in, resp, err)
+		}
+	}
+}
+
+// TestGuestCompact: the same operations give the same results in JSON and
+// in the compact form; compact requests get compact responses where these
+// have that form (calls, acks), JSON otherwise (errors, other results).
+func TestGuestCompact(t *testing.T) {
+	run := func(compact bool) (results []any, raw [][]byte, sent []bool) {
+		h := newHost(t)
+		h.compact = compact
+		configure(t, h, true)
+		hb := abi.FromHeartbeat(core.Heartbeat{User: "alice", Device: "web\xff", Kind: core.KindWeb, Active: true,
+			Meta: map[string]string{"b": "2", "a": "\x00"}})
+		bad := abi.FromHeartbeat(core.Heartbeat{User: "", Device: "web", Kind: core.KindWeb})
+		for _, op := range []struct {
+			op   string
+			args any
+		}{
+			{abi.OpHeartbeat, &hb},
+			{abi.OpHeartbeatBatch, &abi.HeartbeatBatch{Beats: []abi.Heartbeat{hb, bad, {User: "bob", Device: "d", Kind: 1}}}},
+			{abi.OpHeartbeat, &bad},
+			{abi.OpLogin, &abi.Login{User: "carol", Device: "d", Kind: 2}},
+			{abi.OpStatus, &abi.StatusArgs{User: "alice"}},
+		} {
+			resp := h.do(op.op, now, op.args)
+			results = append(results, resp.Result, resp.Error)
+		}
+		resp := h.send(abi.OpHeartbeat, now, abi.OpResume, &abi.Resume{Plan: 999, Results: abi.Results{}})
+		results = append(results, resp.Error, h.published)
+		return results, h.raw[1:], h.sent[1:]
+	}
+	js, jsRaw, _ := run(false)
+	compact, compactRaw, sent := run(true)
+	if !reflect.DeepEqual(js, compact) {
+		t.Fatalf("JSON and compact differ:\n%+v\n%+v", js, compact)
+	}
+	if len(jsRaw) != len(compactRaw) {
+		t.Fatalf("%d responses in JSON, %d compact", len(jsRaw), len(compactRaw))
+	}
+	n := 0
+	for i := range compactRaw {
+		if compactRaw[i][0] == abi.Compact {
+			n++
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d compact responses, want 5 or more", n)
+	}
+	for i := range jsRaw {
+		j := string(jsRaw[i])
+		wantCompact := sent[i] && (strings.HasPrefix(j, `{"v":2,"plan":`) ||
+			strings.HasPrefix(j, `{"v":2,"result":{"token":`) && !strings.Contains(j, `"kicked"`) ||
+			strings.HasPrefix(j, `{"v":2,"result":{"acks":`))
+		if got := compactRaw[i][0] == abi.Compact; got != wantCompact {
+			t.Errorf("response %d: compact %v, want %v: %q for %q", i, got, wantCompact, compactRaw[i], jsRaw[i])
 		}
 	}
 }

@@ -148,28 +148,42 @@ func BenchmarkHeartbeatNative(b *testing.B) {
 }
 
 // BenchmarkHeartbeatWASM is the same engine in the module, through ABI
-// v2: the difference on the replay store is the per-call overhead.
+// v2 with the hot path in the compact form: the difference on the replay
+// store is the per-call overhead.
 func BenchmarkHeartbeatWASM(b *testing.B) {
 	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) runner {
-		e, err := instanceT(tb, store).Configure(context.Background(), core.Config{Clock: clk, UserBuckets: 1}, host.EngineOptions{})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return runner{p: e, together: func(ctx context.Context, beats []core.Heartbeat) error {
-			ops := make([]*host.Op, len(beats))
-			for i, hb := range beats {
-				w := abi.FromHeartbeat(hb)
-				ops[i] = &host.Op{Op: abi.OpHeartbeat, Args: &w}
-			}
-			if err := e.Run(ctx, ops...); err != nil {
-				return err
-			}
-			for _, o := range ops {
-				if o.Err != nil {
-					return o.Err
-				}
-			}
-			return nil
-		}}
+		return wasmRunner(tb, instanceT(tb, store), clk)
 	})
+}
+
+// BenchmarkHeartbeatWASMJSON is BenchmarkHeartbeatWASM with every message
+// in JSON (host.Options.JSON).
+func BenchmarkHeartbeatWASMJSON(b *testing.B) {
+	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) runner {
+		return wasmRunner(tb, instanceOf(tb, runtimeJSONT(tb), store), clk)
+	})
+}
+
+// wasmRunner configures an engine in the instance in and drives it.
+func wasmRunner(tb testing.TB, in *host.Instance, clk *clock) runner {
+	e, err := in.Configure(context.Background(), core.Config{Clock: clk, UserBuckets: 1}, host.EngineOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return runner{p: e, together: func(ctx context.Context, beats []core.Heartbeat) error {
+		ops := make([]*host.Op, len(beats))
+		for i, hb := range beats {
+			w := abi.FromHeartbeat(hb)
+			ops[i] = &host.Op{Op: abi.OpHeartbeat, Args: &w}
+		}
+		if err := e.Run(ctx, ops...); err != nil {
+			return err
+		}
+		for _, o := range ops {
+			if o.Err != nil {
+				return o.Err
+			}
+		}
+		return nil
+	}}
 }

@@ -18,11 +18,13 @@ import (
 	"github.com/presencekit/presence/wasm/host"
 )
 
-// The module is built and compiled once per test binary.
+// The module is built and compiled once per test binary, and run by two
+// runtimes: the default one, and one that speaks only JSON.
 var (
-	buildOnce sync.Once
-	shared    *host.Runtime
-	buildErr  error
+	buildOnce  sync.Once
+	shared     *host.Runtime
+	sharedJSON *host.Runtime
+	buildErr   error
 )
 
 // runtimeT returns the shared runtime of a fresh build of wasm/module.
@@ -38,12 +40,23 @@ func runtimeT(tb testing.TB) *host.Runtime {
 		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "presence-wazero-cache")); err == nil {
 			opt.Cache = cache // the machine code, across test binaries
 		}
-		shared, buildErr = host.NewRuntime(ctx, b, opt)
+		if shared, buildErr = host.NewRuntime(ctx, b, opt); buildErr != nil {
+			return
+		}
+		opt.JSON = true
+		sharedJSON, buildErr = host.NewRuntime(ctx, b, opt)
 	})
 	if buildErr != nil {
 		tb.Fatal(buildErr)
 	}
 	return shared
+}
+
+// runtimeJSONT returns the shared runtime that speaks only JSON.
+func runtimeJSONT(tb testing.TB) *host.Runtime {
+	tb.Helper()
+	runtimeT(tb)
+	return sharedJSON
 }
 
 // clock is a settable clock.
@@ -121,7 +134,13 @@ func (r *recorder) snapshot() []string {
 // instanceT returns a new instance over store, closed at cleanup.
 func instanceT(tb testing.TB, store core.Store) *host.Instance {
 	tb.Helper()
-	in, err := runtimeT(tb).NewInstance(context.Background(), store)
+	return instanceOf(tb, runtimeT(tb), store)
+}
+
+// instanceOf returns a new instance of rt over store, closed at cleanup.
+func instanceOf(tb testing.TB, rt *host.Runtime, store core.Store) *host.Instance {
+	tb.Helper()
+	in, err := rt.NewInstance(context.Background(), store)
 	if err != nil {
 		tb.Fatal(err)
 	}
