@@ -171,6 +171,9 @@ func appendVarint(b []byte, x int64) []byte {
 }
 
 func appendBytes(b []byte, s string) []byte {
+	if len(s) < 0x80 { // the common case, without a loop
+		return append(append(b, byte(len(s))), s...)
+	}
 	return append(appendUvarint(b, uint64(len(s))), s...)
 }
 
@@ -359,6 +362,15 @@ func (r *compactReader) count(max int) (int, error) {
 }
 
 func (r *compactReader) str() (string, error) {
+	if r.i < len(r.s) && r.s[r.i] < 0x80 { // the common case, without a loop
+		n := int(r.s[r.i])
+		if n > len(r.s)-r.i-1 {
+			return "", r.truncated()
+		}
+		s := r.s[r.i+1 : r.i+1+n]
+		r.i += 1 + n
+		return s, nil
+	}
 	n, err := r.uvarint()
 	if err != nil {
 		return "", err
@@ -387,27 +399,28 @@ func (r *compactReader) end() error {
 	return nil
 }
 
-// compactHeader reads the header of b, a compact message: it returns the
-// reader after the kind byte, and the kind.
-func compactHeader(what string, b []byte) (*compactReader, byte, error) {
+// compactHeader sets r to read b, a compact message, and reads its header:
+// it returns the kind, r is after it.
+func compactHeader(r *compactReader, what string, b []byte) (byte, error) {
 	if len(b) > MaxMessage {
-		return nil, 0, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
+		return 0, &DecodeError{What: what, Reason: "larger than " + strconv.Itoa(MaxMessage) + " bytes"}
 	}
-	r := &compactReader{s: string(b), i: 1, what: what, path: make([]pathElem, 0, 8)}
+	*r = compactReader{s: string(b), i: 1, what: what, path: r.path[:0]}
 	v, err := r.byte()
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if v != Version {
-		return nil, 0, &VersionError{Got: int(v)}
+		return 0, &VersionError{Got: int(v)}
 	}
-	kind, err := r.byte()
-	return r, kind, err
+	return r.byte()
 }
 
 // decodeCompactRequest reads a compact request (b[0] is Compact).
 func decodeCompactRequest(b []byte) (Request, error) {
-	r, kind, err := compactHeader("request", b)
+	var path [8]pathElem
+	r := &compactReader{path: path[:0]}
+	kind, err := compactHeader(r, "request", b)
 	if err != nil {
 		return Request{}, err
 	}
@@ -636,7 +649,9 @@ func (r *compactReader) error(depth int) (*Error, error) {
 // decodeCompactResponse reads a compact response to a request of op (b[0]
 // is Compact).
 func decodeCompactResponse(op string, b []byte) (Response, error) {
-	r, kind, err := compactHeader("response", b)
+	var path [8]pathElem
+	r := &compactReader{path: path[:0]}
+	kind, err := compactHeader(r, "response", b)
 	if err != nil {
 		return Response{}, err
 	}

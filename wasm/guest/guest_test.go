@@ -26,7 +26,7 @@ type host struct {
 	g         *guest.Guest
 	store     core.Store
 	published []string
-	compact   bool // send requests in the compact form where they have one
+	compact   bool     // send requests in the compact form where they have one
 	raw       [][]byte // the responses
 	sent      []bool   // whether each request was compact
 }

@@ -175,6 +175,16 @@ func (in *Instance) Close(ctx context.Context) error {
 func (in *Instance) Call(ctx context.Context, request []byte) ([]byte, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	out, err := in.callLocked(ctx, request)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(out), nil
+}
+
+// callLocked is Call, with in.mu held, returning the response in the
+// module's memory: valid until the next call.
+func (in *Instance) callLocked(ctx context.Context, request []byte) ([]byte, error) {
 	if in.closed {
 		return nil, &ModuleError{Op: "presence_call", Err: errors.New("instance closed")}
 	}
@@ -211,7 +221,7 @@ func (in *Instance) Call(ctx context.Context, request []byte) ([]byte, error) {
 	if !ok {
 		return nil, &ModuleError{Op: "presence_call", Err: errors.New("response outside memory")}
 	}
-	return bytes.Clone(out), nil
+	return out, nil
 }
 
 // trapped closes the instance after a trap and returns the error.
@@ -342,11 +352,14 @@ func (in *Instance) encode(r abi.Request) ([]byte, error) {
 // response: the plan's next calls (returned), or its end (set in o, and
 // its messages published).
 func (in *Instance) exchange(ctx context.Context, o *Op, req []byte) (*flight, error) {
-	out, err := in.Call(ctx, req)
+	in.mu.Lock()
+	out, err := in.callLocked(ctx, req)
 	if err != nil {
+		in.mu.Unlock()
 		return nil, err
 	}
-	resp, err := abi.DecodeResponse(o.Op, out)
+	resp, err := abi.DecodeResponse(o.Op, out) // copies what it keeps
+	in.mu.Unlock()
 	switch {
 	case err != nil:
 		o.Result, o.Err = nil, err
