@@ -15,17 +15,19 @@ import (
 )
 
 // The ceilings of TestModuleSize, about 1.5 % above the sizes reached with
-// Go 1.26 (the reactor 4,321,797 B raw, 1,168,814 B gzip -9 by Go's
+// Go 1.26 (the reactor 4,405,274 B raw, 1,186,165 B gzip -9 by Go's
 // compress/gzip, which makes about 1 % more than GNU gzip -9; the JS build
-// 4,349,061 B and 1,174,184 B), so that growth is caught. Raise them only
+// 4,432,511 B and 1,193,097 B), so that growth is caught. The compact form
+// of the hot path (wasm/abi/compact.go) added 83 kB raw and 17 kB gzipped
+// to the 4,321,797 and 1,168,814 B of the reactor before it. Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_390_000, 1_187_000},
-	{wasm.JS, 4_415_000, 1_192_000},
+	{wasm.WASI, 4_470_000, 1_204_000},
+	{wasm.JS, 4_499_000, 1_211_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,

@@ -25,23 +25,65 @@ type Guest struct {
 	lastGood map[core.Scope]core.Count // served, stale, while Redis is unreachable
 
 	next    int64
-	flights map[int64]*flight
+	flights map[int64]flight
 	order   []int64 // IDs in flight (and some ended), oldest first
 	buf     []byte  // the last response, reused by the next
 	compact bool    // the request being handled is in the compact form
 }
 
-// flight is a plan in flight: the op that started it and how to turn its
-// outcome into the op's result.
-type flight struct {
-	op     string
-	plan   core.Stepper
-	result func() (any, error)
+// flight is a plan in flight and how to turn its outcome into the result
+// of the op that started it.
+type flight interface {
+	stepper() core.Stepper
+	result() (any, error)
+}
+
+// funcFlight is a flight whose result end gives.
+type funcFlight struct {
+	plan core.Stepper
+	end  func() (any, error)
+}
+
+func (f *funcFlight) stepper() core.Stepper { return f.plan }
+func (f *funcFlight) result() (any, error)  { return f.end() }
+
+// beatFlight is a heartbeat's flight, in one allocation with its result:
+// the hot path of a module, where every allocation counts.
+type beatFlight struct {
+	p *core.Plan[core.Ack]
+	w abi.Ack
+}
+
+func (f *beatFlight) stepper() core.Stepper { return f.p }
+
+func (f *beatFlight) result() (any, error) {
+	ack, err := f.p.Outcome()
+	if err != nil && err != ack.Err {
+		return nil, err
+	}
+	f.w = abi.FromAck(ack)
+	return &f.w, nil
+}
+
+// endedFlight is the flight of a plan whose result is wire of its outcome.
+type endedFlight[T any] struct {
+	p    *core.Plan[T]
+	wire func(T) any
+}
+
+func (f *endedFlight[T]) stepper() core.Stepper { return f.p }
+
+func (f *endedFlight[T]) result() (any, error) {
+	v, err := f.p.Outcome()
+	if err != nil {
+		return nil, err
+	}
+	return f.wire(v), nil
 }
 
 // New returns a guest, not yet configured.
 func New() *Guest {
-	return &Guest{flights: map[int64]*flight{}}
+	return &Guest{flights: map[int64]flight{}}
 }
 
 // InFlight returns the IDs of the plans in flight, oldest first.
@@ -119,13 +161,13 @@ func (g *Guest) handle(b, request []byte) []byte {
 		if f == nil {
 			return g.append(b, abi.Response{Error: abi.EncodeError(unknownPlan(r.Plan))})
 		}
-		if n := len(f.plan.Calls()); len(r.Results) != n {
+		if n := len(f.stepper().Calls()); len(r.Results) != n {
 			err := &planError{abi.ErrResults, "plan " + strconv.FormatInt(r.Plan, 10) + " waits for " + strconv.Itoa(n) + " results, got " + strconv.Itoa(len(r.Results))}
 			return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 		}
-		f.plan.SetNow(now)
+		f.stepper().SetNow(now)
 		delete(g.flights, r.Plan) // a panic in Step forgets the plan
-		if err := f.plan.Step(r.Results); err != nil && !f.plan.Done() {
+		if err := f.stepper().Step(r.Results); err != nil && !f.stepper().Done() {
 			return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 		}
 		return g.respond(b, r.Plan, f)
@@ -134,7 +176,7 @@ func (g *Guest) handle(b, request []byte) []byte {
 	if err != nil {
 		return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 	}
-	if f.plan.Done() {
+	if f.stepper().Done() {
 		return g.respond(b, 0, f)
 	}
 	g.next++
@@ -172,13 +214,13 @@ func panicText(p any) string {
 
 // respond returns the plan's next calls under id (keeping it in flight),
 // or its end.
-func (g *Guest) respond(b []byte, id int64, f *flight) []byte {
-	if !f.plan.Done() {
+func (g *Guest) respond(b []byte, id int64, f flight) []byte {
+	if !f.stepper().Done() {
 		if g.flights[id] == nil {
 			g.admit(id)
 		}
 		g.flights[id] = f
-		return g.append(b, abi.Response{Plan: id, Calls: f.plan.Calls()})
+		return g.append(b, abi.Response{Plan: id, Calls: f.stepper().Calls()})
 	}
 	res, err := f.result()
 	if err != nil {
@@ -186,7 +228,7 @@ func (g *Guest) respond(b []byte, id int64, f *flight) []byte {
 	}
 	resp := abi.Response{Result: res}
 	if g.publish {
-		resp.Messages = abi.FromPublications(f.plan.Messages())
+		resp.Messages = abi.FromPublications(f.stepper().Messages())
 	}
 	return g.append(b, resp)
 }
@@ -232,31 +274,23 @@ func (g *Guest) configure(cfg *abi.Config) (any, error) {
 		g.lastMax = 10000 // core.Config.LastGoodCounts's default
 	}
 	g.lastGood = map[core.Scope]core.Count{}
-	g.flights, g.order = map[int64]*flight{}, nil // plans of the engine replaced are forgotten
+	g.flights, g.order = map[int64]flight{}, nil // plans of the engine replaced are forgotten
 	return &abi.Configured{ABI: abi.Version, Clock: mode}, nil
 }
 
 // start makes the plan of req.
-func (g *Guest) start(req abi.Request, now string) (*flight, error) {
+func (g *Guest) start(req abi.Request, now string) (flight, error) {
 	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		p := pl.Heartbeat(now, a.Core())
-		return &flight{plan: p, result: func() (any, error) {
-			ack, err := p.Outcome()
-			if err != nil && err != ack.Err {
-				return nil, err
-			}
-			w := abi.FromAck(ack)
-			return &w, nil
-		}}, nil
+		return &beatFlight{p: pl.Heartbeat(now, a.Core())}, nil
 	case *abi.HeartbeatBatch:
 		beats := make([]core.Heartbeat, len(a.Beats))
 		for i, b := range a.Beats {
 			beats[i] = b.Core()
 		}
 		p := pl.HeartbeatBatch(now, beats)
-		return &flight{plan: p, result: func() (any, error) {
+		return &funcFlight{plan: p, end: func() (any, error) {
 			acks, err := p.Outcome()
 			if err != nil {
 				return nil, err
@@ -311,7 +345,7 @@ func (g *Guest) start(req abi.Request, now string) (*flight, error) {
 	case *abi.ScopeArgs:
 		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
 		p := pl.Count(now, sc)
-		return &flight{plan: p, result: func() (any, error) {
+		return &funcFlight{plan: p, end: func() (any, error) {
 			c, err := g.count(sc, p)
 			if err != nil {
 				return nil, err
@@ -344,14 +378,8 @@ func (g *Guest) start(req abi.Request, now string) (*flight, error) {
 func sweepReport(r core.SweepReport) any { w := abi.FromSweepReport(r); return &w }
 
 // ended returns the flight of p, whose result is wire of its outcome.
-func ended[T any](p *core.Plan[T], wire func(T) any) *flight {
-	return &flight{plan: p, result: func() (any, error) {
-		v, err := p.Outcome()
-		if err != nil {
-			return nil, err
-		}
-		return wire(v), nil
-	}}
+func ended[T any](p *core.Plan[T], wire func(T) any) flight {
+	return &endedFlight[T]{p: p, wire: wire}
 }
 
 // count is core.Engine.Count's ending: the count read, remembered, or,

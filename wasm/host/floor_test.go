@@ -20,7 +20,9 @@ import (
 // natively and in a WebAssembly build (wasm/internal/floor/module) on
 // wazero, in CPU time per beat: a call that does nothing ("noop"),
 // decoding a compact heartbeat_batch request ("decode"), and the core's
-// plan of the batch without any codec ("plan"). The ratio of the plan's
+// plan of the batch without any codec ("plan"), and the guest's start and
+// resume of the batch's plan in the compact form, codec included, the
+// decoding of the first response aside ("guest"). The ratio of the plan's
 // two figures is the floor under BenchmarkHeartbeatWASM's ratio that no
 // encoding of the messages can lower.
 func BenchmarkFloor(b *testing.B) {
@@ -52,9 +54,9 @@ func BenchmarkFloor(b *testing.B) {
 			b.Fatal(err)
 		}
 		work := floor.New(n)
-		for _, part := range []string{"noop", "decode", "plan"} {
+		for _, part := range []string{"noop", "decode", "plan", "guest"} {
 			f := mod.ExportedFunction("floor_" + part)
-			native := map[string]func(){"noop": func() {}, "decode": work.Decode, "plan": work.Plan}[part]
+			native := map[string]func(){"noop": func() {}, "decode": work.Decode, "plan": work.Plan, "guest": work.Guest}[part]
 			for _, side := range []string{"native", "wasm"} {
 				b.Run(part+"/"+side+"/beats="+strconv.Itoa(n), func(b *testing.B) {
 					run := native

@@ -1,8 +1,9 @@
 // Package floor holds the pieces of the module's hot path that the floor
 // benchmark (wasm/host, BenchmarkFloor) times on their own, natively and
 // inside a WebAssembly build (floor/module): decoding a compact
-// heartbeat_batch request, and the core's plan of the batch alone, without
-// a crossing or a codec. Their ratio is what Go compiled to WebAssembly
+// heartbeat_batch request, the core's plan of the batch alone, without a
+// crossing or a codec, and the guest's handling of the same batch in the
+// compact form (start and resume, codec included, crossing excluded). Their ratio is what Go compiled to WebAssembly
 // costs on that work, which no encoding of the messages can remove.
 package floor
 
@@ -12,12 +13,15 @@ import (
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
+	"github.com/presencekit/presence/wasm/guest"
 )
 
 // Work is the state of a run: a planner, n beats with tokens, the compact
 // request carrying them, and the reply of a steady script that applies
 // them all.
 type Work struct {
+	guest   *guest.Guest
+	op      string
 	planner *core.Planner
 	beats   []core.Heartbeat
 	request []byte
@@ -30,7 +34,7 @@ func New(n int) *Work {
 	if err != nil {
 		panic(err)
 	}
-	w := &Work{planner: pl, beats: make([]core.Heartbeat, n)}
+	w := &Work{planner: pl, beats: make([]core.Heartbeat, n), guest: guest.New(), op: abi.OpHeartbeatBatch}
 	batch := abi.HeartbeatBatch{Beats: make([]abi.Heartbeat, n)}
 	tokens := make([]string, n)
 	for i := range w.beats {
@@ -42,7 +46,34 @@ func New(n int) *Work {
 		panic(err)
 	}
 	w.results = []core.Result{{Value: core.StringValue(strings.Join(tokens, "\x1f"))}}
+	cfg := abi.FromConfig(core.Config{UserBuckets: 1})
+	cfg.Clock = abi.ClockHost
+	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpConfigure, Args: &cfg})
+	if err != nil {
+		panic(err)
+	}
+	if resp, err := abi.DecodeResponse(abi.OpConfigure, w.guest.Handle(req)); err != nil || resp.Error != nil {
+		panic("floor: configure failed")
+	}
 	return w
+}
+
+// Guest hands the guest the request, and then the resume with the steady
+// reply; it reads the plan's ID from the first response, and checks that
+// the second is the batch's acks.
+func (w *Work) Guest() {
+	resp, err := abi.DecodeResponse(w.op, w.guest.Handle(w.request))
+	if err != nil || resp.Plan == 0 {
+		panic("floor: no plan")
+	}
+	req, err := abi.EncodeRequestCompact(abi.Request{Op: abi.OpResume, Now: 1767225600001,
+		Args: &abi.Resume{Plan: resp.Plan, Results: w.results}})
+	if err != nil {
+		panic(err)
+	}
+	if out := w.guest.Handle(req); len(out) == 0 || out[0] != abi.Compact {
+		panic("floor: no acks")
+	}
 }
 
 // Decode decodes the compact request.

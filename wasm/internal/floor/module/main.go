@@ -28,3 +28,8 @@ func decode() { work.Decode() }
 //
 //go:wasmexport floor_plan
 func plan() { work.Plan() }
+
+// guest is floor.Work.Guest.
+//
+//go:wasmexport floor_guest
+func guest() { work.Guest() }
