@@ -5,7 +5,11 @@
 // Lua script calls a plan waits for (Response.Plan, Response.Calls), which
 // the host runs on Redis and answers with a resume request (Resume).
 //
-// Every message is one JSON object carrying "v": [Version]. The decoders
+// Every message is one JSON object carrying "v": [Version], or, for the hot
+// path (heartbeat, heartbeat_batch and resume requests; responses carrying
+// calls, an Ack or Acks), a binary message in the compact form, which
+// starts with the byte [Compact] (EncodeRequestCompact,
+// AppendResponseCompact). The decoders
 // (DecodeRequest, DecodeResponse) are strict: unknown fields, wrong types, trailing
 // data, unknown operations or enum names and oversized messages are
 // rejected with a *DecodeError (it matches [ErrMalformed]), a message of
