@@ -241,7 +241,7 @@ func (x *Error) appendCompact(b []byte, depth int) []byte {
 func appendCompactMessages(b []byte, ms []Message) []byte {
 	b = appendUvarint(b, uint64(len(ms)))
 	for _, m := range ms {
-		b = appendBytes(appendBytes(appendBytes(b, m.Kind), m.Channel), m.Payload)
+		b = appendBytes(appendBytes(appendBytes(appendBytes(b, m.Kind), m.Channel), m.Payload), m.ID)
 	}
 	return b
 }
@@ -826,7 +826,7 @@ func (r *compactReader) messages() ([]Message, error) {
 	ms := make([]Message, n)
 	for i := range ms {
 		m := &ms[i]
-		for _, p := range []*string{&m.Kind, &m.Channel, &m.Payload} {
+		for _, p := range []*string{&m.Kind, &m.Channel, &m.Payload, &m.ID} {
 			if *p, err = r.str(); err != nil {
 				return nil, err
 			}

@@ -43,7 +43,7 @@ func compactResponses(t *testing.T) map[string][]abi.Response {
 		Cause: &abi.Error{Code: abi.CodeUnavailable, Message: "\xff"}}
 	ack := abi.Ack{Token: "t\xff", Error: &abi.Error{Code: abi.CodeInvalid, Message: "m", Field: "f", Reason: "r"},
 		Changes: []abi.Change{change, {User: "u", From: 200, To: 0, At: -1}}}
-	msgs := []abi.Message{{Kind: "change", Channel: "presence:changes", Payload: `{"user":"u"}`}, {Kind: "kick", Channel: "\xff"}}
+	msgs := []abi.Message{filled[abi.Message](t), {Kind: "change", Channel: "presence:changes", Payload: `{"user":"u"}`}, {Kind: "kick", Channel: "\xff"}}
 	calls := []core.Call{{SHA: "5b1f", Keys: []string{"k\xff"}, Args: []string{"", "\x00", "a"}}, {Source: "return 1", Keys: []string{}, Args: []string{}}}
 	return map[string][]abi.Response{
 		abi.OpHeartbeat: {
@@ -244,4 +244,27 @@ func FuzzDecodeCompact(f *testing.F) {
 			t.Fatalf("%x re-encoded as %x: %v", b, again, err)
 		}
 	})
+}
+
+// TestCompactKnowsEveryField fails when a type of the compact form gains a
+// field: teach compact.go to carry it (and ABI.md), then this test.
+func TestCompactKnowsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		v      any
+		fields int
+	}{
+		{abi.Heartbeat{}, 9},
+		{abi.Ack{}, 3},
+		{abi.Change{}, 4},
+		{abi.Error{}, 7},
+		{abi.Message{}, 4},
+		{abi.Resume{}, 2},
+		{core.Call{}, 4},
+		{core.Result{}, 2},
+		{core.Value{}, 4},
+	} {
+		if n := reflect.TypeOf(tc.v).NumField(); n != tc.fields {
+			t.Errorf("%T has %d fields, the compact form carries %d", tc.v, n, tc.fields)
+		}
+	}
 }
