@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	jsclient "github.com/presencekit/presence/clients/js"
 	"github.com/presencekit/presence/core"
 )
 
@@ -77,6 +78,7 @@ func (s *Server) routes() {
 		files.ServeHTTP(w, r)
 		return nil
 	}))
+	mux.Handle("/examples/", s.wrap("GET /examples/", "", public, false, s.examples()))
 	mux.Handle("/", s.wrap("/", "", public, false, func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
 		if r.URL.Path == "/" {
 			http.Redirect(w, r, "/dashboard/", http.StatusFound)
@@ -84,6 +86,30 @@ func (s *Server) routes() {
 		}
 		return apiErr(http.StatusNotFound, CodeNotFound, "no endpoint %s", r.URL.Path)
 	}))
+}
+
+// examples serves the browser client's example page under /examples/, with
+// the client itself as /examples/presence.js (and its declarations), as
+// they are in clients/js.
+func (s *Server) examples() handlerFunc {
+	page, _ := fs.Sub(jsclient.Files, "example")
+	pages := http.StripPrefix("/examples/", http.FileServerFS(page))
+	client := http.StripPrefix("/examples/", http.FileServerFS(jsclient.Files))
+	return func(w http.ResponseWriter, r *http.Request, _ Principal) *Error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use GET")
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; style-src 'self'; script-src 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		switch r.URL.Path {
+		case "/examples/presence.js", "/examples/presence.d.ts":
+			client.ServeHTTP(w, r)
+		default:
+			pages.ServeHTTP(w, r)
+		}
+		return nil
+	}
 }
 
 func (s *Server) metricsHandler() handlerFunc {
