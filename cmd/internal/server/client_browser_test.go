@@ -1,0 +1,390 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/chromedp/chromedp"
+
+	"github.com/presencekit/presence/cmd/internal/server"
+	"github.com/presencekit/presence/core"
+)
+
+// gate stands between the browser and the server: it records every
+// request (the heartbeats with their user), and can cut the network: while
+// cut, every connection is closed without an answer, and the event
+// streams open at the cut are ended.
+type gate struct {
+	next http.Handler
+
+	mu      sync.Mutex
+	cut     bool
+	reqs    []gateReq
+	streams map[*http.Request]context.CancelFunc
+}
+
+// gateReq is one request the gate saw.
+type gateReq struct {
+	at          time.Time
+	path, user  string
+	lastEventID string
+	cut         bool // refused by the cut
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := gateReq{at: time.Now(), path: r.URL.Path, lastEventID: r.Header.Get("Last-Event-ID")}
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/") {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var b struct{ User string }
+		_ = json.Unmarshal(body, &b)
+		rec.user = b.User
+	}
+	if rec.path == "/v1/events" {
+		rec.user = r.URL.Query().Get("user")
+	}
+	g.mu.Lock()
+	rec.cut = g.cut
+	g.reqs = append(g.reqs, rec)
+	if g.cut {
+		g.mu.Unlock()
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
+	if rec.path == "/v1/events" {
+		ctx, cancel := context.WithCancel(r.Context())
+		g.streams[r] = cancel
+		r = r.WithContext(ctx)
+		defer func() {
+			g.mu.Lock()
+			delete(g.streams, r)
+			g.mu.Unlock()
+			cancel()
+		}()
+	}
+	g.mu.Unlock()
+	g.next.ServeHTTP(w, r)
+}
+
+// setCut cuts the network (ending the open streams) or restores it.
+func (g *gate) setCut(cut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cut = cut
+	if cut {
+		for _, cancel := range g.streams {
+			cancel()
+		}
+	}
+}
+
+// beats returns the heartbeat requests of user in [from, to).
+func (g *gate) beats(user string, from, to time.Time) []gateReq {
+	return g.filter(func(r gateReq) bool {
+		return r.path == "/v1/heartbeat" && r.user == user && !r.at.Before(from) && r.at.Before(to)
+	})
+}
+
+func (g *gate) filter(keep func(gateReq) bool) []gateReq {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []gateReq
+	for _, r := range g.reqs {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestClientInBrowser drives presence.js (clients/js), through its example
+// page at /examples/, in headless Chromium against a server in
+// --insecure-dev mode with a web heartbeat interval of one second, behind
+// a gate that records the requests and can cut the network. The subtests
+// run in order on one server and one browser, each with its own users:
+// two tabs are one device with one beating tab; closing that tab hands
+// the beats over within an interval; a followed user's change arrives
+// once; a network cut of three intervals gives backoff, then recovery
+// without a storm, and the follow stream resumes with Last-Event-ID
+// missing nothing; an exclusive login elsewhere kicks every tab; a logout
+// in one tab logs out all.
+func TestClientInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	const interval = time.Second
+	cfg := testConfig()
+	cfg.Auth = server.AuthConfig{InsecureDev: true}
+	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: interval}
+	cfg.Engine.IdleAfter = time.Minute
+	srv, err := server.New(newStore(t, miniredis.RunT(t).Addr()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = srv.Run(runCtx) }()
+	g := &gate{next: srv.Handler(), streams: map[*http.Request]context.CancelFunc{}}
+	ts := httptest.NewServer(g)
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = srv.Drain(dctx)
+		ts.Close()
+		stopRun()
+		<-ran
+	})
+	eng := srv.Engine()
+	status := func(user string) core.UserStatus {
+		t.Helper()
+		st, err := eng.Status(context.Background(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(browser); err != nil { // start the browser
+		t.Fatal(err)
+	}
+
+	// tab is one page of the browser.
+	type tab struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+	}
+	top := t
+	open := func(t *testing.T, query string) tab {
+		t.Helper()
+		ctx, cancel := chromedp.NewContext(browser)
+		top.Cleanup(cancel) // tabs live across the subtests
+		if err := chromedp.Do(ctx); err != nil { // open the tab, for the life of ctx
+			t.Fatal(err)
+		}
+		octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+		defer ocancel()
+		if err := chromedp.Do(octx, chromedp.Navigate(ts.URL+"/examples/?"+query)); err != nil {
+			t.Fatalf("open /examples/?%s: %v", query, err)
+		}
+		return tab{ctx, cancel}
+	}
+	poll := func(t *testing.T, tb tab, what, js string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(15*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v; the page: %s", what, err, evalIn[string](t, tb.ctx, `JSON.stringify({href: location.href, state: document.readyState, hidden: document.hidden, me: document.getElementById('me')?.textContent, presence: !!globalThis.presence, seen: globalThis.seen})`))
+		}
+	}
+	leader := func(t *testing.T, tb tab) bool {
+		return evalIn[bool](t, tb.ctx, `!!(globalThis.presence && presence.leader)`)
+	}
+	seen := func(t *testing.T, tb tab, user, st string) int {
+		return evalIn[int](t, tb.ctx, fmt.Sprintf(`seen.filter(([u, s]) => u === %q && s === %q).length`, user, st))
+	}
+	beatAs := func(user string) {
+		t.Helper()
+		if _, err := eng.Heartbeat(context.Background(), core.Heartbeat{User: user, Device: "desk", Kind: core.KindDesktop, Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ivs := func(d time.Duration) string { return fmt.Sprintf("%.2f intervals", float64(d)/float64(interval)) }
+
+	var tabs [2]tab
+	t.Run("two tabs are one device with one beating tab", func(t *testing.T) {
+		tabs[0] = open(t, "user=u1&friends=&scope=video:10086")
+		tabs[1] = open(t, "user=u1&friends=&scope=video:10086")
+		for i, tb := range tabs {
+			poll(t, tb, fmt.Sprintf("tab %d runs", i), `!!(globalThis.presence && presence.running && presence.stats)`)
+		}
+		waitFor(t, 10*time.Second, "u1 ONLINE", func() bool { return status("u1").Status == core.StatusOnline })
+		from := time.Now()
+		time.Sleep(4 * interval)
+		n := len(g.beats("u1", from, time.Now()))
+		var devices [2]string
+		for i, tb := range tabs {
+			devices[i] = evalIn[string](t, tb.ctx, `presence.device`)
+		}
+		l0, l1 := leader(t, tabs[0]), leader(t, tabs[1])
+		st := status("u1")
+		t.Logf("CLIENT two tabs: device %s and %s, leaders %v and %v, %d heartbeats in 4 intervals, %d devices on the server", devices[0], devices[1], l0, l1, n, len(st.Devices))
+		if devices[0] != devices[1] || devices[0] == "" {
+			t.Errorf("the tabs have devices %q and %q; want one", devices[0], devices[1])
+		}
+		if l0 == l1 {
+			t.Errorf("leaders %v and %v: want exactly one beating tab", l0, l1)
+		}
+		if len(st.Devices) != 1 {
+			t.Errorf("the server sees %d devices of u1; want 1", len(st.Devices))
+		}
+		if n < 2 || n > 6 {
+			t.Errorf("%d heartbeats in 4 intervals; want about 4 (one tab beating)", n)
+		}
+		poll(t, tabs[0], "the page shows 1 watching", `document.getElementById('watching').textContent === '1'`)
+	})
+
+	t.Run("closing the beating tab hands over within an interval", func(t *testing.T) {
+		if tabs[0].ctx == nil {
+			t.Skip("no tabs")
+		}
+		lead, other := tabs[0], tabs[1]
+		if !leader(t, lead) {
+			lead, other = other, lead
+		}
+		time.Sleep(interval / 2)
+		closed := time.Now()
+		lead.cancel()
+		poll(t, other, "the other tab leads", `presence.leader`)
+		waitFor(t, 5*interval, "a heartbeat from the new leader", func() bool { return len(g.beats("u1", closed, time.Now())) > 0 })
+		first := g.beats("u1", closed, time.Now())[0].at
+		before := g.beats("u1", closed.Add(-3*interval), closed)
+		gap := first.Sub(before[len(before)-1].at)
+		t.Logf("CLIENT handover: first beat of the new tab %s after the close, %s after the old tab's last beat", ivs(first.Sub(closed)), ivs(gap))
+		if first.Sub(closed) > interval+interval/2 {
+			t.Errorf("the new tab beat %s after the close; want within an interval", ivs(first.Sub(closed)))
+		}
+		if st := status("u1"); st.Status != core.StatusOnline || len(st.Devices) != 1 {
+			t.Errorf("after the handover u1 is %s with %d devices; want ONLINE with 1", st.Status, len(st.Devices))
+		}
+	})
+
+	var follower tab
+	t.Run("a followed user's change arrives once", func(t *testing.T) {
+		follower = open(t, "user=u2&friends=f-bob,f-carol")
+		poll(t, follower, "the snapshot", `seen.filter(([u, s]) => s === 'OFFLINE').length === 2 && follow.ready`)
+		beatAs("f-bob")
+		poll(t, follower, "f-bob's dot turns ONLINE", `document.querySelector('#friends li[data-user="f-bob"] .dot').dataset.status === 'ONLINE'`)
+		time.Sleep(2 * interval)
+		if n := seen(t, follower, "f-bob", "ONLINE"); n != 1 {
+			t.Errorf("f-bob ONLINE arrived %d times; want once", n)
+		}
+	})
+
+	t.Run("a network cut of three intervals: backoff, recovery, resume", func(t *testing.T) {
+		if follower.ctx == nil {
+			t.Skip("no follower")
+		}
+		poll(t, follower, "u2 beats", `presence.leader && presence.stats.beats > 0`)
+		cutAt := time.Now()
+		g.setCut(true)
+		time.Sleep(interval / 2)
+		beatAs("f-carol") // a change while the page is cut off
+		time.Sleep(3*interval - interval/2)
+		g.setCut(false)
+		back := time.Now()
+		during := g.beats("u2", cutAt, back)
+		streamsDuring := g.filter(func(r gateReq) bool { return r.path == "/v1/events" && r.user == "f-bob" && r.cut })
+		var gaps []string
+		for i := 1; i < len(during); i++ {
+			gaps = append(gaps, during[i].at.Sub(during[i-1].at).Round(10*time.Millisecond).String())
+		}
+		poll(t, follower, "f-carol's change arrives after the cut", `document.querySelector('#friends li[data-user="f-carol"] .dot').dataset.status === 'ONLINE'`)
+		waitFor(t, 10*interval, "a heartbeat of u2 answered after the cut", func() bool { return len(g.beats("u2", back, time.Now())) > 0 })
+		recovered := g.beats("u2", back, time.Now())[0].at
+		time.Sleep(4 * interval)
+		after := g.beats("u2", recovered, recovered.Add(4*interval))
+		resumed := g.filter(func(r gateReq) bool { return r.path == "/v1/events" && r.user == "f-bob" && !r.at.Before(back) })
+		t.Logf("CLIENT cut: %d heartbeat attempts in 3 intervals of cut (gaps %s), %d stream attempts; first beat %s after the cut ended; %d beats in the 4 intervals after; %d streams reopened, Last-Event-ID %q",
+			len(during), strings.Join(gaps, " "), len(streamsDuring), ivs(recovered.Sub(back)), len(after), len(resumed), firstID(resumed))
+		if len(during) < 2 || len(during) > 7 {
+			t.Errorf("%d heartbeat attempts during the cut; want a few, backing off", len(during))
+		}
+		if len(after) > 6 {
+			t.Errorf("%d heartbeats in the 4 intervals after recovery: a storm", len(after))
+		}
+		if len(resumed) == 0 || resumed[0].lastEventID == "" {
+			t.Errorf("the follow stream reopened without Last-Event-ID: %+v", resumed)
+		}
+		if n := seen(t, follower, "f-carol", "ONLINE"); n != 1 {
+			t.Errorf("f-carol ONLINE arrived %d times; want once", n)
+		}
+		if n := seen(t, follower, "f-bob", "ONLINE"); n != 1 {
+			t.Errorf("f-bob ONLINE arrived %d times after the resume; want once", n)
+		}
+		if st := status("u2"); st.Status != core.StatusOnline {
+			t.Errorf("u2 is %s after the recovery; want ONLINE", st.Status)
+		}
+	})
+
+	t.Run("an exclusive login elsewhere kicks every tab", func(t *testing.T) {
+		a, b := open(t, "user=u3&friends="), open(t, "user=u3&friends=")
+		poll(t, a, "u3 beats", `presence.running && (presence.leader ? presence.stats.beats > 0 : true)`)
+		waitFor(t, 10*time.Second, "u3 ONLINE", func() bool { return status("u3").Status == core.StatusOnline })
+		pol := core.PolicyExclusive
+		at := time.Now()
+		res, err := eng.Login(context.Background(), core.Login{User: "u3", Device: "phone", Kind: core.KindIOS, Policy: &pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Kicked) != 1 {
+			t.Fatalf("the login kicked %d sessions; want the browser's", len(res.Kicked))
+		}
+		for _, tb := range []tab{a, b} {
+			poll(t, tb, "the page says it was kicked", `document.getElementById('me').dataset.state === 'kicked' && !presence.running`)
+		}
+		t.Logf("CLIENT kick: both tabs ended their session %s after the login", ivs(time.Since(at)))
+		n := len(g.beats("u3", time.Now(), time.Now().Add(time.Hour)))
+		time.Sleep(2 * interval)
+		if n = len(g.beats("u3", time.Now().Add(-2*interval), time.Now())); n != 0 {
+			t.Errorf("%d heartbeats of u3 after the kick; want none", n)
+		}
+		st := status("u3")
+		if len(st.Devices) != 1 || st.Devices[0].ID != "phone" {
+			t.Errorf("u3's devices after the kick: %+v; want the phone only", st.Devices)
+		}
+	})
+
+	t.Run("a logout in one tab logs out all", func(t *testing.T) {
+		a, b := open(t, "user=u4&friends="), open(t, "user=u4&friends=")
+		waitFor(t, 10*time.Second, "u4 ONLINE", func() bool { return status("u4").Status == core.StatusOnline })
+		poll(t, b, "the tab has a session", `presence.running`)
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("logout"))); err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range []tab{a, b} {
+			poll(t, tb, "the page says logged out", `document.getElementById('me').dataset.state === 'logout' && !presence.running`)
+		}
+		waitFor(t, 5*time.Second, "u4 OFFLINE", func() bool { return status("u4").Status == core.StatusOffline })
+	})
+}
+
+// firstID is the Last-Event-ID of the first request, or "".
+func firstID(reqs []gateReq) string {
+	if len(reqs) == 0 {
+		return ""
+	}
+	return reqs[0].lastEventID
+}
+
+// evalIn evaluates js in the tab of ctx, awaiting a promise.
+func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
