@@ -176,7 +176,7 @@ func TestClientInBrowser(t *testing.T) {
 	open := func(t *testing.T, query string) tab {
 		t.Helper()
 		ctx, cancel := chromedp.NewContext(browser)
-		top.Cleanup(cancel) // tabs live across the subtests
+		top.Cleanup(cancel)                      // tabs live across the subtests
 		if err := chromedp.Do(ctx); err != nil { // open the tab, for the life of ctx
 			t.Fatal(err)
 		}
