@@ -39,6 +39,7 @@ type gateReq struct {
 	path, user  string
 	lastEventID string
 	cut         bool // refused by the cut
+	active      bool // a heartbeat's active flag
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,9 +47,12 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/") {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		var b struct{ User string }
+		var b struct {
+			User   string
+			Active bool
+		}
 		_ = json.Unmarshal(body, &b)
-		rec.user = b.User
+		rec.user, rec.active = b.User, b.Active
 	}
 	if rec.path == "/v1/events" {
 		rec.user = r.URL.Query().Get("user")
@@ -351,6 +355,41 @@ func TestClientInBrowser(t *testing.T) {
 		if len(st.Devices) != 1 || st.Devices[0].ID != "phone" {
 			t.Errorf("u3's devices after the kick: %+v; want the phone only", st.Devices)
 		}
+	})
+
+	t.Run("input in a tab that does not beat marks the next beat active", func(t *testing.T) {
+		a, b := open(t, "user=u5&friends="), open(t, "user=u5&friends=")
+		poll(t, a, "a tab beats", `presence.running`)
+		poll(t, b, "a tab beats", `presence.running`)
+		idle := b
+		if !leader(t, a) {
+			idle = a
+		}
+		time.Sleep(3 * interval) // the first beats are active: the page just opened
+		from := time.Now()
+		time.Sleep(2 * interval)
+		quiet := g.beats("u5", from, time.Now())
+		ctx, cancel := context.WithTimeout(idle.ctx, 10*time.Second)
+		defer cancel()
+		clicked := time.Now()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("friend"))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*interval, "an active beat after the click", func() bool {
+			for _, r := range g.beats("u5", clicked, time.Now()) {
+				if r.active {
+					return true
+				}
+			}
+			return false
+		})
+		for _, r := range quiet {
+			if r.active {
+				t.Errorf("a beat of an untouched page was active: %+v", quiet)
+				break
+			}
+		}
+		t.Logf("CLIENT activity: %d idle beats inactive; the click in the other tab made a beat active within %s", len(quiet), ivs(time.Since(clicked)))
 	})
 
 	t.Run("a logout in one tab logs out all", func(t *testing.T) {
