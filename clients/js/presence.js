@@ -120,9 +120,11 @@ export class Presence {
     this._onAct = () => this.active();
     this._onVis = () => this._vis();
     this._onHide = () => this._hide();
+    this._onLine = () => this._fails && this.leader && this._schedule(Math.random() * 1000);
     for (const ev of this.o.activity) addEventListener(ev, this._onAct, { passive: true, capture: true });
     document.addEventListener("visibilitychange", this._onVis);
     addEventListener("pagehide", this._onHide);
+    addEventListener("online", this._onLine);
     this._vis();
     if (!navigator.locks) return this._lead(); // no election: every tab beats
     this._lock = new AbortController();
@@ -249,6 +251,7 @@ export class Presence {
     for (const ev of this.o.activity) removeEventListener(ev, this._onAct, { capture: true });
     document.removeEventListener("visibilitychange", this._onVis);
     removeEventListener("pagehide", this._onHide);
+    removeEventListener("online", this._onLine);
     this._post({ t: "bye" });
     this._bc?.close();
     for (const f of [...this._follows]) f.close();
@@ -302,6 +305,10 @@ export class Follow {
     this._connect();
   }
 
+  _connect() {
+    if (!this._loop && this.users.size && !this.closed) this._loop = this._run().finally(() => (this._loop = null));
+  }
+
   /** set replaces the followed users; calls within one task make one reconnection, and only when users were added. */
   set(users) {
     this._want = new Set(users);
@@ -317,7 +324,7 @@ export class Follow {
     const added = [...this._want].filter((u) => !this.users.has(u));
     for (const u of this.users) if (!this._want.has(u)) { this.users.delete(u); this.statuses.delete(u); }
     if (!added.length || this.closed) return;
-    this._switch = true;
+    this._switch = !!this._loop;
     for (const u of added) this.users.add(u);
     if (this.lastId) {
       // Resuming after lastId sends the new users' changes but not their
@@ -328,6 +335,7 @@ export class Follow {
       } catch (e) { this.p._emit("error", e); }
     }
     this._ctl?.abort();
+    this._connect();
   }
 
   _status(user, status, ev) {
@@ -347,8 +355,8 @@ export class Follow {
     if (id) this.lastId = id;
   }
 
-  async _connect() {
-    while (!this.closed) {
+  async _run() {
+    while (!this.closed && this.users.size) {
       const ctl = (this._ctl = new AbortController());
       let retryAfter = 0, dog;
       const bark = () => { clearTimeout(dog); dog = setTimeout(() => ctl.abort(), this.p.o.streamTimeout); };
@@ -392,7 +400,6 @@ export class Follow {
       if (this._switch) { this._switch = false; continue; }
       await wait(this.p._backoff(++this._fails, retryAfter));
     }
-    this.p._follows.delete(this);
   }
 
   /** close ends the stream. */

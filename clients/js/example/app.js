@@ -4,7 +4,7 @@ import { Presence } from "./presence.js";
 
 const q = new URLSearchParams(location.search);
 const user = q.get("user") || "alice";
-const friends = (q.get("friends") || "bob,carol,dave").split(",").filter(Boolean);
+const friends = (q.has("friends") ? q.get("friends") : "bob,carol,dave").split(",").filter(Boolean);
 const [cls, id] = (q.get("scope") || "video:10086").split(":");
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
 const $ = (s) => document.querySelector(s);

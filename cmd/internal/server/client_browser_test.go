@@ -26,6 +26,7 @@ import (
 // streams open at the cut are ended.
 type gate struct {
 	next http.Handler
+	ts   *httptest.Server
 
 	mu      sync.Mutex
 	cut     bool
@@ -82,15 +83,22 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-// setCut cuts the network (ending the open streams) or restores it.
+// setCut cuts the network or restores it. A cut ends the open streams
+// and closes every connection, so that no request of the cut goes over a
+// connection the browser had used (Chromium resends a request once the
+// server closed a reused connection, over another, which is not the
+// client's doing).
 func (g *gate) setCut(cut bool) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.cut = cut
 	if cut {
 		for _, cancel := range g.streams {
 			cancel()
 		}
+	}
+	g.mu.Unlock()
+	if cut {
+		g.ts.CloseClientConnections()
 	}
 }
 
@@ -143,6 +151,7 @@ func TestClientInBrowser(t *testing.T) {
 	go func() { defer close(ran); _ = srv.Run(runCtx) }()
 	g := &gate{next: srv.Handler(), streams: map[*http.Request]context.CancelFunc{}}
 	ts := httptest.NewServer(g)
+	g.ts = ts
 	t.Cleanup(func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer dcancel()
@@ -312,6 +321,9 @@ func TestClientInBrowser(t *testing.T) {
 		if len(during) < 2 || len(during) > 7 {
 			t.Errorf("%d heartbeat attempts during the cut; want a few, backing off", len(during))
 		}
+		if n := len(during); n >= 3 && during[n-1].at.Sub(during[n-2].at) < during[1].at.Sub(during[0].at)-200*time.Millisecond {
+			t.Errorf("the retries during the cut did not back off: gaps %s", strings.Join(gaps, " "))
+		}
 		if len(after) > 6 {
 			t.Errorf("%d heartbeats in the 4 intervals after recovery: a storm", len(after))
 		}
@@ -401,7 +413,7 @@ func TestClientInBrowser(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("logout"))); err != nil {
 			t.Fatal(err)
 		}
-		for _, tb := range []tab{a, b} {
+		for _, tb := range []tab{b, a} {
 			poll(t, tb, "the page says logged out", `document.getElementById('me').dataset.state === 'logout' && !presence.running`)
 		}
 		waitFor(t, 5*time.Second, "u4 OFFLINE", func() bool { return status("u4").Status == core.StatusOffline })
