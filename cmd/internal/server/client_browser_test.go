@@ -439,3 +439,55 @@ func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
 	}
 	return v
 }
+
+// TestClientTokenRefreshInBrowser runs presence.js in headless Chromium
+// against a server that wants JWTs: the token hook first gives an expired
+// token, the server answers 401, the hook is asked again with expired =
+// true, and the beats and the follow stream (which sends the token in
+// Authorization, not in the address) go on with the fresh token.
+func TestClientTokenRefreshInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	cfg := testConfig()
+	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: time.Second}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	expired, err := server.NewToken(testSecret, server.TokenOptions{User: "jwt-alice", TTL: time.Minute, Now: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := token(t, "jwt-alice")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.url+"/healthz")); err != nil {
+		t.Fatal(err)
+	}
+	got := evalIn[string](t, bctx, fmt.Sprintf(`(async () => {
+		const { Presence } = await import("/examples/presence.js");
+		const asked = [];
+		const p = new Presence({ user: "jwt-alice", token: async (expired) => { asked.push(expired); return expired ? %q : %q; } });
+		const beat = new Promise((r) => p.on("beat", r));
+		await p.start();
+		await beat;
+		const seen = [];
+		const f = p.follow(["jwt-alice"], (u, s) => seen.push(s));
+		await new Promise((r) => p.on("ready", r));
+		p.stop();
+		return JSON.stringify({ asked, beat: p.stats.beats > 0, seen });
+	})()`, fresh, expired))
+	t.Logf("CLIENT token refresh: %s", got)
+	if want := `{"asked":[false,true],"beat":true,"seen":["ONLINE"]}`; got != want {
+		t.Errorf("got %s; want %s", got, want)
+	}
+}
