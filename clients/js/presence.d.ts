@@ -89,7 +89,7 @@ export class Presence {
   info(): Promise<Record<string, any>>;
   /** Calls the API with the token; throws PresenceError. */
   request(method: string, path: string, body?: unknown, init?: RequestInit): Promise<any>;
-  /** Starts the session: elects the beating tab, listens to activity. */
+  /** Starts the session: elects the beating tab, listens to activity. Rejects (and may be called again) when GET /v1/info fails. */
   start(): Promise<void>;
   /** Marks the next beat active. */
   active(): void;

@@ -112,7 +112,14 @@ export class Presence {
   async start() {
     if (this.running) return;
     this.running = true;
-    const info = await this.info();
+    let info;
+    try {
+      info = await this.info();
+    } catch (e) {
+      this.running = false; // start may be called again
+      throw e;
+    }
+    if (!this.running) return; // stopped meanwhile
     this._iv = this.o.interval || info.intervals_ms?.[this.o.kind] || 30000;
     this._classes = Object.fromEntries((info.classes || []).map((c) => [c.name, c.window_ms]));
     this._bc = globalThis.BroadcastChannel ? new BroadcastChannel(this.key) : null;
