@@ -59,7 +59,7 @@ func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.
 		}
 	} else {
 		var err error
-		if conn, err = s.pool.GetContext(ctx); err != nil {
+		if conn, err = s.dialSubscriber(ctx); err != nil {
 			return nil, nil, connError(err)
 		}
 	}
@@ -161,6 +161,21 @@ func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.
 		return closeErr
 	}
 	return out, stop, nil
+}
+
+// dialSubscriber opens a connection of its own for a subscription, with
+// the pool's dial function: a connection that was subscribed never goes
+// back to the pool, where the replies left over from leaving pub/sub mode
+// could answer another caller's command. A pool without a dial function
+// lends one of its connections.
+func (s *Store) dialSubscriber(ctx context.Context) (redis.Conn, error) {
+	switch {
+	case s.pool.DialContext != nil:
+		return s.pool.DialContext(ctx)
+	case s.pool.Dial != nil:
+		return s.pool.Dial()
+	}
+	return s.pool.GetContext(ctx)
 }
 
 // receiveSub reads one pub/sub reply bounded by ctx: with ReceiveContext
