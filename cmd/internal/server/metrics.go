@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -32,6 +33,12 @@ type metrics struct {
 	rateLimited prometheus.Counter
 	usersBy     *prometheus.GaugeVec
 	changeLog   *prometheus.CounterVec
+
+	online        *prometheus.GaugeVec
+	redisSeconds  prometheus.Histogram
+	sweepLast     *prometheus.GaugeVec
+	sweepInterval *prometheus.GaugeVec
+	history       *prometheus.CounterVec
 }
 
 var _ core.Metrics = (*metrics)(nil)
@@ -65,8 +72,20 @@ func newMetrics() *metrics {
 		Help: "Users this instance knows to be in each status (see the dashboard's notes on what it knows)."}, []string{"status"})
 	m.changeLog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "presence_change_log_entries_total",
 		Help: "Change log entries read by this instance's event hub, and gaps (entries trimmed before it read them)."}, []string{"what"})
+	m.online = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_online_users",
+		Help: "Users in each published status across every instance sharing the Redis (Engine.Online, read every reconcile)."}, []string{"status"})
+	m.redisSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "presence_redis_call_duration_seconds",
+		Help:    "Round trip of each call of the engine to Redis (one pipeline of script calls).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}})
+	m.sweepLast = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_sweep_last_completed_timestamp_seconds",
+		Help: "Unix time of this instance's last sweep pass that ended without error, by kind."}, []string{"kind"})
+	m.sweepInterval = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_sweep_interval_seconds",
+		Help: "This instance's sweep interval, by kind (0: it does not sweep)."}, []string{"kind"})
+	m.history = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "presence_history_snapshots_total",
+		Help: "Online-history snapshot attempts, by result (written, taken: another instance wrote the minute, failed)."}, []string{"result"})
 	for _, c := range []prometheus.Collector{m.heartbeats, m.errors, m.sweeps, m.sweepSeconds, m.sweepItems, m.published,
 		m.cacheReads, m.requests, m.reqSeconds, m.streams, m.rateLimited, m.usersBy, m.changeLog,
+		m.online, m.redisSeconds, m.sweepLast, m.sweepInterval, m.history,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -114,6 +133,73 @@ func (m *metrics) observe(route string, code int, d time.Duration, stream bool) 
 	if !stream {
 		m.reqSeconds.WithLabelValues(route).Observe(d.Seconds())
 	}
+}
+
+// timedStore times each Eval of the store it wraps
+// (presence_redis_call_duration_seconds). instrument keeps the store's
+// optional capabilities (CachedReader, Publisher, Subscriber): the engine
+// finds them by type assertion.
+type timedStore struct {
+	core.Store
+	h prometheus.Histogram
+}
+
+// Eval times the wrapped store's Eval.
+func (t timedStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	start := time.Now()
+	res := t.Store.Eval(ctx, calls)
+	t.h.Observe(time.Since(start).Seconds())
+	return res
+}
+
+func instrument(s core.Store, h prometheus.Histogram) core.Store {
+	t := timedStore{s, h}
+	c, isC := s.(core.CachedReader)
+	p, isP := s.(core.Publisher)
+	b, isS := s.(core.Subscriber)
+	switch {
+	case isC && isP && isS:
+		return struct {
+			timedStore
+			core.CachedReader
+			core.Publisher
+			core.Subscriber
+		}{t, c, p, b}
+	case isC && isP:
+		return struct {
+			timedStore
+			core.CachedReader
+			core.Publisher
+		}{t, c, p}
+	case isC && isS:
+		return struct {
+			timedStore
+			core.CachedReader
+			core.Subscriber
+		}{t, c, b}
+	case isP && isS:
+		return struct {
+			timedStore
+			core.Publisher
+			core.Subscriber
+		}{t, p, b}
+	case isC:
+		return struct {
+			timedStore
+			core.CachedReader
+		}{t, c}
+	case isP:
+		return struct {
+			timedStore
+			core.Publisher
+		}{t, p}
+	case isS:
+		return struct {
+			timedStore
+			core.Subscriber
+		}{t, b}
+	}
+	return t
 }
 
 // tee forwards the core's hooks to the server's metrics and to the

@@ -39,11 +39,17 @@ func TestOperations(t *testing.T) {
 	code := res.StatusCode
 	for _, want := range []string{`presence_heartbeats_total{result="accepted"} 1`,
 		`presence_http_requests_total{code="200",route="POST /v1/heartbeat"} 1`,
-		`presence_published_total{kind="change"}`, "go_goroutines"} {
+		`presence_published_total{kind="change"}`, "go_goroutines", "presence_redis_call_duration_seconds_count",
+		`presence_sweep_interval_seconds{kind="users"}`} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Fatalf("/metrics: %d, missing %q", code, want)
 		}
 	}
+	waitFor(t, 10*time.Second, "presence_online_users", func() bool {
+		_, body := send(t, "GET", in.url+"/metrics", "", map[string]string{"Authorization": "Bearer " + token(t, "ops", "presence_admin")})
+		return strings.Contains(body, `presence_online_users{status="ONLINE"} 1`) &&
+			strings.Contains(body, `presence_sweep_last_completed_timestamp_seconds{kind="users"}`)
+	})
 	if code, h, _ := get(t, in.url+"/"); code != http.StatusFound || h.Get("Location") != "/dashboard/" {
 		t.Fatalf("/: %d %v", code, h)
 	}

@@ -305,7 +305,7 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	if ecfg.Logger == nil {
 		ecfg.Logger = throttled(cfg.Logger, cfg.FailureLogEvery)
 	}
-	eng, err := core.New(store, ecfg)
+	eng, err := core.New(instrument(store, m.redisSeconds), ecfg)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +331,12 @@ func New(store core.Store, cfg Config) (*Server, error) {
 			_, err := eng.Ping(ctx)
 			return err
 		}
+	}
+	for kind, d := range map[string]time.Duration{"users": cfg.SweepUsers, "scopes": cfg.SweepScopes} {
+		if cfg.SweepUsers < 0 || cfg.SweepScopes < 0 {
+			d = 0
+		}
+		m.sweepInterval.WithLabelValues(kind).Set(d.Seconds())
 	}
 	s.routes()
 	return s, nil
@@ -385,6 +391,11 @@ func (s *Server) Run(ctx context.Context) error {
 				s.log.DebugContext(ctx, "presence: reconciling user statuses failed", "err", err)
 			}
 			s.publishGauges()
+			if on, err := s.eng.Online(ctx); err == nil {
+				for st, n := range on {
+					s.m.online.WithLabelValues(st.String()).Set(float64(n))
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -422,6 +433,9 @@ func (s *Server) publishGauges() {
 func (s *Server) onSweep(kind string, r core.SweepReport, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
+	}
+	if err == nil {
+		s.m.sweepLast.WithLabelValues(kind).SetToCurrentTime()
 	}
 	rep := wireSweep(kind, r, err, time.Now())
 	if s.sweeps.record(rep) {
