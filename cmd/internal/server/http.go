@@ -57,6 +57,7 @@ func (s *Server) routes() {
 	api("GET", "/v1/scopes/{class}/{id}/members", signedIn, s.members)
 	api("GET", "/v1/admin/sweeper", adminOnly, s.sweeper)
 	api("GET", "/v1/admin/overview", adminOnly, s.overview)
+	api("GET", "/v1/history", adminOnly, s.history)
 	api("GET", "/v1/info", public, s.info)
 	mux.Handle("/v1/events", s.wrap("GET /v1/events", "GET", signedIn, true, s.sse))
 	mux.Handle("/v1/ws", s.wrap("GET /v1/ws", "GET", signedIn, true, s.websocket))
@@ -128,6 +129,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.Handle("/metrics", s.wrap("admin GET /metrics", "GET", trusted, false, s.metricsHandler()))
 	mux.Handle("/v1/admin/sweeper", s.wrap("admin GET /v1/admin/sweeper", "GET", trusted, false, s.sweeper))
 	mux.Handle("/v1/admin/overview", s.wrap("admin GET /v1/admin/overview", "GET", trusted, false, s.overview))
+	mux.Handle("/v1/history", s.wrap("admin GET /v1/history", "GET", trusted, false, s.history))
 	mux.Handle("/v1/info", s.wrap("admin GET /v1/info", "GET", trusted, false, s.info))
 	mux.Handle("/healthz", s.wrap("admin GET /healthz", "GET", trusted, false, func(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/batcher"
 	"github.com/presencekit/presence/adapters/sweeper"
+	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/core"
 )
 
@@ -136,6 +137,14 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// DrainTimeout bounds the graceful shutdown of Serve. Default 10 s.
 	DrainTimeout time.Duration
+
+	// History configures the online-history snapshotter that Run runs
+	// (package history): with a Store or a DSN it records every minute the
+	// online counts, the busiest tracked scopes of each class and, with
+	// Users, the users this instance knows to be online; GET /v1/history
+	// reads them back. Source, Logger and OnResult default to the
+	// server's. Without a Store or DSN there is no history.
+	History history.Config
 }
 
 // Server is the presence HTTP service: the JSON API, the event streams,
@@ -160,6 +169,7 @@ type Server struct {
 	users                               *userTracker
 	scopes                              *scopeTracker
 	sweeps                              *sweepLog
+	snaps                               *history.Snapshotter // nil: no online history
 	mux                                 *http.ServeMux
 	started                             time.Time
 
@@ -332,6 +342,9 @@ func New(store core.Store, cfg Config) (*Server, error) {
 			return err
 		}
 	}
+	if s.snaps, err = s.newSnapshotter(cfg.History); err != nil {
+		return nil, err
+	}
 	for kind, d := range map[string]time.Duration{"users": cfg.SweepUsers, "scopes": cfg.SweepScopes} {
 		if cfg.SweepUsers < 0 || cfg.SweepScopes < 0 {
 			d = 0
@@ -371,6 +384,9 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Go(func() { s.failures.run(ctx) })
 	if s.auth.jwks != nil {
 		wg.Go(func() { s.auth.jwks.run(ctx) })
+	}
+	if s.snaps != nil {
+		wg.Go(func() { _ = s.snaps.Run(ctx) })
 	}
 	if s.cfg.SweepUsers > 0 && s.cfg.SweepScopes > 0 {
 		wg.Go(func() {
