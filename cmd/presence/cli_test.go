@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,18 @@ const mainEnv = "PRESENCE_TEST_RUN_MAIN"
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		main()
+	}
+	// presence serve records its online history in ./presence-history.db
+	// by default: keep the tests' out of the source tree.
+	if os.Getenv("PRESENCE_HISTORY_DB") == "" {
+		dir, err := os.MkdirTemp("", "presence-cli-test-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("PRESENCE_HISTORY_DB", filepath.Join(dir, "history.db"))
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -83,9 +96,12 @@ var subcommands = []struct {
 		"log-level", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout", "scope-rate", "scope-burst",
 		"read-rate", "read-burst", "stream-rate", "stream-burst", "ip-rate", "ip-burst", "max-streams-per-user",
 		"max-streams", "cors-origins", "device-classes", "service-claim", "trusted-proxies", "admin-addr", "tls-cert",
-		"tls-key", "class-claims", "jwks-url", "jwks-refresh"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
+		"tls-key", "class-claims", "jwks-url", "jwks-refresh", "history", "history-db", "history-every", "history-top",
+		"history-users", "history-retention"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
 	{[]string{"serve", "token"}, []string{"user", "admin", "read", "ttl", "admin-claim", "read-claim", "jwt-issuer",
 		"jwt-audience", "jwt-secret", "jwt-secret-file"}, "(default 1h0m0s)", []string{"--ttl", "forever"}},
+	{[]string{"history"}, []string{"url", "token", "db", "since", "to", "step", "scope", "format"}, "(default 24h0m0s)",
+		[]string{"--step", "often"}},
 	{[]string{"sim"}, []string{"seed", "users", "edges", "duration", "tick", "sweep", "census", "engine", "wasm",
 		"redis", "out", "quiet", "cpuprofile", "mix"}, "(default 1h0m0s)", []string{"--users", "ten"}},
 }
@@ -181,6 +197,8 @@ func TestBadFlags(t *testing.T) {
 	// Values the flag package accepts and the command refuses.
 	cases = append(cases,
 		badCase{[]string{"demo", "--viewers", "0"}, "--viewers must be 1 to 1000000"},
+		badCase{[]string{"history", "--format", "xml"}, `--format "xml": want table or csv`},
+		badCase{[]string{"history", "--scope", "lobby"}, `--scope "lobby": want class:id`},
 		badCase{[]string{"sim", "--engine", "jvm"}, `--engine "jvm": want wasm or native`},
 		badCase{[]string{"sim", "--edges", "65"}, "--edges must be 1 to 64"},
 		badCase{[]string{"sim", "--tick", "1500us"}, "--tick must be whole milliseconds"},

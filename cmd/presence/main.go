@@ -24,6 +24,7 @@ type command struct {
 func commands() []command {
 	cmds := []command{
 		{"bench", "measure the engine on a real Redis: throughput, memory, sweeps", runBench},
+		{"history", "print the online history that serve records, as a table or CSV", runHistory},
 		{"demo", "walk through presence semantics on an embedded Redis (or --redis)", runDemo},
 		{"conform", "run the conformance suite against a server (--redis) and print a table per adapter", runConform},
 		{"serve", "run the HTTP service: JSON API, live events, dashboard; 'serve token' signs a client token", runServe},

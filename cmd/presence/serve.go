@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
 )
@@ -48,6 +50,12 @@ type serveFlags struct {
 	classClaims                                               string
 	jwksURL                                                   string
 	jwksRefresh                                               time.Duration
+
+	// The online history of issue 21.
+	history, historyUsers          bool
+	historyDB                      string
+	historyEvery, historyRetention time.Duration
+	historyTop                     int
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -73,6 +81,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxBody, "max-body", 64<<10, "largest request body in bytes (batch endpoints: 32×)")
 	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.BoolVar(&f.sweep, "sweep", true, "run the sweeper in this process (keep it on unless another process sweeps)")
+	fs.BoolVar(&f.history, "history", true, "record the online history (online users by status, the busiest scopes) in --history-db every --history-every")
+	fs.StringVar(&f.historyDB, "history-db", "presence-history.db", "the online history's database: an SQLite file, or a postgres:// DSN for PostgreSQL")
+	fs.DurationVar(&f.historyEvery, "history-every", time.Minute, "the online history's snapshot interval")
+	fs.IntVar(&f.historyTop, "history-top", 10, "how many of each scope class's busiest scopes the online history records")
+	fs.BoolVar(&f.historyUsers, "history-users", false, "record the list of online users with their status in the online history too")
+	fs.DurationVar(&f.historyRetention, "history-retention", 30*24*time.Hour, "how long the online history is kept")
 	fs.BoolVar(&f.quick, "quick", false, "short timings for watching the dashboard: web heartbeat 5s, mobile 10s, AWAY after 20s idle, OFFLINE published 3s after leaving")
 	fs.DurationVar(&f.web, "interval-web", 0, "heartbeat interval of web, desktop and other devices (0: 30s)")
 	fs.DurationVar(&f.mobile, "interval-mobile", 0, "heartbeat interval of ios and android devices (0: 60s)")
@@ -227,6 +241,13 @@ Every flag may also be set by the environment: --jwt-secret as
 	if be.mini != nil {
 		log.Warn("presence: state is kept in an embedded miniredis for the life of this process only; it is lost when the process exits (use --redis to keep it)")
 	}
+	if f.history {
+		db := f.historyDB
+		if u, err := neturl.Parse(db); err == nil && u.User != nil {
+			db = u.Redacted()
+		}
+		log.Info("presence: recording the online history", "db", db, "every", f.historyEvery, "retention", f.historyRetention)
+	}
 	log.Info("presence: serving", "url", url, "dashboard", url+"/dashboard/", "backend", be.desc, "auth", map[bool]string{true: "insecure-dev", false: "jwt"}[f.insecure])
 	fmt.Fprintf(stdout, "presence serve: dashboard at %s/dashboard/ (API under %s/v1/)\n", url, url)
 	return srv.Serve(ctx, ln)
@@ -315,6 +336,13 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 	}
 	if !f.sweep {
 		cfg.SweepUsers, cfg.SweepScopes = -1, -1
+	}
+	if f.history {
+		if f.historyDB == "" || f.historyEvery < time.Second || f.historyTop < 1 || f.historyRetention <= 0 {
+			return server.Config{}, usageError{msg: "--history needs --history-db, --history-every of at least 1s, --history-top of at least 1 and a positive --history-retention (or --history=false)"}
+		}
+		cfg.History = history.Config{DSN: f.historyDB, Every: f.historyEvery, TopN: f.historyTop, Users: f.historyUsers,
+			Retention: f.historyRetention}
 	}
 	return cfg, nil
 }
