@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/chromedp/chromedp"
 
 	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
@@ -200,4 +202,67 @@ func firstLineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestHistoryChartInBrowser drives headless Chromium: the dashboard, over
+// a service whose history database holds a simulated day (seedHistory)
+// and which snapshots its own state every second, draws online users by
+// status over the last 24 hours with the peak marked. It saves a
+// screenshot as an artifact.
+func TestHistoryChartInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	path := filepath.Join(t.TempDir(), "history.db")
+	seedHistory(t, path, time.Now().Truncate(time.Minute))
+	cfg := testConfig()
+	cfg.History = history.Config{DSN: path, Every: time.Second}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	in.as(t, token(t, "browser-bob")).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "d"}, nil)
+	admin := token(t, "dashboard-test", "presence_admin")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true), chromedp.WindowSize(1280, 1300))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 45*time.Second)
+	defer cancel()
+	shot := func(name string) {
+		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
+		defer scancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Logf("screenshot %s: %v", name, err)
+			return
+		}
+		p := filepath.Join(artifactDir(t), name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot saved: %s", p)
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			shot("dashboard-history-failure.png")
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("open the dashboard", chromedp.Navigate(in.url+"/dashboard/#token="+admin), chromedp.WaitVisible(chromedp.ID("history-chart")))
+	step("the chart draws the day, one line per status",
+		chromedp.Poll[chromedp.Void](`(() => { const s = document.getElementById('history-chart');
+			return Number(s.getAttribute('data-points')) >= 280 && s.querySelectorAll('polyline').length === 4; })()`,
+			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+	peak, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const g = document.getElementById('history-peak');
+		return g ? g.getAttribute('data-total') + " | " + g.querySelector('text').textContent : ""; })()`))
+	if err != nil || !strings.HasPrefix(peak, "166 | peak 166 online at ") {
+		shot("dashboard-history-failure.png")
+		t.Fatalf("peak marker: %q, %v; want 166 users", peak, err)
+	}
+	shot("dashboard-history.png")
+	t.Logf("HISTORY chart in the browser: 4 status lines over the last 24 h, marker %q", peak)
 }

@@ -291,6 +291,81 @@ function newDevice(ev) {
   $("#dev-user").value = user;
 }
 
+// ---- online history -------------------------------------------------------
+
+const HISTORY_STATUSES = [["ONLINE", "#16a34a"], ["AWAY", "#d97706"], ["DND", "#dc2626"], ["PUSH_ONLINE", "#2563eb"]];
+const SVG = "http://www.w3.org/2000/svg";
+
+function svgEl(name, attrs, text) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+// drawHistory draws online users by status over the range of h (the
+// answer of GET /v1/history), one line per status, and marks the peak.
+function drawHistory(h) {
+  const svg = $("#history-chart");
+  const W = 960, H = 240, L = 44, R = 12, T = 14, B = 24;
+  const pts = h.points || [];
+  const top = Math.max(1, ...pts.map((p) => Math.max(...HISTORY_STATUSES.map(([st]) => p.by_status[st] || 0))), h.peak ? h.peak.by_status.ONLINE || 0 : 0);
+  const x = (at) => L + (W - L - R) * (at - h.from) / Math.max(1, h.to - h.from);
+  const y = (n) => H - B - (H - T - B) * n / top;
+  const kids = [];
+  for (const f of [0, 0.5, 1]) {
+    const n = Math.round(top * f);
+    kids.push(svgEl("line", { x1: L, x2: W - R, y1: y(n), y2: y(n), stroke: "#e3e6eb" }));
+    kids.push(svgEl("text", { x: L - 6, y: y(n) + 4, "text-anchor": "end", fill: "#6b7280" }, String(n)));
+  }
+  for (let i = 0; i <= 4; i++) {
+    const at = h.from + (h.to - h.from) * i / 4;
+    kids.push(svgEl("text", { x: x(at), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle", fill: "#6b7280" },
+      new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+  }
+  for (const [st, color] of HISTORY_STATUSES) {
+    if (pts.length === 0) break;
+    const d = pts.map((p) => `${x(p.at).toFixed(1)},${y(p.by_status[st] || 0).toFixed(1)}`).join(" ");
+    kids.push(svgEl("polyline", { points: d, fill: "none", stroke: color, "stroke-width": 2, "data-status": st }));
+  }
+  if (h.peak) {
+    const px = x(h.peak.at), n = h.peak.by_status.ONLINE || 0, py = y(n);
+    const g = svgEl("g", { id: "history-peak", "data-total": h.peak.total, "data-at": h.peak.at });
+    g.append(svgEl("line", { x1: px, x2: px, y1: T, y2: H - B, stroke: "#1d2330", "stroke-dasharray": "3 3" }));
+    g.append(svgEl("circle", { cx: px, cy: py, r: 4, fill: "#1d2330" }));
+    const right = px > W / 2;
+    g.append(svgEl("text", { x: px + (right ? -6 : 6), y: T + 10, "text-anchor": right ? "end" : "start", fill: "#1d2330", "font-weight": "600" },
+      `peak ${h.peak.total} online at ${new Date(h.peak.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`));
+    kids.push(g);
+  }
+  svg.replaceChildren(...kids);
+  svg.setAttribute("data-points", String(pts.length));
+  $("#history-legend").replaceChildren(...HISTORY_STATUSES.map(([st, color]) => {
+    const span = document.createElement("span");
+    const sw = document.createElement("span");
+    sw.className = "swatch st-" + st;
+    span.append(sw, st);
+    return span;
+  }));
+}
+
+async function refreshHistory() {
+  const note = $("#history-note");
+  const to = Date.now();
+  try {
+    const h = await api("GET", `/v1/history?from=${to - 24 * 3600 * 1000}&to=${to}`);
+    drawHistory(h);
+    note.textContent = h.points.length === 0
+      ? "No snapshots in the last 24 hours yet: the service records one a minute."
+      : `${h.points.length} steps of ${Math.round(h.step_ms / 60000)} min; each the largest count of its snapshots (presence history prints the same).`;
+  } catch (e) {
+    if (e.status === 404) note.textContent = "The online history is off (presence serve --history-db).";
+    else if (e.status === 503) note.textContent = "The history database has not been reached yet: " + e.message;
+    else if (e.status === 401 || e.status === 403) note.textContent = "The history needs an admin token.";
+    else note.textContent = "Cannot read the history: " + e.message;
+  }
+}
+
 // ---- start ------------------------------------------------------------------
 
 async function main() {
@@ -311,6 +386,7 @@ async function main() {
       sessionStorage.setItem("presence-token", state.token);
       openStream();
       refresh();
+      refreshHistory();
     };
   }
   const s = (ms) => (ms / 1000) + " s";
@@ -322,6 +398,8 @@ async function main() {
   openStream();
   refresh();
   setInterval(refresh, 1500);
+  refreshHistory();
+  setInterval(refreshHistory, 30000);
 }
 
 main().catch((e) => banner("Start-up failed: " + e.message));
