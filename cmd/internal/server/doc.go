@@ -31,6 +31,7 @@
 //	GET  /v1/ws                             the same events over a WebSocket (WSMessage)
 //	GET  /v1/admin/sweeper                  the sweeper's last reports (admin)
 //	GET  /v1/admin/overview                 the dashboard's data (admin)
+//	GET  /v1/history                        ?from=&to=&step=&scope= → HistoryResponse (admin; Config.History)
 //	GET  /v1/info                           timings and auth mode (no token; Redis named to admins)
 //	GET  /healthz, /readyz                  liveness, readiness (Redis answers)
 //	GET  /metrics                           Prometheus (admin; or AdminHandler without a token)
