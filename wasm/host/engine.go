@@ -43,10 +43,16 @@ func (in *Instance) Configure(ctx context.Context, cfg core.Config, opt EngineOp
 	if opt.Seed != "" {
 		w.Seed = &opt.Seed
 	}
-	w.Publish = opt.Publish
+	// The module always returns its messages, so that their outbox IDs
+	// are acknowledged as a native engine acknowledges them, published or
+	// (without Publish, or without a Publisher) not.
+	w.Publish = true
 	if _, err := in.Do(ctx, abi.OpConfigure, 0, &w); err != nil {
 		return nil, err
 	}
+	in.runMu.Lock()
+	in.quiet = !opt.Publish
+	in.runMu.Unlock()
 	return &Engine{in: in, clock: cfg.Clock}, nil
 }
 

@@ -123,6 +123,7 @@ type Instance struct {
 	bufCap    uint32
 	closed    bool
 	delivered []string // outbox IDs of the messages Run published, to acknowledge
+	quiet     bool     // drop the messages instead of publishing them (EngineOptions.Publish unset)
 }
 
 // NewInstance instantiates the module, runs _initialize and checks the ABI
@@ -370,7 +371,7 @@ func (in *Instance) exchange(ctx context.Context, o *Op, req []byte) (*flight, e
 	default:
 		o.Result, o.Err = resp.Result, nil
 		delivered := true
-		if in.pub != nil {
+		if in.pub != nil && !in.quiet {
 			for _, m := range resp.Messages {
 				delivered = in.publish(ctx, m.Channel, []byte(m.Payload)) && delivered
 			}
