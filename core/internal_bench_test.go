@@ -60,11 +60,11 @@ func BenchmarkDecodeBeats(b *testing.B) {
 	e := &Engine{settings: benchSettings(b)}
 	beats := make([]Heartbeat, 100)
 	run := make([]int, 100)
-	items := make([]Value, 0, 400)
+	items := make([]Value, 0, 500)
 	for i := range beats {
 		beats[i] = Heartbeat{User: "u", Device: "d"}
 		run[i] = i
-		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1))
+		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1), StringValue(""))
 	}
 	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...))
 	acks := make([]Ack, 100)
