@@ -127,3 +127,41 @@ func TestRepeatsDropsSeenIDs(t *testing.T) {
 		t.Fatalf("u1.5.1 is remembered past %d later IDs", core.FeedMemory)
 	}
 }
+
+// TestOutboxRedeliveredOncePerPass: every step of a bucket's sweep reports
+// the events still waiting in its outbox; a pass of several steps
+// delivers each of them once.
+func TestOutboxRedeliveredOncePerPass(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	pub := &flakyPublisher{Store: goredis.New(c)}
+	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1, SweepBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u1", "u2", "u3", "bob"} {
+		pub.down = u == "bob" // bob's change waits in the outbox
+		if _, err := e.Login(ctx, core.Login{User: u, Device: "web", Kind: core.KindWeb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub.down, pub.sent = false, nil
+	clk.advance(mr, 2*time.Minute) // every device expired: a pass of several one-user steps
+	r, err := e.SweepUsers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	online := 0
+	for _, m := range pub.sent {
+		if ch, err := core.UnmarshalChange([]byte(m)); err == nil && ch.User == "bob" && ch.To == core.StatusOnline {
+			online++
+		}
+	}
+	if r.Steps < 4 || online != 1 {
+		t.Fatalf("a pass of %d steps delivered bob's waiting change %d times, want once", r.Steps, online)
+	}
+}

@@ -17,6 +17,7 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
+	redelivered := map[string]struct{}{} // outbox IDs this pass delivers again
 	p.sweep(plan, "users", n, func(now string, b uint32, token string) Call {
 		args := append(p.userArgs(now, b, 5), token, itoa(p.settings.lease), strconv.Itoa(p.settings.batch), itoa(sweepStepMicros),
 			itoa(RedeliverAfter.Milliseconds()))
@@ -43,7 +44,14 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 		r.Visited += int(visited)
 		r.Changes = append(r.Changes, changes...)
 		plan.m.deliver(changes, ids, nil, nil)
-		plan.m.out = append(plan.m.out, again...)
+		// Every step of a bucket reports the same waiting events: deliver
+		// each once per pass.
+		for _, d := range again {
+			if _, dup := redelivered[d.id]; !dup {
+				redelivered[d.id] = struct{}{}
+				plan.m.out = append(plan.m.out, d)
+			}
+		}
 		r.observe(now)
 		return then(more == 1, lock)
 	})
