@@ -60,9 +60,10 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	defer f.log.mu.Unlock()
 	f.log.calls++
 	out := make([]core.Result, len(calls))
-	unlock := len(calls) > 0 && scriptName(calls[0]) == "unlock"
-	if unlock {
-		// The engine ignores what an unlock returns; answer plainly so
+	ignored := len(calls) > 0 && (scriptName(calls[0]) == "unlock" || scriptName(calls[0]) == "outbox_ack")
+	if ignored {
+		// The engine ignores what an unlock or an outbox acknowledgement
+		// (after the operation, best effort) returns; answer plainly so
 		// that the verdict is about the operation's own replies.
 		for i := range out {
 			out[i].Value = core.IntValue(1)
