@@ -102,7 +102,7 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		return pl
 	}
 	acks := make([]Ack, len(beats))
-	ids := make([]string, len(beats)) // by beat: the outbox ID of its change
+	var ids []string // by beat: the outbox ID of its change, once a full path runs
 	// Valid beats, ordered by bucket and user (stable, so a user's beats
 	// keep their order), make one call per run of equal buckets.
 	order := make([]int, 0, len(beats))
@@ -146,6 +146,9 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		}
 	}
 	full := func(runs [][]int) (*round, error) {
+		if len(runs) > 0 {
+			ids = make([]string, len(beats)) // steady beats publish nothing: no IDs to keep
+		}
 		calls := make([]Call, len(runs))
 		for r, run := range runs {
 			b := bucket[run[0]]
@@ -157,7 +160,9 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		}
 		end := func() (*round, error) {
 			for i, a := range acks {
-				m.deliver(a.Changes, ids[i:i+1], nil, nil)
+				if len(a.Changes) > 0 {
+					m.deliver(a.Changes, ids[i:i+1], nil, nil)
+				}
 			}
 			m.note(beatNote(acks))
 			pl.out = acks
