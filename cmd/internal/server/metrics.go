@@ -39,6 +39,7 @@ type metrics struct {
 	sweepLast     *prometheus.GaugeVec
 	sweepInterval *prometheus.GaugeVec
 	history       *prometheus.CounterVec
+	outboxWaiting prometheus.Gauge
 }
 
 var _ core.Metrics = (*metrics)(nil)
@@ -83,9 +84,12 @@ func newMetrics() *metrics {
 		Help: "This instance's sweep interval, by kind (0: it does not sweep)."}, []string{"kind"})
 	m.history = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "presence_history_snapshots_total",
 		Help: "Online-history snapshot attempts, by result (written, taken: another instance wrote the minute, failed)."}, []string{"result"})
+	m.outboxWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "presence_outbox_waiting",
+		Help: "Events written by a deciding script and not yet acknowledged as delivered, in every user bucket's outbox " +
+			"across every instance sharing the Redis (read every reconcile)."})
 	for _, c := range []prometheus.Collector{m.heartbeats, m.errors, m.sweeps, m.sweepSeconds, m.sweepItems, m.published,
 		m.cacheReads, m.requests, m.reqSeconds, m.streams, m.rateLimited, m.usersBy, m.changeLog,
-		m.online, m.redisSeconds, m.sweepLast, m.sweepInterval, m.history,
+		m.online, m.redisSeconds, m.sweepLast, m.sweepInterval, m.history, m.outboxWaiting,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

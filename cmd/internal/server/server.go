@@ -154,6 +154,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	eng     *core.Engine
+	store   core.Store // as given: reads that are not the engine's calls (the outbox gauge), untimed
 	log     *slog.Logger
 	auth    *authenticator
 	limiter *limiter // heartbeats, logins, logouts, manual statuses: per user acted for
@@ -320,7 +321,7 @@ func New(store core.Store, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg.Engine = ecfg
-	s := &Server{cfg: cfg, eng: eng, log: cfg.Logger, auth: auth, m: m, started: time.Now(),
+	s := &Server{cfg: cfg, eng: eng, store: store, log: cfg.Logger, auth: auth, m: m, started: time.Now(),
 		users: newUserTracker(cfg.MaxTrackedUsers), scopes: newScopeTracker(cfg.MaxTrackedScopes),
 		sweeps: newSweepLog(50), drain: make(chan struct{})}
 	s.limiter = newLimiter(cfg.HeartbeatRate, cfg.HeartbeatBurst)
@@ -412,6 +413,7 @@ func (s *Server) Run(ctx context.Context) error {
 					s.m.online.WithLabelValues(st.String()).Set(float64(n))
 				}
 			}
+			s.readOutbox(ctx)
 			select {
 			case <-ctx.Done():
 				return
