@@ -187,6 +187,7 @@ type settings struct {
 	idle, push, leave, coalesce, grace int64
 	skew, countTTL, lease, sweepEvery  int64
 	fence                              int64
+	keep                               int64 // ms a user page lives past its last write (userKeep)
 	maxDevices, batch, budget, release int
 	lastGood, changeLog                int
 	classes                            map[string]classSettings
@@ -195,18 +196,19 @@ type settings struct {
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
 	userParams   [12]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
-	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's device prefix
+	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
 }
 
 // userBucketKeys are the keys of one user bucket.
 type userBucketKeys struct {
-	devPrefix string   // prefix of the device hashes
-	counts    string   // the hash of users by published status
-	outbox    string   // the hash of events decided and not yet delivered
-	keys      []string // the state hash and the due index, as most user scripts take them
-	sweep     []string // the same and the lock, as the sweep takes them
+	pagePrefix string   // prefix of the page hashes
+	counts     string   // the hash of users by published status
+	outbox     string   // the hash of events decided and not yet delivered
+	keys       []string // meta, due index, big hash, manual hash, as the user scripts take them
+	sweep      []string // the same and the lock, as the sweep takes them
+	steady     []string // meta and big hash, as the steady beat takes them
 }
 
 type classSettings struct {
@@ -375,21 +377,37 @@ func newSettings(cfg Config) (*settings, error) {
 }
 
 func (s *settings) precompute() {
-	s.userParams = [12]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
+	s.keep = s.userKeep()
+	s.userParams = [12]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
 		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), ""}
-	s.beatParams = [4]string{itoa(s.push), itoa(s.grace), itoa(s.idle), itoa(s.skew)}
+	s.beatParams = [4]string{itoa(s.push), itoa(s.keep), itoa(s.idle), itoa(s.skew)}
 	for k, iv := range s.interval {
 		s.intervalArgs[k] = itoa(iv)
 	}
 	s.users = make([]userBucketKeys, s.keys.userBuckets)
 	for b := range s.users {
 		base := s.keys.userBase(uint32(b))
-		s.users[b].devPrefix = base + sufDevices
+		s.users[b].pagePrefix = base + sufPage
 		s.users[b].counts = base + sufCounts
 		s.users[b].outbox = base + sufOutbox
-		s.users[b].sweep = []string{base + sufState, base + sufDue, base + sufLock}
-		s.users[b].keys = s.users[b].sweep[:2:2]
+		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
+		s.users[b].keys = s.users[b].sweep[:4:4]
+		s.users[b].steady = []string{base + sufMeta, base + sufBig}
 	}
+}
+
+// userKeep is how long a user page outlives its last write: a day, or
+// past the latest instant anything written then can matter (a window, a
+// fence, a pending change) plus KeyGrace when that is later. So a
+// deployment that stops leaves no user record behind for longer, sweeper
+// or not (docs/design.md §5), while one that runs without a sweeper for a
+// while keeps its published statuses, which the counts follow.
+func (s *settings) userKeep() int64 {
+	keep := max(s.fence, s.push, s.leave, s.coalesce, 24*time.Hour.Milliseconds()-s.grace)
+	for _, iv := range s.interval {
+		keep = max(keep, 2*iv)
+	}
+	return keep + s.grace
 }
 
 func (k Kind) valid() bool   { return int(k) < len(kindNames) }

@@ -137,7 +137,7 @@ func (p *planner) userArgs(now string, b uint32, more int) []string {
 	args := make([]string, 0, 13+more)
 	args = append(args, now)
 	args = append(args, p.settings.userParams[:]...)
-	args[6], args[10], args[12] = p.settings.users[b].devPrefix, p.settings.users[b].counts, p.settings.users[b].outbox
+	args[6], args[10], args[12] = p.settings.users[b].pagePrefix, p.settings.users[b].counts, p.settings.users[b].outbox
 	return args
 }
 

@@ -43,7 +43,24 @@ var (
 	ErrCrossSlot = errors.New("presence: keys span cluster slots")
 	// ErrLockHeld means another sweeper holds the lock of a bucket.
 	ErrLockHeld = errors.New("presence: sweep lock held elsewhere")
+	// ErrLayout means the keys under the engine's prefix were written in
+	// another key layout (another version of presence): the engine refuses
+	// to read or change them rather than misread them. Point it at another
+	// Config.Prefix, or remove the old keys.
+	ErrLayout = errors.New("presence: keys of another layout version")
 )
+
+// layoutTag starts the error a script raises on keys of another layout
+// (lua/recordlib.lua's layoutError).
+const layoutTag = "PRESENCE_LAYOUT"
+
+// layoutErr wraps a script's layout error so that it matches ErrLayout.
+func layoutErr(err error) error {
+	if err == nil || errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), layoutTag) {
+		return err
+	}
+	return &wrapErrors{msg: ErrLayout.Error() + ": " + err.Error(), errs: []error{ErrLayout, err}}
+}
 
 // InputError reports a rejected argument. It matches ErrInvalid.
 type InputError struct {

@@ -10,7 +10,7 @@ import (
 // beats, with room for n beats.
 func (p *planner) steadyArgs(now string, b uint32, n int) []string {
 	args := make([]string, 0, 2+len(p.settings.beatParams)+8*n)
-	args = append(args, now, p.settings.users[b].devPrefix)
+	args = append(args, now, p.settings.users[b].pagePrefix)
 	return append(args, p.settings.beatParams[:]...)
 }
 

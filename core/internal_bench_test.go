@@ -80,10 +80,10 @@ func BenchmarkDecodeStatus(b *testing.B) {
 	e := &Engine{settings: benchSettings(b)}
 	r := record{kind: KindWeb, gateway: "gw-1", token: "0123456789abcdef.0", loginAt: 1_700_000_000_000,
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
-	static := itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token + unitSep + itoa(r.loginAt) + unitSep + itoa(r.interval) + unitSep
-	dynamic := itoa(r.seen) + unitSep + itoa(r.active) + unitSep + "0" + unitSep + "0"
-	v := ArrayValue(StringValue("0"), StringValue("0"), ArrayValue(
-		StringValue("web"), StringValue(static), StringValue(dynamicPrefix+"web"), StringValue(dynamic)))
+	static := "web" + unitSep + "0" + unitSep + itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token +
+		unitSep + itoa(r.interval) + unitSep + itoa(r.loginAt)
+	v := ArrayValue(StringValue("0"), StringValue("0"), StringValue("3"+itemSep+static),
+		StringValue(unitSep+itemSep+itoa(r.seen)+unitSep+"0"))
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := e.decodeStatus("u", v, 1_700_000_001_000)

@@ -1,5 +1,7 @@
 package core
 
+import "strconv"
+
 // KeyNames names the Redis keys an engine writes, for tools that inspect
 // them (memory and encoding reports, debugging). It builds them from the
 // engine's own layout (layout.go), so no copy of the layout lives elsewhere.
@@ -14,16 +16,25 @@ func (k KeyNames) UserBuckets() int { return len(k.engine.settings.users) }
 // UserBucket is the bucket of user.
 func (k KeyNames) UserBucket(user string) int { return int(k.engine.settings.keys.userBucket(user)) }
 
-// Devices is user's device hash.
-func (k KeyNames) Devices(user string) string {
-	return k.engine.settings.users[k.engine.settings.keys.userBucket(user)].devPrefix + user
+// Meta is the meta hash of user bucket b (0 ≤ b < UserBuckets): its
+// layout version and its pages' level and split pointer (lua/recordlib.lua).
+func (k KeyNames) Meta(b int) string { return k.engine.settings.users[b].keys[0] }
+
+// Page is page n of user bucket b: a hash of user → record. Which page
+// holds a user depends on the bucket's meta, so tools list pages by this
+// name's prefix rather than compute it.
+func (k KeyNames) Page(b, n int) string {
+	return k.engine.settings.users[b].pagePrefix + strconv.Itoa(n)
 }
 
-// UserState is the state hash of user bucket b (0 ≤ b < UserBuckets).
-func (k KeyNames) UserState(b int) string { return k.engine.settings.users[b].sweep[0] }
+// Big is the hash of user bucket b that holds the records too long for a page.
+func (k KeyNames) Big(b int) string { return k.engine.settings.users[b].keys[2] }
 
-// Due is the due index of user bucket b (0 ≤ b < UserBuckets).
-func (k KeyNames) Due(b int) string { return k.engine.settings.users[b].sweep[1] }
+// Manual is the hash of user bucket b that holds its users' manual statuses.
+func (k KeyNames) Manual(b int) string { return k.engine.settings.users[b].keys[3] }
+
+// Due is the due index of user bucket b.
+func (k KeyNames) Due(b int) string { return k.engine.settings.users[b].keys[1] }
 
 // Exact is the sorted set of sc, a scope of an exact-layout class.
 func (k KeyNames) Exact(sc Scope) (string, error) {

@@ -45,7 +45,7 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := k.UserBucket("alice")
-	for _, key := range []string{k.Devices("alice"), k.UserState(b), k.Due(b)} {
+	for _, key := range []string{k.Meta(b), k.Page(b, 0), k.Due(b)} {
 		if !written()[key] {
 			t.Errorf("user key %q not written; keys: %v", key, mr.Keys())
 		}

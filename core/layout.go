@@ -2,14 +2,18 @@ package core
 
 import "strconv"
 
-// Layout of keys. Every key is the prefix, a hash tag, and a suffix:
+// Layout of keys (version 2 of the user keys: lua/recordlib.lua). Every key
+// is the prefix, a hash tag, and a suffix:
 //
-//	P:{uB}:d:USER           hash   device ID → device record, and device ID → its fence where the
-//	                               record does not imply it (lua/userlib.lua); expires 10 s past the
-//	                               latest window or fence
-//	P:{uB}:st               hash   USER → published status, pending change, manual status, due score
-//	P:{uB}:due              zset   USER → next instant the user needs a sweep (or earlier)
+//	P:{uB}:m                hash   layout version, page level and split pointer of user bucket B
+//	P:{uB}:p:N              hash   user → record (devices, fences, published status, pending
+//	                               change) of page N, in listpack encoding; expires Config's
+//	                               longest window or fence, plus KeyGrace, after its last write
+//	P:{uB}:big              hash   user → record, for records too long for a page
+//	P:{uB}:man              hash   user → manual status and its expiry
+//	P:{uB}:due              zset   page or big-hash user → next instant it needs a sweep (or earlier)
 //	P:{uB}:cnt              hash   published status → number of users of the bucket in it
+//	P:{uB}:ob               hash   the bucket's outbox: events decided, not yet delivered
 //	P:{uB}:lock             string sweep lock of bucket B
 //	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
 //	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
@@ -67,8 +71,10 @@ func (l keyLayout) scopeBucket(s Scope) uint32 { return bucketOf(s.ref(), l.scop
 // Suffixes of per-user keys and of per-bucket keys; scripts build per-user
 // keys from the bucket base and these, so the layout lives here only.
 const (
-	sufDevices  = "d:"
-	sufState    = "st"
+	sufMeta     = "m"
+	sufPage     = "p:"
+	sufBig      = "big"
+	sufManual   = "man"
 	sufDue      = "due"
 	sufCounts   = "cnt"
 	sufOutbox   = "ob"

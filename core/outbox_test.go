@@ -145,7 +145,7 @@ func TestOutboxRedeliveredOncePerPass(t *testing.T) {
 	}
 	for _, u := range []string{"u1", "u2", "u3", "bob"} {
 		pub.down = u == "bob" // bob's change waits in the outbox
-		if _, err := e.Login(ctx, core.Login{User: u, Device: "web", Kind: core.KindWeb}); err != nil {
+		if _, err := e.Login(ctx, core.Login{User: u, Device: "web", Kind: core.KindWeb, Meta: bigMeta}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -306,7 +306,7 @@ func (m *machine) step(res []Result) error {
 	}
 	for _, x := range res {
 		if x.Err != nil {
-			err := &StoreError{Op: r.op, Unavailable: errors.Is(x.Err, ErrUnavailable), Err: x.Err}
+			err := &StoreError{Op: r.op, Unavailable: errors.Is(x.Err, ErrUnavailable), Err: layoutErr(x.Err)}
 			m.note(note{kind: noteStoreError, op: r.op, err: err})
 			m.settle(r.fail(err))
 			return nil

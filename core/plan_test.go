@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,7 +430,9 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			e, clk, mr := newMiniEngine(t, cfg)
 			bg := context.Background()
 			for i := range 10 {
-				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb})
+				// metadata too long for a page: each user is indexed on
+				// its own, so that the pass takes several steps
+				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb, Meta: bigMeta})
 				must(t, err)
 			}
 			clk.t = clk.t.Add(time.Hour) // every session expired
@@ -485,3 +488,8 @@ func TestRunStoreBreaksContract(t *testing.T) {
 		t.Fatalf("outcomes: %v; %v; want ErrPlanResults", errA, errB)
 	}
 }
+
+// bigMeta is metadata too long for a user's record to fit a page
+// (lua/recordlib.lua): such a user lives in the bucket's big hash and has
+// its own entry in the due index.
+var bigMeta = map[string]string{"note": strings.Repeat("m", 64)}

@@ -38,7 +38,7 @@ func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 	}
 	sp.b, sp.seed = b, seed
 	r := &m.r0
-	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), hb)}
+	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
 	return pl
@@ -213,7 +213,7 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		for _, i := range these {
 			args = p.appendSteady(args, beats[i])
 		}
-		calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].keys, Args: args})
+		calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
 		offered = append(offered, these)
 	}
 	if len(calls) == 0 {
@@ -443,7 +443,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 		for _, i := range groups[b] {
 			args = append(args, users[i])
 		}
-		calls[g] = Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b)[:1], Args: args}
+		calls[g] = Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b), Args: args}
 	}
 	return &round{op: "status", calls: calls, next: func(vals []Value) (*round, error) {
 		out := make([]UserStatus, len(users))

@@ -32,18 +32,15 @@ const (
 	recordSep = "\x1e"
 )
 
-// dynamicPrefix starts the hash field of a record's dynamic part
-// (lua/recordlib.lua explains the split).
-const dynamicPrefix = "\x01"
+// itemSep separates the items of a user's record (lua/recordlib.lua): its
+// state, then one item per device and per fence that needs one.
+const itemSep = "\x1d"
 
-// fencePrefix starts the hash field of a device's fence, which the device
-// hash keeps apart from its session record when the record does not imply
-// the fence (lua/recordlib.lua).
+// dynPrefix starts the field of a user's dynamic record in its page.
+const dynPrefix = "\x01"
+
+// fencePrefix starts a fence's item in a user's record.
 const fencePrefix = "\x02"
-
-// steadyField is the device hash's copy of the user's due score, which
-// the steady beat reads (lua/recordlib.lua); it shows no device.
-const steadyField = "\x03"
 
 // fence is a device's fence: until end, a heartbeat of the device with no
 // live session is refused unless it carries token (none when "").
@@ -52,27 +49,61 @@ type fence struct {
 	token string
 }
 
-// decodeRecord reads a record from its two parts.
-func decodeRecord(static, dynamic string) (record, error) {
-	f := strings.SplitN(static, unitSep, 6)
+// decodeItem reads a device's items of a user's records
+// (lua/recordlib.lua): static (device ID, bits, kind, gateway, token,
+// interval, loginAt, metadata) and dynamic (lastSeen, lastSeen - lastActive).
+func decodeItem(static, dynamic string) (string, record, error) {
+	f := strings.SplitN(static, unitSep, 8)
 	d := strings.Split(dynamic, unitSep)
-	if len(f) != 6 || len(d) != 4 {
-		return record{}, replyErr("device record has %d+%d fields, want 6+4", len(f), len(d))
+	if len(f) < 7 || len(d) != 2 {
+		return "", record{}, replyErr("device items have %d+%d fields, want 7 or 8, and 2", len(f), len(d))
 	}
-	k, err := strconv.Atoi(f[0])
+	bits, err := strconv.Atoi(f[1])
+	if err != nil || bits < 0 || bits > 7 {
+		return "", record{}, replyErr("device item bits %q", f[1])
+	}
+	k, err := strconv.Atoi(f[2])
 	if err != nil || !inRange(int64(k), len(kindNames)) {
-		return record{}, replyErr("device record kind %q", f[0])
+		return "", record{}, replyErr("device item kind %q", f[2])
 	}
-	r := record{kind: Kind(k), gateway: f[1], token: f[2], meta: f[5], background: d[2] == "1", gone: d[3] == "1" || d[3] == "3"}
-	for _, n := range []struct {
-		s   string
-		out *int64
-	}{{f[3], &r.loginAt}, {f[4], &r.interval}, {d[0], &r.seen}, {d[1], &r.active}} {
-		if *n.out, err = strconv.ParseInt(n.s, 10, 64); err != nil {
-			return record{}, replyErr("device record field %q", n.s)
+	r := record{kind: Kind(k), gateway: f[3], token: f[4], background: bits&1 != 0, gone: bits&2 != 0}
+	if len(f) == 8 {
+		r.meta = f[7]
+	}
+	var n [4]int64
+	for i, s := range []string{f[5], f[6], d[0], d[1]} {
+		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return "", record{}, replyErr("device item field %q", s)
 		}
 	}
-	return r, nil
+	r.interval, r.loginAt, r.seen, r.active = n[0], n[1], n[2], n[2]-n[3]
+	return f[0], r, nil
+}
+
+// decodeDevices reads the devices of a user's records ("" none), leaving
+// out its state and its fences, which show no device.
+func decodeDevices(static, dynamic string) (map[string]record, error) {
+	recs := map[string]record{}
+	if static == "" {
+		return recs, nil
+	}
+	items, dyns := strings.Split(static, itemSep), strings.Split(dynamic, itemSep)
+	d := 1 // past the pending change
+	for _, item := range items[1:] {
+		if strings.HasPrefix(item, fencePrefix) {
+			continue
+		}
+		if d >= len(dyns) {
+			return nil, replyErr("user record has more devices than dynamic items")
+		}
+		id, r, err := decodeItem(item, dyns[d])
+		if err != nil {
+			return nil, err
+		}
+		d++
+		recs[id] = r
+	}
+	return recs, nil
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

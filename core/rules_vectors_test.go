@@ -66,8 +66,8 @@ type debounceVector struct {
 
 type recordVector struct {
 	Name    string       `json:"name"`
-	Static  string       `json:"static"`
-	Dynamic string       `json:"dynamic"`
+	Static  string       `json:"static"`  // a device's static item, device ID "dev"
+	Dynamic string       `json:"dynamic"` // its dynamic item
 	Record  deviceVector `json:"record"`
 }
 
@@ -299,8 +299,8 @@ func newLuaRunner(t *testing.T, c *redis.Client) *luaRunner {
 
 // commonArgs are the common ARGV of a user script (userlib.lua) for s at now.
 func commonArgs(s *settings, now int64) []any {
-	return []any{itoa(now), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.grace),
-		"P:{u0}:d:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob"}
+	return []any{itoa(now), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
+		"P:{u0}:p:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob"}
 }
 
 // userOutcome runs vector u through userlib.lua, and returns also the stored
@@ -311,7 +311,7 @@ func (l *luaRunner) userOutcome(t *testing.T, v vectorEnv, s *settings, u userVe
 	devs := []map[string]any{}
 	for _, d := range u.Devices {
 		r := v.record(d)
-		devs = append(devs, map[string]any{"kind": kindCodes[r.kind], "gw": r.gateway, "token": r.token,
+		devs = append(devs, map[string]any{"id": d.ID, "kind": kindCodes[r.kind], "gw": r.gateway, "token": r.token,
 			"login": r.loginAt, "iv": r.interval, "meta": r.meta, "seen": r.seen, "active": r.active,
 			"bg": r.background, "gone": r.gone, "fenced": d.Fenced})
 	}
@@ -375,15 +375,19 @@ func (l *luaRunner) userOutcome(t *testing.T, v vectorEnv, s *settings, u userVe
 	return o, stored
 }
 
-// steadyBeat stores a device's record as a user's only one, with its due
-// score a day away, offers the steady beat a beat of it at now (its own
-// token and background flag, active or not), and reports whether the
-// script applied it.
-func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64, stored [2]string, d deviceVector, active bool) bool {
+// steadyBeat stores a device's item as a user's only one, in the page a
+// fresh bucket has, with nothing pending and the device's state st
+// published, offers the steady beat a beat of
+// it at now (its own token and background flag, active or not), and
+// reports whether the script applied it.
+func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64, stored [2]string, d deviceVector, st Status, active bool) bool {
 	t.Helper()
-	dkey := "P:{u0}:d:vector"
-	l.c.Del(l.ctx, dkey)
-	if err := l.c.HSet(l.ctx, dkey, d.ID, stored[0], dynamicPrefix+d.ID, stored[1], steadyField, itoa(now+86400000)).Err(); err != nil {
+	page := "P:{u0}:p:0"
+	l.c.Del(l.ctx, page)
+	if err := l.c.HSet(l.ctx, "P:{u0}:m", "v", "2", "L", "0", "s", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.c.HSet(l.ctx, page, "vector", itoa(int64(st))+itemSep+stored[0], dynPrefix+"vector", unitSep+itemSep+stored[1]).Err(); err != nil {
 		t.Fatal(err)
 	}
 	act, bg := "0", "0"
@@ -393,8 +397,8 @@ func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64
 	if d.Background {
 		bg = "1"
 	}
-	res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:st", "P:{u0}:due"}, itoa(now), "P:{u0}:d:", itoa(s.push),
-		itoa(s.grace), itoa(s.idle), itoa(s.skew), "vector", d.ID, v.record(d).token, "", "", act, bg, "").Text()
+	res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:m", "P:{u0}:big"}, itoa(now), "P:{u0}:p:", itoa(s.push),
+		itoa(s.keep), itoa(s.idle), itoa(s.skew), "vector", d.ID, v.record(d).token, "", "", act, bg, "").Text()
 	if err != nil {
 		t.Fatalf("steady beat: %v", err)
 	}
@@ -402,7 +406,7 @@ func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64
 }
 
 // recordOutcome runs a record vector through userlib.lua: the fields
-// decode reads, and the record encoded again.
+// decodeItem reads, and the item encoded again.
 func (l *luaRunner) recordOutcome(t *testing.T, v vectorEnv, s *settings, r recordVector) (deviceVector, string, string) {
 	t.Helper()
 	in, _ := json.Marshal(map[string]string{"static": r.Static, "dynamic": r.Dynamic})
@@ -461,13 +465,13 @@ func TestRuleVectors(t *testing.T) {
 			}
 		}
 		for _, r := range f.Records {
-			got, err := decodeRecord(r.Static, r.Dynamic)
+			id, got, err := decodeItem(r.Static, r.Dynamic)
 			if err != nil {
 				t.Errorf("%s: %v", r.Name, err)
 				continue
 			}
-			if want := v.record(r.Record); got != want {
-				t.Errorf("%s: decodeRecord\n got  %+v\n want %+v", r.Name, got, want)
+			if want := v.record(r.Record); got != want || id != "dev" {
+				t.Errorf("%s: decodeItem\n got  %q %+v\n want \"dev\" %+v", r.Name, id, got, want)
 			}
 		}
 	})
@@ -502,7 +506,7 @@ func TestRuleVectors(t *testing.T) {
 					st := want.states[i]
 					for _, active := range []bool{false, true} {
 						wantSteady := st != StatusOffline && !(active && st == StatusAway)
-						if got := l.steadyBeat(t, v, s, now, stored[i], d, active); got != wantSteady {
+						if got := l.steadyBeat(t, v, s, now, stored[i], d, st, active); got != wantSteady {
 							t.Errorf("heartbeat_steady.lua, %s: a beat (active %v) of %s, %s: steady %v, want %v",
 								u.Name, active, d.ID, st, got, wantSteady)
 						}

@@ -135,7 +135,7 @@ func TestLuaArgNames(t *testing.T) {
 	base := e.settings.keys.userBase(b)
 	common := map[string]string{
 		"ARG_NOW": "1772366400123", "ARG_IDLE": "301000", "ARG_PUSH": "602000", "ARG_LEAVE": "15003",
-		"ARG_COALESCE": "1004", "ARG_GRACE": "10005", "ARG_DPRE": base + sufDevices, "ARG_MAXDEV": "17",
+		"ARG_COALESCE": "1004", "ARG_KEEP": itoa(e.settings.keep), "ARG_PAGES": base + sufPage, "ARG_MAXDEV": "17",
 		"ARG_SKEW": "299000", "ARG_POLICY": strconv.Itoa(int(PolicyMulti)), "ARG_COUNTS": base + sufCounts,
 		"ARG_KICK": "3607000", "ARG_OUTBOX": base + sufOutbox,
 	}
@@ -185,7 +185,7 @@ func TestLuaArgNames(t *testing.T) {
 		fields string // the fields of a repeated item
 	}{
 		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
-			"ARG_NOW": "1772366400123", "ARG_DPRE": base + sufDevices, "ARG_PUSH": "602000", "ARG_GRACE": "10005",
+			"ARG_NOW": "1772366400123", "ARG_PAGES": base + sufPage, "ARG_PUSH": "602000", "ARG_KEEP": itoa(e.settings.keep),
 			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
 			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
 			"ARG_BEAT1+BEAT_META": meta, "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
@@ -355,7 +355,7 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 // TestLuaEnumNames checks the numbers the Lua scripts name against the Go
 // constants they stand for.
 func TestLuaEnumNames(t *testing.T) {
-	names := luaNames(t, "userlib", "login")
+	names := luaNames(t, "recordlib", "userlib", "login")
 	want := map[string]string{}
 	for i, n := range statusNames {
 		want[n] = strconv.Itoa(i)

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"sort"
-	"strings"
 )
 
 // Status returns one user's status and live devices.
@@ -24,45 +23,20 @@ func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, er
 // decodeStatus reads one user's entry of a lua/status.lua reply
 // {manual, manual until, device hash fields} at now.
 func (p *planner) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
-	f, err := v.AsArray(3)
+	f, err := v.AsArray(4)
 	if err != nil {
 		return UserStatus{}, err
 	}
 	manual, err1 := f[0].AsInt()
 	manualUntil, err2 := f[1].AsInt()
-	flat, err3 := f[2].AsArray(-1)
-	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !inRange(manual, len(manualNames)) || manualUntil < 0 {
+	static, err3 := f[2].AsString()
+	dynamic, err4 := f[3].AsString()
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !inRange(manual, len(manualNames)) || manualUntil < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)
 	}
-	static := make(map[string]string, len(flat)/4)
-	dynamic := make(map[string]string, len(flat)/4)
-	for i := 0; i < len(flat); i += 2 {
-		id, err1 := flat[i].AsString()
-		raw, err2 := flat[i+1].AsString()
-		if err1 != nil || err2 != nil {
-			return UserStatus{}, replyErr("status of %q: %s", user, v)
-		}
-		switch {
-		case strings.HasPrefix(id, dynamicPrefix):
-			dynamic[id[len(dynamicPrefix):]] = raw
-		case strings.HasPrefix(id, fencePrefix), id == steadyField:
-			// a fence only refuses tokens, and the copy of the due score
-			// serves the steady beat: neither shows a device
-		default:
-			static[id] = raw
-		}
-	}
-	recs := make(map[string]record, len(static))
-	for id, s := range static {
-		d, ok := dynamic[id]
-		if !ok {
-			continue // half a record cannot come from the scripts; skip it
-		}
-		r, err := decodeRecord(s, d)
-		if err != nil {
-			return UserStatus{}, err
-		}
-		recs[id] = r
+	recs, err := decodeDevices(static, dynamic)
+	if err != nil {
+		return UserStatus{}, err
 	}
 	return p.settings.userStatus(user, recs, Manual(manual), manualUntil, now), nil
 }

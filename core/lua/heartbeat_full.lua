@@ -2,8 +2,7 @@
 -- heartbeats of users in one bucket: those heartbeat_steady.lua left to it,
 -- which may log a device in, change its state or the user's status, or be
 -- refused. It decides any beat.
--- KEYS[1] the bucket's user-state hash (P:{uB}:st)
--- KEYS[2] the bucket's due index (P:{uB}:due)
+-- KEYS: the user scripts' (userlib.lua)
 -- ARGV: the common ones (userlib.lua), then
 local ARG_BEATS = ARG_OWN     -- n, the number of heartbeats
 local ARG_BEAT1 = ARG_OWN + 1 -- the first heartbeat's fields, BEAT_FIELDS each:
@@ -49,7 +48,7 @@ for i = 0, n - 1 do
     code = 'SKEW'
   else
     events = {}
-    local u = load(user, KEYS[1], P)
+    local u = load(user, P)
     local r, f = u.devs[dev], u.fences[dev]
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
@@ -94,7 +93,7 @@ for i = 0, n - 1 do
         r.meta, static = string.sub(meta, 2), true
       end
       if static then set(u, dev, r) else seen(u, dev, r) end
-      settle(u, 'change', KEYS[1], KEYS[2], P, events)
+      settle(u, 'change', P, events)
     end
   end
   results[#results + 1] = code

@@ -4,15 +4,15 @@
 -- steady, and this script is small on purpose: it reads no common
 -- parameters it does not need and none of userlib.lua, whose setup costs
 -- as much as a steady beat's own work.
--- KEYS[1] the bucket's user-state hash (P:{uB}:st), KEYS[2] its due index
--- (P:{uB}:due): a steady beat reads its user's device hash alone, and
--- writes these only to re-index its user (rearm, below)
+-- KEYS[1] the bucket's meta hash, KEYS[2] its big hash (recordlib.lua): a
+-- steady beat reads its user's records and rewrites the dynamic one alone,
+-- and never the due index (below)
 -- ARGV, in the order the engine sends them (steadyArgs, appendSteady;
 -- TestLuaArgNames holds the two together), named as userlib.lua's are:
 local ARG_NOW = 1   -- now in ms since the epoch, or "" to read the server's TIME
-local ARG_DPRE = 2  -- prefix of the device-hash keys of this bucket ("P:{uB}:d:")
+local ARG_PAGES = 2 -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_PUSH = 3  -- PushWindow ms
-local ARG_GRACE = 4 -- key grace ms
+local ARG_KEEP = 4  -- ms a page or the big hash lives past its last write
 local ARG_IDLE = 5  -- IdleAfter ms
 local ARG_SKEW = 6  -- MaxSkew ms
 local ARG_BEAT1 = 7 -- the first beat's fields, BEAT_FIELDS each:
@@ -30,16 +30,13 @@ local BEAT_FIELDS = 8
 -- (tokens hold no control characters). One string, because Redis turns a
 -- table reply into RESP at about five times the cost of a string.
 -- A beat is steady when its device has a live session that the beat's
--- token names, the beat carries no new gateway or metadata, and it changes
--- neither the device's state nor the user's status while nothing is
--- pending or due: then the user's other devices and state need not be
--- read, and the due index keeps its score (it is already at or before
--- every deadline). A beat at or past that score is steady too when the
--- device is its user's only one and nothing else was due: it re-indexes
--- the user (rearm), as heartbeat_full.lua would, so that a device beating
--- at its interval stays on this path. The engine sends at most one beat of
--- a user in a call, so that a user's beats in a batch are applied
--- together, in order, by one script or the other.
+-- token names, nothing is pending and no manual status expires, the beat
+-- carries no new gateway or metadata, it changes neither the device's
+-- state nor the user's status, and that status is the one published. Such a beat only moves the device's
+-- instants later, so the due index, at or before every instant of the user
+-- before the beat, stays so after it: the beat need not write it. The
+-- engine sends at most one beat of a user in a call, so that a user's beats
+-- in a batch are applied together, in order, by one script or the other.
 -- The rules of device state (userlib.lua's window, deadline, state) are
 -- written out inline here, not called: a Lua call per beat costs more than
 -- the comparison it makes. TestRuleVectors runs the rule vectors through
@@ -50,43 +47,24 @@ if nows == '' then nows = fmt(now) end
 -- Numbers are parsed where a beat needs them, by arithmetic: tonumber
 -- parses a string twice, and parsing (strtod) is a steady beat's largest
 -- single cost. The common ones are parsed once, on first use.
-local DPRE, GRACE = ARGV[ARG_DPRE], ARGV[ARG_GRACE] + 0
+local PAGES, KEEP = ARGV[ARG_PAGES], ARGV[ARG_KEEP]
 local PUSH, IDLE, SKEW
 
--- rearm re-indexes a user whose due score (score, the steady copy) has
--- passed while nothing was due but the deadlines of its one device, which
--- steady beats have moved since: the device hash holds that device's two
--- fields and the copy alone (no other device, no gone record, no fence
--- field), the state entry holds the same score, nothing is pending and no
--- manual status expires. It writes what store in userlib.lua would: the index
--- at the device's next deadline (its window's end after this beat, or in
--- the foreground its idle instant, whichever is first), the state entry
--- and the copy, with the device's new dynamic record dyn. It returns
--- false, having written nothing, when those conditions do not hold or the
--- device has gone idle, which heartbeat_full.lua must publish.
-local function rearm(user, dkey, dev, score, dyn, win, back, active)
-  if redis.call('HLEN', dkey) ~= 3 then return false end
-  local entry = redis.call('HGET', KEYS[1], user)
-  if not entry then return false end
-  local pub, pend, pdue, manual, mexp, idx = string.match(entry, STATE_FIELDS)
-  if pend ~= '' or mexp ~= '0' or idx ~= score then return false end
-  local nxt = now + win + 1
-  if not back then
-    IDLE = IDLE or ARGV[ARG_IDLE] + 0
-    local idle = active + IDLE
-    if idle <= now then return false end
-    if idle < nxt then nxt = idle end
-  end
-  local s = fmt(nxt)
-  redis.call('ZADD', KEYS[2], s, user)
-  redis.call('HSET', KEYS[1], user, stateEntry(pub, pend, pdue, manual, mexp, s))
-  redis.call('HSET', dkey, DYN .. dev, dyn, STEADY, s)
-  return true
+local meta = redis.call('HMGET', KEYS[1], 'v', 'L', 's')
+if meta[1] and meta[1] ~= LAYOUT then layoutError(meta[1]) end
+local L, S = tonumber(meta[2] or '0'), tonumber(meta[3] or '0')
+
+-- stateOf is a live device's state at now: its background flag back, its
+-- last activity last.
+local function stateOf(back, last)
+  if back then return PUSH_ONLINE end
+  if now - last >= IDLE then return AWAY end
+  return ONLINE
 end
 
 -- steady applies the beat whose fields start at ARGV[a] if it is steady,
 -- and returns the token in force, or nil. It parses with one pattern per
--- record and writes strings it was given, because splitting and number
+-- item and writes strings it was given, because splitting and number
 -- formatting are what a beat costs most in Lua.
 local function steady(a)
   local user, dev, token, at = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], ARGV[a + BEAT_TOKEN], ARGV[a + BEAT_AT]
@@ -98,45 +76,78 @@ local function steady(a)
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t, ts = now, nows end
   end
-  local dkey = DPRE .. user
-  local got = redis.call('HMGET', dkey, dev, DYN .. dev, STEADY)
-  -- got[3], the user's due score while nothing is pending: something may
-  -- be due at or after it, so a beat there must re-index the user
-  if not got[1] or not got[2] or not got[3] then return nil end
-  local due = now >= got[3] + 0
-  local seen, active, kept = string.match(got[2], STEADY_DYNAMIC)
-  if not seen then return nil end
-  local back = string.byte(kept, 1) == 49 -- '1'
-  if back ~= (ARGV[a + BEAT_BACKGROUND] == '1') then return nil end
-  local gw, tok, iv = string.match(got[1], STEADY_STATIC)
-  if not tok or (token ~= '' and tok ~= token) then return nil end
-  local g, m = ARGV[a + BEAT_GATEWAY], ARGV[a + BEAT_META]
-  if g ~= '' and g ~= gw then return nil end
-  if m ~= '' and string.sub(m, 2) ~= select(6, string.match(got[1], STATIC_FIELDS)) then return nil end
-  local win
-  if back then
-    PUSH = PUSH or ARGV[ARG_PUSH] + 0
-    win = PUSH
-  else
-    win = 2 * iv
+  local key = PAGES .. pageOf(hashOf(user), L, S)
+  local dfield = DYN .. user
+  local got = redis.call('HMGET', key, user, dfield)
+  if not got[1] then
+    key = KEYS[2]
+    got = redis.call('HMGET', key, user, dfield)
   end
-  if now > seen + win then return nil end
-  if ARGV[a + BEAT_ACTIVE] == '1' then
-    local last = active + 0
-    if not back then
-      IDLE = IDLE or ARGV[ARG_IDLE] + 0
-      if (now - last >= IDLE) ~= (now - t >= IDLE) then return nil end
+  local rec, dyn = got[1], got[2]
+  -- nothing pending: the dynamic record starts with US IS
+  if not rec or not dyn or string.sub(dyn, 1, 2) ~= US .. IS then return nil end
+  -- the static record's header: the published status, and the expiry of
+  -- a manual status, which must not have passed
+  local si = string.find(rec, IS, 2, true)
+  if not si then return nil end
+  if si > 2 and now >= string.sub(rec, 3, si - 1) + 0 then return nil end
+  PUSH = PUSH or ARGV[ARG_PUSH] + 0
+  IDLE = IDLE or ARGV[ARG_IDLE] + 0
+  -- every device's item, the beat's among them: the user's status before
+  -- the beat is the most present live device's state
+  local best, tok, out = OFFLINE, nil, nil
+  local di = 2
+  while si do
+    local se = string.find(rec, IS, si + 1, true)
+    local de = string.find(dyn, IS, di + 1, true)
+    local item = string.sub(rec, si + 1, (se or 0) - 1)
+    if string.byte(item, 1) == 2 then break end -- the fences, after the devices
+    local id, bits, gw, tk, iv, more = string.match(item, STEADY_STATIC)
+    local seen, da = string.match(string.sub(dyn, di + 1, (de or 0) - 1), STEADY_DYNAMIC)
+    if not id or not seen then return nil end
+    local b = bits + 0
+    local back = b % 2 == 1
+    seen = seen + 0
+    local win = PUSH
+    if not back then win = 2 * iv end
+    local last = seen - da
+    local live = b % 4 < 2 and now <= seen + win -- not gone, window not passed
+    if id == dev then
+      if not live then return nil end
+      if back ~= (ARGV[a + BEAT_BACKGROUND] == '1') then return nil end
+      if token ~= '' and tk ~= token then return nil end
+      local g, m = ARGV[a + BEAT_GATEWAY], ARGV[a + BEAT_META]
+      if g ~= '' and g ~= gw then return nil end
+      if m ~= '' then
+        local cur = ''
+        if more ~= '' then cur = string.match(item, '^[^\031]*\031[^\031]*\031[^\031]*\031[^\031]*\031[^\031]*\031[^\031]*\031[^\031]*\031(.*)$') end
+        if string.sub(m, 2) ~= cur then return nil end
+      end
+      local st, next = stateOf(back, last), last
+      if ARGV[a + BEAT_ACTIVE] == '1' and t > last then next = t end
+      -- the beat changes nothing but its device's instants
+      if stateOf(back, next) ~= st then return nil end
+      if st > best then best = st end
+      local nd = '0'
+      if next ~= now then nd = fmt(now - next) end
+      out = string.sub(dyn, 1, di) .. nows .. US .. nd
+      if de then out = out .. string.sub(dyn, de) end
+      tok = tk
+    elseif live then
+      local st = stateOf(back, last)
+      if st > best then best = st end
     end
-    if t > last then active = ts end
+    si, di = se, de
+    if (se == nil) ~= (de == nil) then return nil end
   end
-  local dyn = nows .. US .. active .. US .. kept
-  if not due then
-    redis.call('HSET', dkey, DYN .. dev, dyn)
-  elseif not rearm(user, dkey, dev, got[3], dyn, win, back, active) then
-    return nil
-  end
-  -- the key lives until its latest deadline: GT keeps a later one of another device
-  redis.call('PEXPIRE', dkey, win + GRACE, 'GT')
+  if not out then return nil end
+  -- the status must be the one published, or the manual DND (DND) or
+  -- INVISIBLE (OFFLINE) that overrides it: else an instant has passed
+  -- that only the full path may observe (a device went idle, unseen)
+  local pub = string.byte(rec, 1) - 48
+  if pub ~= DND and pub ~= OFFLINE and pub ~= best then return nil end
+  redis.call('HSET', key, dfield, out)
+  redis.call('PEXPIRE', key, KEEP)
   return tok
 end
 

@@ -1,5 +1,5 @@
 -- login.lua: logs a device in under a policy, kicking what the policy removes.
--- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
+-- KEYS: the user scripts' (userlib.lua)
 -- ARGV: the common ones (userlib.lua), then
 local ARG_USER = ARG_OWN
 local ARG_DEVICE = ARG_OWN + 1
@@ -31,7 +31,7 @@ local function class(k)
   if k == KIND_IOS or k == KIND_ANDROID then return 'mobile' end
   return k
 end
-local u = load(user, KEYS[1], P)
+local u = load(user, P)
 local mine = u.devs[dev]
 if mine and not mine.gone and mine.token == token then
   -- a driver retried a login that already applied: change nothing, but
@@ -41,7 +41,7 @@ if mine and not mine.gone and mine.token == token then
   if f and f.token == token then return { now, '', {}, {} } end
   fence(u, dev, now + P.kick, token)
   local events = {}
-  settle(u, 'change', KEYS[1], KEYS[2], P, events)
+  settle(u, 'change', P, events)
   return { now, '', {}, events }
 end
 local kicked, keep = {}, 0
@@ -79,5 +79,5 @@ set(u, dev, { kind = kind, gw = ARGV[ARG_GATEWAY], token = token, login = now, s
 -- kicked or of one that ended earlier (its record may be gone): the fence
 -- keeps only the new one, and the new record implies it.
 fence(u, dev, fin, token)
-settle(u, 'change', KEYS[1], KEYS[2], P, events)
+settle(u, 'change', P, events)
 return { now, '', out, events }

@@ -1,5 +1,5 @@
 -- logout.lua: ends a device's session by logout or by disconnect.
--- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
+-- KEYS: the user scripts' (userlib.lua)
 -- ARGV: the common ones (userlib.lua), then
 local ARG_USER = ARG_OWN
 local ARG_DEVICE = ARG_OWN + 1
@@ -11,7 +11,7 @@ local ARG_TOKEN = ARG_OWN + 3 -- session token ("" any; a stale one may not end 
 -- is a plain heartbeat.
 local P = params()
 local user, dev, mode, token = ARGV[ARG_USER], ARGV[ARG_DEVICE], ARGV[ARG_MODE], ARGV[ARG_TOKEN]
-local u = load(user, KEYS[1], P)
+local u = load(user, P)
 local r = u.devs[dev]
 if not r or r.gone then return { P.now, '', 0, {} } end
 if token ~= '' and token ~= r.token then return { P.now, 'REPLACED', 0, {} } end
@@ -19,9 +19,9 @@ local events = {}
 if mode == 'logout' then
   r.gone, r.active = true, deadline(r, P)
   set(u, dev, r)
-  settle(u, 'logout', KEYS[1], KEYS[2], P, events)
+  settle(u, 'logout', P, events)
 else
   drop(u, dev)
-  settle(u, 'leave', KEYS[1], KEYS[2], P, events)
+  settle(u, 'leave', P, events)
 end
 return { P.now, '', 1, events }

@@ -1,5 +1,5 @@
 -- manual.lua: sets or clears a user's manual status.
--- KEYS[1] the bucket's user-state hash   KEYS[2] the bucket's due index
+-- KEYS: the user scripts' (userlib.lua)
 -- ARGV: the common ones (userlib.lua), then
 local ARG_USER = ARG_OWN
 local ARG_MANUAL = ARG_OWN + 1   -- MANUAL_*
@@ -7,9 +7,9 @@ local ARG_LIFETIME = ARG_OWN + 2 -- ms (0: until cleared)
 -- Returns {now, events}; events holds user, from, to.
 local P = params()
 local user, manual, ttl = ARGV[ARG_USER], tonumber(ARGV[ARG_MANUAL]), tonumber(ARGV[ARG_LIFETIME])
-local u = load(user, KEYS[1], P)
+local u = load(user, P)
 u.manual, u.mexp = manual, 0
 if manual ~= MANUAL_NONE and ttl > 0 then u.mexp = P.now + ttl end
 local events = {}
-settle(u, 'change', KEYS[1], KEYS[2], P, events)
+settle(u, 'change', P, events)
 return { P.now, events }

@@ -1,20 +1,50 @@
--- recordlib.lua: the formats of the user records and the clock, which
+-- recordlib.lua: the user records' layout (version 2) and the clock, which
 -- every user script needs: the core prepends this file to each (before
 -- userlib.lua, which the steady beat, heartbeat_steady.lua, does without),
 -- so every script stays self-contained for EVAL. Whatever this file
 -- defines, the steady beat builds on every call: a table here would cost
 -- it more than its own work on a record.
 --
--- Device record, in two hash fields so that a heartbeat rewrites only the
--- small part that changes, and both stay under Redis's 64-byte listpack
--- limit in the common case (device IDs hold no control characters, so the
--- \1 and \2 prefixes cannot collide with one). Fields joined by \31:
---   field DEVICE:      kind, gateway, token, loginAt, interval ms,
---                      metadata ("k\30v\30k\30v")
---   field \1 .. DEVICE: lastSeen, lastActive, background 0/1, flags: 1 if
---                      gone (logged out: kept only to refuse its token until
---                      its window ends, the instant lastActive then holds),
---                      plus 2 if the session's start fenced its device
+-- Keys of one user bucket (all in its hash tag, so in one cluster slot):
+--   meta   hash  v: the layout version, L and s: the pages' level and
+--                split pointer (below); never expires, so that no page is
+--                ever looked for in the wrong place
+--   pages  hash  one per page ("P:{uB}:p:N"): user → static record and
+--                DYN .. user → dynamic record (below); each page stays in
+--                listpack encoding (at most PAGE_USERS users, values of at
+--                most PAGE_VALUE bytes); expires KEEP after its last write
+--   big    hash  the same two fields, for users whose records are longer
+--                than PAGE_VALUE (many devices, metadata) or whose page is
+--                full; same expiry
+--   man    hash  user → manual status US manual expiry ms (0 none): kept
+--                apart so that it outlives the pages, until cleared
+--   due    zset  PAGE .. N (a page) or a user of big → the next instant
+--                it needs a sweep, or earlier (never later)
+--
+-- Pages are found by linear hashing, so that their number follows the
+-- users without any setting: user u has hash h (the first 32 bits of its
+-- SHA1) and lives in page h mod 2^L, or h mod 2^(L+1) when that is below s.
+-- A new user in a page of SPLIT_AT users or more splits page s in two
+-- (userlib.lua's splitPage) and moves s on.
+--
+-- A user's two records join fields by US (\31) and items by IS (\29).
+-- The static record, which only a beat's full path rewrites: the
+-- published status (followed by MANUAL_EXPIRES and the expiry ms while a
+-- manual status with an expiry is set, which the steady beat must then
+-- leave to the full path once passed), then, for each device, IS and
+--   device ID, bits (1 background + 2 gone + 4 fenced), kind, gateway,
+--   token, interval ms, loginAt ms, and, if it has any, metadata
+--   ("k\30v\30k\30v")
+-- and, for each device whose fence says more than its record implies, IS,
+-- FENCE (\2) and device ID, fence end ms, the token in force ("" none).
+-- The dynamic record, which every beat rewrites: the pending status and
+-- its due ms ("" and "" none), then, for each device in the static
+-- record's order, IS and lastSeen ms US lastSeen - lastActive.
+-- The split keeps both under PAGE_VALUE for a device with an ID, gateway
+-- and token of common lengths, however long its session or its idleness.
+-- A gone (logged-out) device is kept only to refuse its token until its
+-- window ends, the instant lastActive then holds.
+--
 -- Each device has a fence: until it ends, a heartbeat of the device that
 -- has no live session and carries a token other than the fence's (any
 -- token, when the fence's is "") is refused. A login fences its device with
@@ -23,56 +53,40 @@
 -- does an implicit login under a fence in force (its token becomes the one
 -- that may come back); a kick by another device's login fences the kicked
 -- device with none; a fence already in force keeps a later end. An implicit
--- login with no fence in force sets none, so that the keys of devices that
--- only ever heartbeat still expire soon after their window (docs/design.md
--- §5). A fence outlives the session records of its device (docs/design.md
--- §8), yet costs a live session nothing: a record flagged as fenced implies
--- the fence its start set, (loginAt + KickFence, token), which is the
--- device's fence while the record is stored, so only a fence that says
--- more than the device's record is written, as a field of its own in the
--- same hash (which every full path reads whole anyway; the steady beat
--- of heartbeat_steady.lua never reads it):
---   field \2 .. DEVICE: fence end ms, the token in force ("" none); written
---                      when the record goes (disconnect, kick, window
---                      passed) before the fence ends, for a kick, or when
---                      the fence ends later than its record implies.
---   field \3: the user's score in the due index while no change is
---                      pending (the state entry's, below, which store in
---                      userlib.lua keeps it equal to, or absent): what a
---                      steady beat checks, so that it reads one key. It
---                      costs about 14 bytes a user.
--- User state (field of the bucket's st hash), fields joined by \31:
---   last published status, pending status ("" none), pending due ms,
---   manual status (MANUAL_* of userlib.lua), manual expiry ms (0 none),
---   the user's score in the due index ("" none). The entry exists while any
---   of these differs from its zero.
+-- login with no fence in force sets none. A fence outlives the session
+-- records of its device (docs/design.md §8), yet costs a live session
+-- nothing: a record flagged as fenced implies the fence its start set,
+-- (loginAt + KickFence, token), so only a fence that says more than the
+-- device's record is written, as an item of its own.
 -- Statuses are numbered as userlib.lua names them (OFFLINE … DND).
 
 local US = '\31'
-
+local IS = '\29'
 local DYN = '\1'
 local FENCE = '\2'
-local STEADY = '\3'
+local PAGE = '\1' -- a page's member in the due index: PAGE .. N
+local MANUAL_EXPIRES = 'm'
 
--- One pattern per record: a single match costs a third of a split.
-local STATIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031?(.*)$'
-local DYNAMIC_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
-local STATE_FIELDS = '^([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)$'
+-- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
+local OFFLINE = 0
+local PUSH_ONLINE = 1
+local AWAY = 2
+local ONLINE = 3
+local DND = 4
 
--- The fields a steady beat reads, and no more, because a capture costs a
--- new string: STEADY_DYNAMIC lastSeen, lastActive, and the background flag
--- and the flags as one string, which the beat writes back as it found
--- them; it matches only a record that is not gone (flags 0, or 2: fenced,
--- which the beat keeps). STEADY_STATIC: gateway, token, interval.
-local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)\031([01]\031[02])$'
-local STEADY_STATIC = '^[^\031]*\031([^\031]*)\031([^\031]*)\031[^\031]*\031([^\031]*)'
+local LAYOUT = '2'      -- the version of this layout, in meta's field v
+local PAGE_VALUE = 64   -- hash-max-listpack-value of Redis's default configuration
+local PAGE_USERS = 60   -- two fields each: under hash-max-listpack-entries (128)
+local SPLIT_AT = 32     -- a new user in a page this full splits a page
+
+-- The fields a steady beat reads of a device's static item, and no
+-- more, because a capture costs a new string: device ID, bits, gateway,
+-- token, interval, and US if metadata follows; and of its dynamic item:
+-- lastSeen and lastSeen - lastActive.
+local STEADY_STATIC = '^([^\031]*)\031([0-7])\031[^\031]*\031([^\031]*)\031([^\031]*)\031([^\031]*)\031[^\031]*(\031?)'
+local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)$'
 
 local function fmt(n) return string.format('%.0f', n) end
-
--- stateEntry joins the fields of a user's state entry (above), each a string.
-local function stateEntry(pub, pend, due, manual, mexp, idx)
-  return pub .. US .. pend .. US .. due .. US .. manual .. US .. mexp .. US .. idx
-end
 
 -- clock returns arg as the current instant, or the server's clock when arg is "".
 -- Arithmetic parses a numeric string once, where tonumber parses it twice.
@@ -80,4 +94,36 @@ local function clock(arg)
   if arg ~= '' then return arg + 0 end
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+
+-- layoutError raises the error the engine reports as ErrLayout.
+local function layoutError(found)
+  error({ err = 'PRESENCE_LAYOUT keys of layout ' .. found .. ' where this engine writes layout ' .. LAYOUT })
+end
+
+-- pages reads the bucket's page level and split pointer from meta, and
+-- checks its layout: a bucket without meta holds no user record of this
+-- layout, so a due index or counts hash there belongs to another one.
+-- write: create meta when the bucket has none (reads never write).
+local function pages(meta, due, counts, write)
+  local m = redis.call('HMGET', meta, 'v', 'L', 's')
+  if m[1] then
+    if m[1] ~= LAYOUT then layoutError(m[1]) end
+    return m[2] + 0, m[3] + 0
+  end
+  if redis.call('EXISTS', due, counts) > 0 then layoutError('1') end
+  if write then redis.call('HSET', meta, 'v', LAYOUT, 'L', '0', 's', '0') end
+  return 0, 0
+end
+
+-- hashOf is the user's page hash: 32 bits of its SHA1, the same in every
+-- script and engine.
+local function hashOf(user) return tonumber(string.sub(redis.sha1hex(user), 1, 8), 16) end
+
+-- pageOf is the page of hash h at level L, split pointer s.
+local function pageOf(h, L, s)
+  local n = 2 ^ L
+  local p = h % n
+  if p < s then p = h % (2 * n) end
+  return p
 end

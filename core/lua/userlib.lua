@@ -8,14 +8,15 @@
 -- together). A script's own ARGV start at ARG_OWN. Named numbers like
 -- these (top-level locals in capitals) reach Redis written as numbers
 -- (inlineConstants in scripts.go), so that naming them costs no script
--- anything.
+-- anything. KEYS of every user script: the bucket's meta, due index, big
+-- hash and manual hash (recordlib.lua), then the script's own.
 local ARG_NOW = 1      -- now in ms since the epoch, or "" to read the server's TIME
 local ARG_IDLE = 2     -- IdleAfter ms
 local ARG_PUSH = 3     -- PushWindow ms
 local ARG_LEAVE = 4    -- LeaveDelay ms
 local ARG_COALESCE = 5 -- CoalesceWindow ms (0: publish at once)
-local ARG_GRACE = 6    -- key grace ms (session keys live this long past the last window)
-local ARG_DPRE = 7     -- prefix of the device-hash keys of this bucket ("P:{uB}:d:")
+local ARG_KEEP = 6     -- ms a page or the big hash lives past its last write (recordlib.lua)
+local ARG_PAGES = 7    -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_MAXDEV = 8   -- MaxDevices
 local ARG_SKEW = 9     -- MaxSkew ms
 local ARG_POLICY = 10  -- the engine's login policy (POLICY_*)
@@ -23,13 +24,6 @@ local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published statu
 local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
 local ARG_OUTBOX = 13  -- the bucket's outbox hash (P:{uB}:ob, emit below)
 local ARG_OWN = 14
-
--- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
-local OFFLINE = 0
-local PUSH_ONLINE = 1
-local AWAY = 2
-local ONLINE = 3
-local DND = 4
 
 -- Manual statuses (core.Manual).
 local MANUAL_NONE = 0
@@ -41,9 +35,10 @@ local POLICY_MULTI = 0
 local POLICY_EXCLUSIVE = 1
 local POLICY_PER_KIND = 2
 
--- The flags of a dynamic record (recordlib.lua), added together.
-local FLAG_GONE = 1
-local FLAG_FENCED = 2
+-- The bits of a device's item (recordlib.lua), added together.
+local BIT_BACKGROUND = 1
+local BIT_GONE = 2
+local BIT_FENCED = 4
 
 local function split(s, sep)
   local out, i = {}, 1
@@ -96,31 +91,38 @@ local function params(now, nows)
   end
   return {
     now = now, nows = nows, idle = ARGV[ARG_IDLE] + 0, push = ARGV[ARG_PUSH] + 0,
-    leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, grace = ARGV[ARG_GRACE] + 0,
-    dpre = ARGV[ARG_DPRE], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
+    leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, keep = ARGV[ARG_KEEP],
+    pages = ARGV[ARG_PAGES], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
     policy = ARGV[ARG_POLICY] + 0, cnt = ARGV[ARG_COUNTS], kick = ARGV[ARG_KICK] + 0,
-    ob = ARGV[ARG_OUTBOX],
+    ob = ARGV[ARG_OUTBOX], meta = KEYS[1], due = KEYS[2], big = KEYS[3], man = KEYS[4],
   }
 end
 
-local function decode(static, dynamic)
-  local kind, gw, token, login, iv, meta = string.match(static, STATIC_FIELDS)
-  local seen, active, bg, flags = string.match(dynamic, DYNAMIC_FIELDS)
-  flags = flags + 0
-  return {
-    kind = kind, gw = gw, token = token, login = login + 0, iv = iv + 0, meta = meta or '',
-    seen = seen + 0, active = active + 0, bg = bg == '1',
-    gone = flags % 2 == FLAG_GONE, fenced = flags >= FLAG_FENCED,
+
+-- The fields of a device's static and dynamic items, and of a fence's
+-- (recordlib.lua).
+local STATIC_ITEM = '^([^\031]*)\031([0-7])\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031([^\031]*)\031?(.*)$'
+local DYNAMIC_ITEM = '^([^\031]*)\031(.*)$'
+local FENCE_ITEM = '^\002([^\031]*)\031([^\031]*)\031(.*)$'
+
+-- decodeItem reads a device's items: its ID and record.
+local function decodeItem(static, dynamic)
+  local id, bits, kind, gw, token, iv, login, meta = string.match(static, STATIC_ITEM)
+  local seen, da = string.match(dynamic, DYNAMIC_ITEM)
+  seen, bits = seen + 0, bits + 0
+  return id, {
+    kind = kind, gw = gw, token = token, login = login + 0, iv = iv + 0, meta = meta,
+    seen = seen, active = seen - da, bg = bits % 2 == BIT_BACKGROUND,
+    gone = bits % 4 >= BIT_GONE, fenced = bits >= BIT_FENCED,
   }
 end
 
-local function encodeStatic(r)
-  return table.concat({ r.kind, r.gw, r.token, fmt(r.login), fmt(r.iv), r.meta }, US)
-end
-
-local function encodeDynamic(r)
-  local flags = (r.gone and FLAG_GONE or 0) + (r.fenced and FLAG_FENCED or 0)
-  return table.concat({ fmt(r.seen), fmt(r.active), r.bg and '1' or '0', num(flags) }, US)
+-- encodeItem writes device id's static and dynamic items.
+local function encodeItem(id, r)
+  local bits = (r.bg and BIT_BACKGROUND or 0) + (r.gone and BIT_GONE or 0) + (r.fenced and BIT_FENCED or 0)
+  local static = id .. US .. num(bits) .. US .. r.kind .. US .. r.gw .. US .. r.token .. US .. fmt(r.iv) .. US .. fmt(r.login)
+  if r.meta ~= '' then static = static .. US .. r.meta end
+  return static, fmt(r.seen) .. US .. num(r.seen - r.active)
 end
 
 local function window(r, P)
@@ -142,60 +144,69 @@ local function state(r, now, P)
   return ONLINE
 end
 
--- load reads a user's devices, fences, manual status and published state.
--- Records whose window has passed, and fence fields that have ended, are
--- marked for deletion (compare-and-delete: the check and the delete happen
+
+-- layout reads the bucket's page level and split pointer once per call
+-- (recordlib.lua's pages; write: create the bucket's meta if it has none).
+local function layout(P, write)
+  if not P.level then P.level, P.split = pages(P.meta, P.due, P.cnt, write) end
+end
+
+-- load reads a user's records and manual status (rec, dyn and where: the
+-- records and their key, when the caller has read them already). Records whose
+-- window has passed, and fences that have ended, are left out, so that
+-- store deletes them (compare-and-delete: the check and the delete happen
 -- inside one script). u.fences holds each device's fence in force, whether
--- its record implies it or a field of its own says it (u.fenceRaw: the
--- fields as stored, which store compares against).
-local function load(user, st, P)
-  local u = { user = user, dkey = P.dpre .. user, devs = {}, fences = {}, fenceRaw = {},
-    manual = MANUAL_NONE, mexp = 0, pub = OFFLINE, pend = nil, due = 0, idx = nil, raw = false,
-    steadyRaw = false, dirty = {}, seen = {} }
-  local flat = redis.call('HGETALL', u.dkey)
-  local static, dynamic = {}, {}
-  for i = 1, #flat, 2 do
-    -- the field's first byte tells its kind: DYN, FENCE, STEADY or a device ID
-    local b = string.byte(flat[i], 1)
-    if b == 1 then
-      dynamic[string.sub(flat[i], 2)] = flat[i + 1]
-    elseif b == 2 then
-      local id = string.sub(flat[i], 2)
-      u.fenceRaw[id] = flat[i + 1]
-      local fin, token = string.match(flat[i + 1], '^([^\031]*)\031(.*)$')
-      fin = fin + 0
-      if P.now <= fin then u.fences[id] = { fin = fin, token = token } end
-    elseif b == 3 then
-      u.steadyRaw = flat[i + 1]
+-- its record implies it or an item of its own says it.
+local function load(user, P, rec, dyn, where)
+  layout(P, true)
+  local u = { user = user, devs = {}, fences = {}, manual = MANUAL_NONE, mexp = 0, pub = OFFLINE,
+    pend = nil, due = 0, raw = false, dynRaw = false, manRaw = false, where = where }
+  u.hash = hashOf(user)
+  u.page = pageOf(u.hash, P.level, P.split)
+  if not rec then
+    local pk = P.pages .. u.page
+    local got = redis.call('HMGET', pk, user, DYN .. user)
+    if got[1] then
+      u.where = pk
     else
-      static[flat[i]] = flat[i + 1]
+      got = redis.call('HMGET', P.big, user, DYN .. user)
+      if got[1] then u.where = P.big end
     end
+    rec, dyn = got[1], got[2]
   end
-  for id, s in pairs(static) do
-    local r = decode(s, dynamic[id] or '0\0310\0310\0311')
-    if r.fenced then
-      -- the fence the record's session start set, while the record is
-      -- stored (a field of the device's, if any, was written by that start
-      -- too)
-      local fin = r.login + P.kick
-      local f = u.fences[id]
-      if f and f.fin > fin then fin = f.fin end
-      if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
-    end
-    if P.now > deadline(r, P) then
-      u.dirty[id] = false
-    else
-      u.devs[id] = r
-    end
-  end
-  local s = redis.call('HGET', st, user)
-  if s then
-    u.raw = s
-    local pub, pend, due, manual, mexp, idx = string.match(s, STATE_FIELDS)
-    u.pub = pub + 0
+  if rec then
+    u.raw, u.dynRaw = rec, dyn or ''
+    local items, dyns = split(rec, IS), split(dyn or US, IS)
+    u.pub = string.byte(items[1], 1) - 48
+    local pend, due = string.match(dyns[1], '^([^\031]*)\031(.*)$')
     if pend ~= '' then u.pend, u.due = pend + 0, due + 0 end
+    local fenceItems, d = {}, 0
+    for i = 2, #items do
+      if string.byte(items[i], 1) == 2 then
+        fenceItems[#fenceItems + 1] = items[i]
+      else
+        d = d + 1
+        local id, r = decodeItem(items[i], dyns[d + 1])
+        if r.fenced then
+          -- the fence the record's session start set, while the record is stored
+          local fin = r.login + P.kick
+          if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
+        end
+        if P.now <= deadline(r, P) then u.devs[id] = r end
+      end
+    end
+    for _, item in ipairs(fenceItems) do
+      local id, fin, token = string.match(item, FENCE_ITEM)
+      fin = fin + 0
+      local f = u.fences[id]
+      if P.now <= fin and not (f and f.fin >= fin) then u.fences[id] = { fin = fin, token = token } end
+    end
+  end
+  local m = redis.call('HGET', P.man, user)
+  if m then
+    u.manRaw = m
+    local manual, mexp = string.match(m, '^([^\031]*)\031(.*)$')
     u.manual, u.mexp = manual + 0, mexp + 0
-    if idx ~= '' then u.idx = idx + 0 end
     if u.mexp > 0 and P.now >= u.mexp then u.manual, u.mexp = 0, 0 end
   end
   return u
@@ -253,88 +264,150 @@ local function observe(u, cur, cause, P)
   return nil
 end
 
--- store writes back the dirty device records and fences, the key expiry
--- (the latest deadline or fence end, plus the grace), and the user state.
--- A device's fence field is kept only when its fence says more than the
--- device's record as stored now implies (the record is gone, or set no
--- fence, or holds another token, or its fence ends later). The due index
--- is written only when the user must be visited sooner than its score says
--- (or its score has passed): a score left early costs the sweeper one visit that
--- re-indexes, and saves a write per beat. A fence needs no visit: it only
--- refuses tokens, and the key's expiry covers it.
-local function store(u, st, due, P)
-  local now = P.now
-  local dels = {} -- fields of the device hash to delete, in one HDEL at the end
-  for id, r in pairs(u.dirty) do
-    if r == false then
-      dels[#dels + 1] = id
-      dels[#dels + 1] = DYN .. id
+-- splitPage splits page s in two, as linear hashing does: its users whose
+-- hash says so move to page s + 2^L, both pages are written afresh (a page
+-- turned hashtable becomes a listpack again), and s moves on. The new page
+-- inherits the old one's due score, early for it but never late.
+local function splitPage(P)
+  local n = 2 ^ P.level
+  local from, to = P.pages .. P.split, P.pages .. fmt(P.split + n)
+  local flat = redis.call('HGETALL', from)
+  local stay, move = {}, {}
+  for i = 1, #flat, 2 do
+    local user = flat[i]
+    if string.byte(user, 1) == 1 then user = string.sub(user, 2) end
+    local t = stay
+    if hashOf(user) % (2 * n) ~= P.split then t = move end
+    t[#t + 1] = flat[i]
+    t[#t + 1] = flat[i + 1]
+  end
+  redis.call('DEL', from)
+  if #stay > 0 then
+    redis.call('HSET', from, unpack(stay))
+    redis.call('PEXPIRE', from, P.keep)
+  end
+  if #move > 0 then
+    redis.call('HSET', to, unpack(move))
+    redis.call('PEXPIRE', to, P.keep)
+    local score = redis.call('ZSCORE', P.due, PAGE .. P.split)
+    if score then redis.call('ZADD', P.due, score, PAGE .. fmt(P.split + n)) end
+  end
+  P.split = P.split + 1
+  if P.split == n then P.level, P.split = P.level + 1, 0 end
+  redis.call('HSET', P.meta, 'L', fmt(P.level), 's', fmt(P.split))
+end
+
+-- place writes the user's records rec and dyn (rec false: none) where they
+-- belong: its page while both fit a listpack value and the page has room,
+-- else the big hash. It returns the key they went to (nil: none).
+local function place(u, rec, dyn, P)
+  local df = DYN .. u.user
+  if not rec then
+    if u.where then redis.call('HDEL', u.where, u.user, df) end
+    return nil
+  end
+  local pk = P.pages .. u.page
+  local target = P.big
+  if #rec <= PAGE_VALUE and #dyn <= PAGE_VALUE then
+    if u.where == pk then
+      target = pk
     else
-      redis.call('HSET', u.dkey, id, encodeStatic(r), DYN .. id, encodeDynamic(r))
+      -- a user new to its page: split a page first if this one is full enough
+      local n = redis.call('HLEN', pk) / 2
+      if n >= SPLIT_AT then
+        splitPage(P)
+        u.page = pageOf(u.hash, P.level, P.split)
+        pk = P.pages .. u.page
+        n = redis.call('HLEN', pk) / 2
+      end
+      if n < PAGE_USERS then target = pk end
     end
   end
-  for id, r in pairs(u.seen) do
-    if u.dirty[id] == nil then redis.call('HSET', u.dkey, DYN .. id, encodeDynamic(r)) end
+  if u.where and u.where ~= target then redis.call('HDEL', u.where, u.user, df) end
+  if u.where ~= target or rec ~= u.raw then
+    redis.call('HSET', target, u.user, rec, df, dyn)
+    redis.call('PEXPIRE', target, P.keep)
+  elseif dyn ~= u.dynRaw then
+    redis.call('HSET', target, df, dyn)
+    redis.call('PEXPIRE', target, P.keep)
   end
-  for id, f in pairs(u.fences) do
-    local r, want = u.devs[id], false
-    if not (r and r.fenced and r.token == f.token and r.login + P.kick >= f.fin) then want = fmt(f.fin) .. US .. f.token end
-    if want and want ~= u.fenceRaw[id] then redis.call('HSET', u.dkey, FENCE .. id, want) end
-    if not want and u.fenceRaw[id] then dels[#dels + 1] = FENCE .. id end
-  end
-  for id, _ in pairs(u.fenceRaw) do
-    if u.fences[id] == nil then dels[#dels + 1] = FENCE .. id end
-  end
-  local last, nxt = nil, nil
+  return target
+end
+
+-- store writes back the user's records, manual status and due index, and
+-- sets u.nxt, the next instant the user needs a sweep (nil: none). A
+-- device's fence is written only when it says more than the device's
+-- record as stored now implies (the record is gone, or set no fence, or
+-- holds another token, or its fence ends later). The due index is written
+-- only when the user must be visited sooner than its score (its page's,
+-- or its own in the big hash) says, or its own score has passed: a score
+-- left early costs the sweeper one visit that re-indexes, and saves a
+-- write per beat. Every item has an instant at which it ends, so that
+-- the sweeper removes it then.
+local function store(u, P)
+  local now = P.now
+  local nxt = nil
   local function take(t)
     if t > now and (nxt == nil or t < nxt) then nxt = t end
   end
-  for _, r in pairs(u.devs) do
-    local d = deadline(r, P)
-    if last == nil or d > last then last = d end
-    if not r.gone then
-      take(d + 1)
+  local ids = {}
+  for id, r in pairs(u.devs) do
+    ids[#ids + 1] = id
+    if r.gone then
+      take(r.active + 1)
+    else
+      take(deadline(r, P) + 1)
       if not r.bg then take(r.active + P.idle) end
     end
   end
-  for _, f in pairs(u.fences) do
-    if last == nil or f.fin > last then last = f.fin end
+  table.sort(ids)
+  local parts, dparts = {}, {}
+  for _, id in ipairs(ids) do parts[#parts + 1], dparts[#dparts + 1] = encodeItem(id, u.devs[id]) end
+  local fids = {}
+  for id, f in pairs(u.fences) do
+    local r = u.devs[id]
+    if not (r and r.fenced and r.token == f.token and r.login + P.kick >= f.fin) then fids[#fids + 1] = id end
+    take(f.fin + 1)
   end
-  if last ~= nil then redis.call('PEXPIRE', u.dkey, last - now + P.grace) end
+  table.sort(fids)
+  for _, id in ipairs(fids) do
+    local f = u.fences[id]
+    parts[#parts + 1] = FENCE .. id .. US .. fmt(f.fin) .. US .. f.token
+  end
   if u.mexp > 0 and live(u, P) > 0 then take(u.mexp) end
   if u.pend ~= nil then take(u.due) end
-  if nxt == nil then
-    if u.idx ~= nil then redis.call('ZREM', due, u.user) end
-    u.idx = nil
+  u.nxt = nxt
+  local rec, dyn = false, US
+  if u.pend ~= nil then dyn = num(u.pend) .. US .. fmt(u.due) end
+  if #parts > 0 or u.pub ~= OFFLINE or u.pend ~= nil then
+    rec = num(u.pub)
+    if u.mexp > 0 then rec = rec .. MANUAL_EXPIRES .. fmt(u.mexp) end
+    if #parts > 0 then rec = rec .. IS .. table.concat(parts, IS) end
+    if #dparts > 0 then dyn = dyn .. IS .. table.concat(dparts, IS) end
   end
-  -- the score as a string, formatted once for the index, the state entry
-  -- and the steady copy
-  local idxs = ''
-  if nxt ~= nil and (u.idx == nil or nxt < u.idx or u.idx <= now) then
-    idxs = fmt(nxt)
-    redis.call('ZADD', due, idxs, u.user)
-    u.idx = nxt
-  elseif u.idx ~= nil then
-    idxs = fmt(u.idx)
+  local was = u.where
+  local at = place(u, rec, dyn, P)
+  u.where = at
+  if at == P.big then
+    local idx = redis.call('ZSCORE', P.due, u.user)
+    if nxt == nil then
+      if idx then redis.call('ZREM', P.due, u.user) end
+    elseif not idx or nxt < idx + 0 or idx + 0 <= now then
+      redis.call('ZADD', P.due, fmt(nxt), u.user)
+    end
+  else
+    if was == P.big then redis.call('ZREM', P.due, u.user) end
+    if at and nxt ~= nil and not P.visiting then
+      local pm = PAGE .. u.page
+      local score = redis.call('ZSCORE', P.due, pm)
+      if not score or nxt < score + 0 then redis.call('ZADD', P.due, fmt(nxt), pm) end
+    end
   end
-  local raw = false
-  if u.pub ~= OFFLINE or u.pend ~= nil or u.manual ~= MANUAL_NONE or u.idx ~= nil then
-    local p = ''
-    if u.pend ~= nil then p = num(u.pend) end
-    raw = stateEntry(num(u.pub), p, num(u.due), num(u.manual), num(u.mexp), idxs)
+  local man = false
+  if u.manual ~= MANUAL_NONE then man = num(u.manual) .. US .. fmt(u.mexp) end
+  if man ~= u.manRaw then
+    if man then redis.call('HSET', P.man, u.user, man) else redis.call('HDEL', P.man, u.user) end
   end
-  if raw ~= u.raw then
-    if raw then redis.call('HSET', st, u.user, raw) else redis.call('HDEL', st, u.user) end
-  end
-  -- the steady beat's copy of the score (recordlib.lua): a score without a
-  -- pending change comes from a live record, so the copy is only written on
-  -- a key that holds one, and has the expiry set above
-  local copy = false
-  if u.pend == nil and u.idx ~= nil then copy = idxs end
-  if copy ~= u.steadyRaw then
-    if copy then redis.call('HSET', u.dkey, STEADY, copy) else dels[#dels + 1] = STEADY end
-  end
-  if #dels > 0 then redis.call('HDEL', u.dkey, unpack(dels)) end
 end
 
 -- emit records an event in the bucket's outbox (docs/design.md §7), in
@@ -363,9 +436,13 @@ end
 -- settle observes the user's current status and stores everything; a
 -- published change goes to the outbox and is appended to events as user,
 -- from, to, outbox ID.
-local function settle(u, cause, st, due, P, events)
+
+-- settle observes the user's current status and stores everything; a
+-- published change goes to the outbox and is appended to events as user,
+-- from, to, outbox ID.
+local function settle(u, cause, P, events)
   local ev = observe(u, aggregate(u, P), cause, P)
-  store(u, st, due, P)
+  store(u, P)
   if ev then
     -- the counts follow the published statuses, in the same script
     if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
@@ -379,18 +456,15 @@ end
 
 local function set(u, id, r)
   u.devs[id] = r
-  u.dirty[id] = r
 end
 
 -- seen records that only the dynamic part of a record changed.
 local function seen(u, id, r)
   u.devs[id] = r
-  u.seen[id] = r
 end
 
 local function drop(u, id)
   u.devs[id] = nil
-  u.dirty[id] = false
 end
 
 -- fence refuses, until fin, every token of device id but token ("" none);

@@ -8,25 +8,26 @@ local ARG_INPUT = ARG_OWN + 1 -- the vector as JSON
 -- "user": the input holds devices (each a record's fields as decode returns
 -- them, numbers as numbers), manual, pub, pend (-1 none), due and cause
 -- ("" to observe nothing).
--- Each device goes through its stored form (encodeStatic, encodeDynamic,
--- decode), then state, aggregate and observe decide. Returns JSON:
--- {states = ",s1,s2,…", aggregate, pub, pend (-1 none), due, from, to
--- (-1, -1: nothing published), stored = {{static, dynamic}, …}}.
--- "record": the input holds static and dynamic, a record's stored form.
--- Returns JSON: {record = decode's fields, static, dynamic = the record
--- encoded again}.
+-- Each device goes through its stored form (encodeItem, decodeItem), then
+-- state, aggregate and observe decide. Returns JSON: {states = ",s1,s2,…",
+-- aggregate, pub, pend (-1 none), due, from, to (-1, -1: nothing
+-- published), stored = {{static, dynamic}, …}}.
+-- "record": the input holds static and dynamic, a device's stored items.
+-- Returns JSON: {id, record = decodeItem's fields, static, dynamic = the
+-- record encoded again}.
 local P = params()
 local c = cjson.decode(ARGV[ARG_INPUT])
 if ARGV[ARG_MODE] == 'record' then
-  local r = decode(c.static, c.dynamic)
-  return cjson.encode({ record = r, static = encodeStatic(r), dynamic = encodeDynamic(r) })
+  local id, r = decodeItem(c.static, c.dynamic)
+  local static, dynamic = encodeItem(id, r)
+  return cjson.encode({ id = id, record = r, static = static, dynamic = dynamic })
 end
 local u = { devs = {}, manual = c.manual, pub = c.pub, pend = nil, due = 0 }
 if c.pend >= 0 then u.pend, u.due = c.pend, c.due end
 local states, stored = {}, {}
 for i, d in ipairs(c.devices) do
-  local static, dynamic = encodeStatic(d), encodeDynamic(d)
-  local r = decode(static, dynamic)
+  local static, dynamic = encodeItem(d.id, d)
+  local _, r = decodeItem(static, dynamic)
   u.devs[i] = r
   states[i] = state(r, P.now, P)
   stored[i] = { static, dynamic }
