@@ -3,7 +3,7 @@ package core
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+
 	"io"
 	"sync"
 	"sync/atomic"
@@ -92,13 +92,23 @@ type msArg struct {
 	text   string
 }
 
-// newToken returns 16 hex digits of randomness for a session or lock token.
+// newToken returns 64 bits of randomness for a session or lock token, as
+// 11 characters of the URL-safe base64 alphabet: the shortest printable
+// form, because every session stores its token (lua/recordlib.lua).
 func (p *planner) newToken() (string, error) {
 	var b [8]byte
 	if _, err := io.ReadFull(p.rand, b[:]); err != nil {
 		return "", &wrapError{msg: "presence: reading a token: " + err.Error(), err: err}
 	}
-	return hex.EncodeToString(b[:]), nil
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	n := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+	var out [11]byte
+	for i := range out {
+		out[i] = alphabet[n&63]
+		n >>= 6
+	}
+	return string(out[:]), nil
 }
 
 // userArgs returns the common arguments of the user scripts of bucket b

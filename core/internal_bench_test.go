@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"testing"
 )
 
@@ -81,9 +82,9 @@ func BenchmarkDecodeStatus(b *testing.B) {
 	r := record{kind: KindWeb, gateway: "gw-1", token: "0123456789abcdef.0", loginAt: 1_700_000_000_000,
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
 	static := "web" + unitSep + "0" + unitSep + itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token +
-		unitSep + itoa(r.interval) + unitSep + itoa(r.loginAt)
+		unitSep + itoa(r.interval) + unitSep + strconv.FormatInt(r.loginAt, 16)
 	v := ArrayValue(StringValue("0"), StringValue("0"), StringValue("3"+itemSep+static),
-		StringValue(unitSep+itemSep+itoa(r.seen)+unitSep+"0"))
+		StringValue(unitSep+itemSep+strconv.FormatInt(r.seen, 16)+unitSep+"0"))
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := e.decodeStatus("u", v, 1_700_000_001_000)

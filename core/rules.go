@@ -51,7 +51,8 @@ type fence struct {
 
 // decodeItem reads a device's items of a user's records
 // (lua/recordlib.lua): static (device ID, bits, kind, gateway, token,
-// interval, loginAt, metadata) and dynamic (lastSeen, lastSeen - lastActive).
+// interval, loginAt in hex, metadata) and dynamic (lastSeen in hex,
+// lastSeen - lastActive).
 func decodeItem(static, dynamic string) (string, record, error) {
 	f := strings.SplitN(static, unitSep, 8)
 	d := strings.Split(dynamic, unitSep)
@@ -72,7 +73,11 @@ func decodeItem(static, dynamic string) (string, record, error) {
 	}
 	var n [4]int64
 	for i, s := range []string{f[5], f[6], d[0], d[1]} {
-		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+		base := 10
+		if i == 1 || i == 2 {
+			base = 16 // instants (lua/recordlib.lua)
+		}
+		if n[i], err = strconv.ParseInt(s, base, 64); err != nil {
 			return "", record{}, replyErr("device item field %q", s)
 		}
 	}

@@ -107,7 +107,7 @@ local function steady(a)
     if not id or not seen then return nil end
     local b = bits + 0
     local back = b % 2 == 1
-    seen = seen + 0
+    seen = unhex(seen)
     local win = PUSH
     if not back then win = 2 * iv end
     local last = seen - da
@@ -130,7 +130,7 @@ local function steady(a)
       if st > best then best = st end
       local nd = '0'
       if next ~= now then nd = fmt(now - next) end
-      out = string.sub(dyn, 1, di) .. nows .. US .. nd
+      out = string.sub(dyn, 1, di) .. hex(now) .. US .. nd
       if de then out = out .. string.sub(dyn, de) end
       tok = tk
     elseif live then

@@ -33,13 +33,13 @@
 -- manual status with an expiry is set, which the steady beat must then
 -- leave to the full path once passed), then, for each device, IS and
 --   device ID, bits (1 background + 2 gone + 4 fenced), kind, gateway,
---   token, interval ms, loginAt ms, and, if it has any, metadata
+--   token, interval ms, loginAt (hex ms), and, if it has any, metadata
 --   ("k\30v\30k\30v")
 -- and, for each device whose fence says more than its record implies, IS,
 -- FENCE (\2) and device ID, fence end ms, the token in force ("" none).
 -- The dynamic record, which every beat rewrites: the pending status and
 -- its due ms ("" and "" none), then, for each device in the static
--- record's order, IS and lastSeen ms US lastSeen - lastActive.
+-- record's order, IS and lastSeen (hex ms) US lastSeen - lastActive (ms).
 -- The split keeps both under PAGE_VALUE for a device with an ID, gateway
 -- and token of common lengths, however long its session or its idleness.
 -- A gone (logged-out) device is kept only to refuse its token until its
@@ -77,7 +77,7 @@ local DND = 4
 local LAYOUT = '2'      -- the version of this layout, in meta's field v
 local PAGE_VALUE = 64   -- hash-max-listpack-value of Redis's default configuration
 local PAGE_USERS = 60   -- two fields each: under hash-max-listpack-entries (128)
-local SPLIT_AT = 32     -- a new user in a page this full splits a page
+local SPLIT_AT = 40     -- a new user in a page this full splits a page
 
 -- The fields a steady beat reads of a device's static item, and no
 -- more, because a capture costs a new string: device ID, bits, gateway,
@@ -87,6 +87,11 @@ local STEADY_STATIC = '^([^\031]*)\031([0-7])\031[^\031]*\031([^\031]*)\031([^\0
 local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)$'
 
 local function fmt(n) return string.format('%.0f', n) end
+
+-- Instants of the records are written in hexadecimal (11 digits where
+-- decimal takes 13), which keeps a record within a listpack value.
+local function hex(n) return string.format('%x', n) end
+local function unhex(s) return tonumber(s, 16) end
 
 -- clock returns arg as the current instant, or the server's clock when arg is "".
 -- Arithmetic parses a numeric string once, where tonumber parses it twice.

@@ -109,9 +109,9 @@ local FENCE_ITEM = '^\002([^\031]*)\031([^\031]*)\031(.*)$'
 local function decodeItem(static, dynamic)
   local id, bits, kind, gw, token, iv, login, meta = string.match(static, STATIC_ITEM)
   local seen, da = string.match(dynamic, DYNAMIC_ITEM)
-  seen, bits = seen + 0, bits + 0
+  seen, bits = unhex(seen), bits + 0
   return id, {
-    kind = kind, gw = gw, token = token, login = login + 0, iv = iv + 0, meta = meta,
+    kind = kind, gw = gw, token = token, login = unhex(login), iv = iv + 0, meta = meta,
     seen = seen, active = seen - da, bg = bits % 2 == BIT_BACKGROUND,
     gone = bits % 4 >= BIT_GONE, fenced = bits >= BIT_FENCED,
   }
@@ -120,9 +120,9 @@ end
 -- encodeItem writes device id's static and dynamic items.
 local function encodeItem(id, r)
   local bits = (r.bg and BIT_BACKGROUND or 0) + (r.gone and BIT_GONE or 0) + (r.fenced and BIT_FENCED or 0)
-  local static = id .. US .. num(bits) .. US .. r.kind .. US .. r.gw .. US .. r.token .. US .. fmt(r.iv) .. US .. fmt(r.login)
+  local static = id .. US .. num(bits) .. US .. r.kind .. US .. r.gw .. US .. r.token .. US .. fmt(r.iv) .. US .. hex(r.login)
   if r.meta ~= '' then static = static .. US .. r.meta end
-  return static, fmt(r.seen) .. US .. num(r.seen - r.active)
+  return static, hex(r.seen) .. US .. num(r.seen - r.active)
 end
 
 local function window(r, P)

@@ -99,25 +99,25 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
 	keys := e.Keys()
 	var sample []string
-	for i := 0; i < n && i < 100; i++ {
-		sample = append(sample, keys.Devices(UserID(i)))
-	}
-	var bucketKeys []string
 	for b := range keys.UserBuckets() {
-		bucketKeys = append(bucketKeys, keys.UserState(b), keys.Due(b))
+		sample = append(sample, keys.Big(b), keys.Due(b))
+		// the pages there are (linear hashing: their number follows the users)
+		for n := range 4096 {
+			sample = append(sample, keys.Page(b, n))
+		}
 	}
-	if row.Encodings, err = r.admin.Encodings(ctx, append(sample, bucketKeys...)); err != nil {
+	if row.Encodings, err = r.admin.Encodings(ctx, sample); err != nil {
 		return err
 	}
-	sizes, err := r.admin.MemoryUsage(ctx, []string{sample[0], keys.UserState(0), keys.Due(0)})
+	delete(row.Encodings, "missing")
+	sizes, err := r.admin.MemoryUsage(ctx, []string{keys.Page(0, 0), keys.Due(0), keys.Big(0)})
 	if err != nil {
 		return err
 	}
-	per := float64(n) / float64(keys.UserBuckets())
-	row.SampleBytes["device_key"] = sizes[0]
-	row.SampleBytes["state_hash_per_user"] = int64(float64(sizes[1]) / per)
-	row.SampleBytes["due_zset_per_user"] = int64(float64(sizes[2]) / per)
-	row.Note = "one web device per user, ONLINE, after the coalescing sweep; MEMORY USAGE of one device key and per-user shares of one bucket's state hash and due index"
+	row.SampleBytes["page_key"] = sizes[0]
+	row.SampleBytes["due_index"] = sizes[1]
+	row.SampleBytes["big_hash"] = sizes[2]
+	row.Note = "one web device per user, ONLINE, after the coalescing sweep; encodings of every user page, big hash and due index; MEMORY USAGE of bucket 0's first page, due index and big hash"
 	r.rep.Memory = append(r.rep.Memory, row)
 	r.logf("memory: %s %.1f bytes/item", row.Workload, row.BytesPerItem)
 	return nil
