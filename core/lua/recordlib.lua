@@ -103,7 +103,7 @@ end
 
 -- layoutError raises the error the engine reports as ErrLayout.
 local function layoutError(found)
-  error({ err = 'PRESENCE_LAYOUT keys of layout ' .. found .. ' where this engine writes layout ' .. LAYOUT })
+  error('PRESENCE_LAYOUT keys of layout ' .. found .. ' where this engine writes layout ' .. LAYOUT, 0)
 end
 
 -- pages reads the bucket's page level and split pointer from meta, and
