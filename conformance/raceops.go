@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strconv"
@@ -155,7 +156,7 @@ func (o *raceOp) tokenBytes() []byte {
 		if o.login.Token != "" {
 			return nil // the caller chose the token
 		}
-		return hexBytes(o.res.Token)
+		return tokenBytes(o.res.Token)
 	case rkSweepUsers, rkSweepScopes:
 		return make([]byte, 8)
 	case rkBeat:
@@ -169,7 +170,7 @@ func (o *raceOp) tokenBytes() []byte {
 		for i, a := range o.acks {
 			if a.Err == nil && o.beats[i].Token == "" {
 				if seed, _, ok := strings.Cut(a.Token, "."); ok {
-					return hexBytes(seed)
+					return tokenBytes(seed)
 				}
 			}
 		}
@@ -178,16 +179,15 @@ func (o *raceOp) tokenBytes() []byte {
 	return nil
 }
 
-func hexBytes(s string) []byte {
-	out := make([]byte, 8)
-	for i := 0; i < 8 && 2*i+1 < len(s); i++ {
-		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return make([]byte, 8)
-		}
-		out[i] = byte(v)
+// tokenBytes are the 8 random bytes behind an engine-drawn token, which
+// the engine writes in unpadded URL-safe base64 (zeros for a token that is
+// not one).
+func tokenBytes(s string) []byte {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return make([]byte, 8)
 	}
-	return out
+	return b
 }
 
 // outcome renders o's outcome for comparison with a model's, relative to t0.

@@ -36,9 +36,9 @@ var plantedBugs = []plantBug{
 	{
 		name:    "a sweep that deletes without re-checking",
 		scripts: []string{"sweep_users"},
-		// The sweep's load deletes every record of a due user instead of
-		// those still past their deadline inside the script.
-		edits: []edit{{"if P.now > deadline(r, P) then", "if true then"}},
+		// The sweep's load drops every record of a visited user instead of
+		// those past their deadline inside the script.
+		edits: []edit{{"if P.now <= deadline(r, P) then u.devs[id] = r end", "if false then u.devs[id] = r end"}},
 	},
 	{
 		name:    "a scope sweep that keeps expired members",
@@ -71,16 +71,13 @@ var plantedBugs = []plantBug{
 		edits: []edit{{"u.pub, u.pend, u.due = cur, nil, 0", "u.pend, u.due = nil, 0"}},
 	},
 	{
-		name:    "a steady beat that re-indexes a user with other devices",
+		name:    "a steady beat that leaves an unseen change to the sweep",
 		scripts: []string{"beat"},
-		// The steady beat past its user's due score re-indexes the user at
-		// its own device's next deadline even when another device's comes
-		// first, so that device's expiry is published late.
-		edits: []edit{{"if redis.call('HLEN', dkey) ~= 3 then return false end", "if false then return false end"}},
-		// Caught by the focused sequences (randomFocusedOp) within steps
-		// like: a background phone and a foreground tab beat, the tab's
-		// window passes, the phone beats and publishes nothing.
-		raceBlind: "its rounds seldom let one device's window pass while another of its user beats steadily",
+		// The steady beat applies a beat although its user's status is no
+		// longer the one published (a device went idle or its window passed
+		// unseen), so the change waits for a sweep instead of this beat.
+		edits: []edit{{"and pub ~= best then return nil end", "and false then return nil end"}},
+		raceBlind: "its rounds seldom let one device's instant pass unseen while another of its user beats steadily",
 	},
 	{
 		name: "a publisher that sends every event twice, as two events",

@@ -92,23 +92,25 @@ type msArg struct {
 	text   string
 }
 
-// newToken returns 64 bits of randomness for a session or lock token, as
-// 11 characters of the URL-safe base64 alphabet: the shortest printable
-// form, because every session stores its token (lua/recordlib.lua).
+// newToken returns 64 bits of randomness for a session or lock token, in
+// unpadded URL-safe base64 (RFC 4648 §5, as encoding/base64's
+// RawURLEncoding writes it): 11 characters, the shortest printable form,
+// because every session stores its token (lua/recordlib.lua). Written out
+// here so that the WebAssembly builds link no encoding package for it.
 func (p *planner) newToken() (string, error) {
-	var b [8]byte
-	if _, err := io.ReadFull(p.rand, b[:]); err != nil {
+	var b [9]byte // 8 random bytes and a zero, three whole groups of 3
+	if _, err := io.ReadFull(p.rand, b[:8]); err != nil {
 		return "", &wrapError{msg: "presence: reading a token: " + err.Error(), err: err}
 	}
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	n := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
-	var out [11]byte
-	for i := range out {
-		out[i] = alphabet[n&63]
-		n >>= 6
+	var out [12]byte
+	for g := range 3 {
+		n := uint(b[3*g])<<16 | uint(b[3*g+1])<<8 | uint(b[3*g+2])
+		for i := range 4 {
+			out[4*g+i] = alphabet[n>>(18-6*i)&63]
+		}
 	}
-	return string(out[:]), nil
+	return string(out[:11]), nil
 }
 
 // userArgs returns the common arguments of the user scripts of bucket b

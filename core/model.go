@@ -163,17 +163,18 @@ func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 		if !hasLast || d > last {
 			last, hasLast = d, true
 		}
-		if !r.gone {
-			take(d + 1)
-			if !r.background {
-				take(r.active + m.settings.idle)
-			}
+		// every record is visited when it ends, so that a sweep removes it
+		// (lua/userlib.lua's store): a gone one at its deadline + 1 ms too
+		take(d + 1)
+		if !r.gone && !r.background {
+			take(r.active + m.settings.idle)
 		}
 	}
 	for _, f := range u.fences {
 		if !hasLast || f.end > last {
 			last, hasLast = f.end, true
 		}
+		take(f.end + 1)
 	}
 	if hasLast {
 		u.devsExpire = last + m.settings.grace

@@ -309,6 +309,11 @@ var markers = tuple{"\u00a7U\u00a7", "\u00a7D\u00a7", "\u00a7S\u00a7", "\u00a7M\
 
 // snapshot is the layout Redis holds: each key with its fields (hash
 // fields, sorted-set and set members; nil for strings and HyperLogLogs).
+// Where a user's records go depends on their length: a page, or the
+// bucket's big hash (core/lua/recordlib.lua), indexed by page or by user.
+// The one user of a layout run is in page 0 or the big hash, so the
+// snapshot folds the big hash into page 0, and a user's due entry into
+// page 0's, so that the templates do not depend on the IDs' lengths.
 type snapshot map[string][]string
 
 func snap(t *testing.T, m *mini) snapshot {
@@ -328,7 +333,18 @@ func snap(t *testing.T, m *mini) snapshot {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[k] = sorted(fields)
+		if base, ok := strings.CutSuffix(k, ":big"); ok {
+			k = base + ":p:0"
+		}
+		if strings.HasSuffix(k, ":due") && strings.Contains(k, ":{u") {
+			for i, f := range fields {
+				if !strings.HasPrefix(f, "\x01") {
+					fields[i] = "\x010"
+				}
+			}
+			fields = slices.Compact(sorted(fields))
+		}
+		out[k] = sorted(append(out[k], fields...))
 	}
 	return out
 }

@@ -318,25 +318,49 @@ func code(v core.Value) (refusal error, ok bool) {
 // metadata, with kind a kind and loginAt and interval integers; dynamic
 // (field "\x01" DEVICE) lastSeen, lastActive, background, flags (gone, fenced), with the
 // instants integers.
-func (ck *checker) recordOK(static, dynamic core.Value) bool {
-	s, ok1 := vStr(static)
-	d, ok2 := vStr(dynamic)
-	if !ok1 || !ok2 {
+// recordsOK checks a user's two records (core/lua/recordlib.lua): the
+// static one ("" none) a status digit, then items joined by \x1d: a
+// device's (ID, bits 0-7, kind, gateway, token, interval, loginAt in hex,
+// metadata) or a fence's (\x02 first); the dynamic one the pending change,
+// then each device's lastSeen in hex and lastSeen - lastActive, in order.
+func (ck *checker) recordsOK(static, dynamic string) bool {
+	if static == "" {
+		return true
+	}
+	items, dyns := strings.Split(static, "\x1d"), strings.Split(dynamic, "\x1d")
+	if len(items[0]) == 0 || items[0][0] < '0' || items[0][0] > '0'+maxStatus {
 		return false
 	}
-	f, g := strings.SplitN(s, "\x1f", 6), strings.Split(d, "\x1f")
-	if len(f) != 6 || len(g) != 4 {
-		return false
-	}
-	if k, err := strconv.Atoi(f[0]); err != nil || k < 0 || k > maxKind {
-		if err == nil && k&0xff <= maxKind && k >= 0 {
-			ck.flaws = append(ck.flaws, flawTruncates)
+	d := 1
+	for _, item := range items[1:] {
+		if strings.HasPrefix(item, "\x02") {
+			continue
 		}
-		return false
-	}
-	for _, n := range []string{f[3], f[4], g[0], g[1]} {
-		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+		if d >= len(dyns) {
 			return false
+		}
+		f, g := strings.SplitN(item, "\x1f", 8), strings.Split(dyns[d], "\x1f")
+		d++
+		if len(f) < 7 || len(g) != 2 {
+			return false
+		}
+		if b, err := strconv.Atoi(f[1]); err != nil || b < 0 || b > 7 {
+			return false
+		}
+		if k, err := strconv.Atoi(f[2]); err != nil || k < 0 || k > maxKind {
+			if err == nil && k&0xff <= maxKind && k >= 0 {
+				ck.flaws = append(ck.flaws, flawTruncates)
+			}
+			return false
+		}
+		for i, n := range []string{f[5], f[6], g[0], g[1]} {
+			base := 10
+			if i == 1 || i == 2 {
+				base = 16
+			}
+			if _, err := strconv.ParseInt(n, base, 64); err != nil {
+				return false
+			}
 		}
 	}
 	return true
@@ -467,39 +491,15 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 			return false, nil
 		}
 		for _, u := range users {
-			// {manual, manual expiry (0: none), the device hash}
-			f, ok := vArr(u, 3)
+			// {manual, manual expiry (0: none), static record, dynamic record}
+			f, ok := vArr(u, 4)
 			if !ok || !ck.inRange(f[0], 0, maxManual) || !ck.inRange(f[1], 0, math.MaxInt64) {
 				return false, nil
 			}
-			flat, ok := vArr(f[2], -1)
-			if !ok || len(flat)%2 != 0 {
+			static, ok1 := vStr(f[2])
+			dynamic, ok2 := vStr(f[3])
+			if !ok1 || !ok2 || !ck.recordsOK(static, dynamic) {
 				return false, nil
-			}
-			static, dynamic := map[string]core.Value{}, map[string]core.Value{}
-			for i := 0; i < len(flat); i += 2 {
-				id, ok := vStr(flat[i])
-				if !ok || !isStr(flat[i+1]) {
-					return false, nil
-				}
-				if d, found := strings.CutPrefix(id, "\x01"); found {
-					dynamic[d] = flat[i+1]
-				} else {
-					static[id] = flat[i+1]
-				}
-			}
-			for id, sv := range static {
-				dv, found := dynamic[id]
-				if !found {
-					ck.soft = true // half a record: the scripts never write one
-					continue
-				}
-				if !ck.recordOK(sv, dv) {
-					return false, nil
-				}
-			}
-			if len(dynamic) > len(static) {
-				ck.soft = true
 			}
 		}
 		return true, nil
@@ -619,13 +619,16 @@ func genOutbox(s *source) core.Value {
 }
 
 // genRecord returns the two hash fields of a device record (lua/recordlib.lua).
-func genRecord(s *source, now int64) (static, dynamic core.Value) {
+// genRecord makes a device's static and dynamic items (core/lua/recordlib.lua).
+func genRecord(s *source, id string, now int64) (static, dynamic string) {
 	seen := now - int64(s.intn(700))*1000
-	st := []string{strconv.Itoa(s.intn(5)), pick(s, "", "gw"), "tok", strconv.FormatInt(seen-5000, 10),
-		pick(s, "30000", "60000"), pick(s, "", "k\x1ev", "a\x1e\x1eb\x1ec")}
-	dy := []string{strconv.FormatInt(seen, 10), strconv.FormatInt(seen-int64(s.intn(400))*1000, 10),
-		pick(s, "0", "1"), pick(s, "0", "0", "1")}
-	return core.StringValue(strings.Join(st, "\x1f")), core.StringValue(strings.Join(dy, "\x1f"))
+	st := []string{id, strconv.Itoa(s.intn(8)), strconv.Itoa(s.intn(5)), pick(s, "", "gw"), "tok",
+		pick(s, "30000", "60000"), strconv.FormatInt(seen-5000, 16)}
+	if m := pick(s, "", "k\x1ev", "a\x1e\x1eb\x1ec"); m != "" {
+		st = append(st, m)
+	}
+	dy := strconv.FormatInt(seen, 16) + "\x1f" + strconv.Itoa(s.intn(400)*1000)
+	return strings.Join(st, "\x1f"), dy
 }
 
 // genReply decodes a reply that keeps the contract of the named script.
@@ -668,13 +671,18 @@ func genReply(s *source, name string, args []string) core.Value {
 	case "status":
 		var users []core.Value
 		for range items(name, args) {
-			var flat []core.Value
-			for _, id := range []string{"web", "ios", "x y"}[:s.intn(4)] {
-				static, dynamic := genRecord(s, t0.UnixMilli())
-				flat = append(flat, core.StringValue(id), static, core.StringValue("\x01"+id), dynamic)
+			static, dynamic := "", ""
+			if n := s.intn(4); n > 0 {
+				static, dynamic = strconv.Itoa(s.intn(5)), "\x1f"
+				for _, id := range []string{"web", "ios", "x y"}[:n] {
+					st, dy := genRecord(s, id, t0.UnixMilli())
+					static += "\x1d" + st
+					dynamic += "\x1d" + dy
+				}
 			}
 			mexp := pick(s, int64(0), t0.UnixMilli()+60000, t0.UnixMilli()-1)
-			users = append(users, core.ArrayValue(genInt(s, int64(s.intn(3))), genInt(s, mexp), core.ArrayValue(flat...)))
+			users = append(users, core.ArrayValue(genInt(s, int64(s.intn(3))), genInt(s, mexp),
+				core.StringValue(static), core.StringValue(dynamic)))
 		}
 		return core.ArrayValue(now, core.ArrayValue(users...))
 	case "count":

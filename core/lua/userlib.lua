@@ -180,26 +180,28 @@ local function load(user, P, rec, dyn, where)
     u.pub = string.byte(items[1], 1) - 48
     local pend, due = string.match(dyns[1], '^([^\031]*)\031(.*)$')
     if pend ~= '' then u.pend, u.due = pend + 0, due + 0 end
-    local fenceItems, d = {}, 0
+    -- fences first: a fenced record's own fence then takes the later end
+    -- of the two, with the record's token (the session start set both)
     for i = 2, #items do
       if string.byte(items[i], 1) == 2 then
-        fenceItems[#fenceItems + 1] = items[i]
-      else
+        local id, fin, token = string.match(items[i], FENCE_ITEM)
+        fin = fin + 0
+        if P.now <= fin then u.fences[id] = { fin = fin, token = token } end
+      end
+    end
+    local d = 0
+    for i = 2, #items do
+      if string.byte(items[i], 1) ~= 2 then
         d = d + 1
         local id, r = decodeItem(items[i], dyns[d + 1])
         if r.fenced then
-          -- the fence the record's session start set, while the record is stored
           local fin = r.login + P.kick
+          local f = u.fences[id]
+          if f and f.fin > fin then fin = f.fin end
           if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
         end
         if P.now <= deadline(r, P) then u.devs[id] = r end
       end
-    end
-    for _, item in ipairs(fenceItems) do
-      local id, fin, token = string.match(item, FENCE_ITEM)
-      fin = fin + 0
-      local f = u.fences[id]
-      if P.now <= fin and not (f and f.fin >= fin) then u.fences[id] = { fin = fin, token = token } end
     end
   end
   local m = redis.call('HGET', P.man, user)
