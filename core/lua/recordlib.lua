@@ -76,7 +76,7 @@ local DND = 4
 
 local LAYOUT = '2'      -- the version of this layout, in meta's field v
 local PAGE_VALUE = 64   -- hash-max-listpack-value of Redis's default configuration
-local PAGE_USERS = 60   -- two fields each: under hash-max-listpack-entries (128)
+local PAGE_USERS = 60   -- two fields each: 120 entries, a short scan, under hash-max-listpack-entries (512)
 local SPLIT_AT = 40     -- a new user in a page this full splits a page
 
 -- The fields a steady beat reads of a device's static item, and no
