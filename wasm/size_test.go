@@ -20,15 +20,16 @@ import (
 // 4,442,116 B and 1,195,646 B), so that growth is caught. The compact form
 // of the hot path (wasm/abi/compact.go, and the guest's typed flights)
 // added 93 kB raw and 19 kB gzipped to the 4,321,797 and 1,168,814 B of
-// the reactor before it. Raise them only
+// the reactor before it; the outbox and the user pages (issue 18) brought
+// the reactor to 4,471,003 and 1,205,971 B. Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_470_000, 1_204_000},
-	{wasm.JS, 4_499_000, 1_211_000},
+	{wasm.WASI, 4_480_000, 1_210_000},
+	{wasm.JS, 4_510_000, 1_216_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,
