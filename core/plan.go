@@ -118,7 +118,11 @@ func NowArg(t time.Time) string {
 }
 
 // round is one step of an operation: calls to send together, and what
-// comes of their values. next returns the following round, or nil with the
+// comes of their values. costs, when set, holds each call's estimated
+// server time in µs: the machine then sends the calls in waves, each in a
+// round trip of its own, of at most roundMicros (a call more costly alone
+// goes alone), so that Redis serves other clients between them; next sees
+// the values of every wave, in order. next returns the following round, or nil with the
 // plan's error (nil: the plan ended well); vals is the machine's until the
 // next step, so a continuation that keeps values for later rounds copies
 // them. onErr, when set, decides what a
@@ -129,6 +133,7 @@ func NowArg(t time.Time) string {
 type round struct {
 	op    string
 	calls []Call
+	costs []int
 	next  func(vals []Value) (*round, error)
 	then  continuation // used when next is nil
 	onErr func(err error) (*round, error)
@@ -186,7 +191,9 @@ type machine struct {
 	now     string
 
 	cur      *round
-	sent     []Call   // what Calls returns: the round's calls, or the resends by source
+	sent     []Call   // what Calls returns: the wave's calls, or the resends by source
+	wave     int      // where the wave sent starts in cur.calls
+	waved    []Value  // the values of the round's earlier waves
 	first    []Result // in a fallback: the results of the round's first send
 	missing  []int    // in a fallback: the calls resent, by index in the round
 	fallback bool
@@ -247,9 +254,35 @@ func (m *machine) settle(r *round, err error) {
 			r, err = r.proceed(nil)
 			continue
 		}
-		m.cur, m.sent, m.fallback, m.first, m.missing = r, r.calls, false, nil, nil
+		m.cur, m.fallback, m.first, m.missing, m.waved = r, false, nil, nil, nil
+		m.sendWave(0)
 		return
 	}
+}
+
+// roundMicros is the most server time, in µs, that one round trip of a
+// plan asks of Redis by its calls' estimated costs (round.costs): Redis
+// runs a pipeline's calls back to back, so that a client waits behind
+// all of them.
+const roundMicros = 1000
+
+// sendWave makes the calls of the current round from index from, as many
+// as fit in roundMicros, the next to send.
+func (m *machine) sendWave(from int) {
+	r := m.cur
+	end := len(r.calls)
+	if r.costs != nil {
+		sum := 0
+		for i := from; i < len(r.calls); i++ {
+			if i > from && sum+r.costs[i] > roundMicros {
+				end = i
+				break
+			}
+			sum += r.costs[i]
+		}
+	}
+	m.wave, m.sent = from, r.calls[from:end]
+	m.fallback, m.first, m.missing = false, nil, nil
 }
 
 func checkSlots(calls []Call) error {
@@ -312,6 +345,23 @@ func (m *machine) step(res []Result) error {
 			return nil
 		}
 	}
+	if end := m.wave + len(res); end < len(r.calls) || m.waved != nil {
+		// a round of several waves: keep this one's values
+		if m.waved == nil {
+			m.waved = make([]Value, 0, len(r.calls))
+		}
+		for _, x := range res {
+			m.waved = append(m.waved, x.Value)
+		}
+		if end < len(r.calls) {
+			m.sendWave(end)
+			return nil
+		}
+		vals := m.waved
+		m.waved = nil
+		m.settle(r.proceed(vals))
+		return nil
+	}
 	vals := m.vbuf[:0]
 	if len(res) > len(m.vbuf) {
 		vals = make([]Value, 0, len(res))
@@ -326,7 +376,7 @@ func (m *machine) step(res []Result) error {
 // abort ends the plan with err where its current round allows it (see
 // round.abort), before that round is sent. It reports whether it did.
 func (m *machine) abort(err error) bool {
-	if m.done || m.fallback || m.cur.abort == nil {
+	if m.done || m.fallback || m.wave > 0 || m.cur.abort == nil {
 		return false
 	}
 	m.settle(m.cur.abort(err))
