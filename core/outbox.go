@@ -51,8 +51,9 @@ func outboxBucket(id string) (bucket uint32, epoch, seq string, ok bool) {
 }
 
 // ackCalls are the calls of lua/outbox_ack.lua that acknowledge the
-// events of pubs: one per bucket and epoch.
-func (p *planner) ackCalls(ids []string) []Call {
+// events of pubs: one per bucket and epoch and ackChunk events, with
+// their estimated costs.
+func (p *planner) ackCalls(ids []string) ([]Call, []int) {
 	var calls []Call
 	index := map[string]int{}
 	for _, id := range ids {
@@ -62,14 +63,18 @@ func (p *planner) ackCalls(ids []string) []Call {
 		}
 		key := p.settings.users[b].outbox
 		at, seen := index[key+" "+epoch]
-		if !seen {
+		if !seen || len(calls[at].Args) > ackChunk {
 			at = len(calls)
 			index[key+" "+epoch] = at
 			calls = append(calls, Call{SHA: p.scripts.outboxAck.sha, Keys: []string{key}, Args: []string{epoch}})
 		}
 		calls[at].Args = append(calls[at].Args, seq)
 	}
-	return calls
+	costs := make([]int, len(calls))
+	for i, c := range calls {
+		costs[i] = (len(c.Args) - 1) * ackMicros
+	}
+	return calls, costs
 }
 
 // Ack plans the acknowledgement of delivered events by their outbox IDs
@@ -80,12 +85,12 @@ func (pl *Planner) Ack(now string, ids []string) *Plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	m := &plan.m
-	calls := p.ackCalls(ids)
+	calls, costs := p.ackCalls(ids)
 	if len(calls) == 0 {
 		m.settle(nil, nil)
 		return plan
 	}
-	m.settle(&round{op: "outbox ack", calls: calls, next: func([]Value) (*round, error) { return nil, nil }}, nil)
+	m.settle(&round{op: "outbox ack", calls: calls, costs: costs, next: func([]Value) (*round, error) { return nil, nil }}, nil)
 	return plan
 }
 

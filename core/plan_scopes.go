@@ -15,7 +15,8 @@ func (pl *Planner) Touch(now string, sc Scope, member string) *Plan[struct{}] {
 }
 
 // TouchBatch plans Engine.TouchBatch at now: one round, one call per scope
-// bucket and one per spread shard.
+// bucket and one per spread shard, each split into calls of at most
+// touchChunk touches, sent a few at a time.
 func (pl *Planner) TouchBatch(now string, touches []ScopeTouch) *Plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
@@ -67,17 +68,24 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 		groups[k.bucket] = append(groups[k.bucket], layout, data, k.tail,
 			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), itoa(k.cls.bucket))
 	}
-	calls := make([]Call, len(order), len(order)+len(shardOrder))
-	for g, b := range order {
-		items := groups[b]
-		args := append(make([]string, 0, 3+len(items)), now, itoa(p.settings.grace), strconv.Itoa(len(items)/8))
-		calls[g] = Call{SHA: p.scripts.touch.sha, Keys: p.scopeBucketKeys(b)[:2], Args: append(args, items...)}
+	// calls of at most touchChunk touches, sent a few at a time
+	var calls []Call
+	var costs []int
+	for _, b := range order {
+		for _, items := range chunked(groups[b], 8*touchChunk) {
+			args := append(make([]string, 0, 3+len(items)), now, itoa(p.settings.grace), strconv.Itoa(len(items)/8))
+			calls = append(calls, Call{SHA: p.scripts.touch.sha, Keys: p.scopeBucketKeys(b)[:2], Args: append(args, items...)})
+			costs = append(costs, len(items)/8*touchMicros)
+		}
 	}
 	for _, shard := range shardOrder {
-		args := append([]string{now, shardTTL[shard]}, shardMembers[shard]...)
-		calls = append(calls, Call{SHA: p.scripts.shardTouch.sha, Keys: []string{shard}, Args: args})
+		for _, members := range chunked(shardMembers[shard], touchChunk) {
+			args := append([]string{now, shardTTL[shard]}, members...)
+			calls = append(calls, Call{SHA: p.scripts.shardTouch.sha, Keys: []string{shard}, Args: args})
+			costs = append(costs, len(members)*touchMicros)
+		}
 	}
-	return &round{op: "touch", calls: calls, next: func([]Value) (*round, error) { return nil, nil }}, nil
+	return &round{op: "touch", calls: calls, costs: costs, next: func([]Value) (*round, error) { return nil, nil }}, nil
 }
 
 // Leave plans Engine.Leave at now (leave.lua reads no clock).
@@ -133,14 +141,17 @@ func (pl *Planner) Count(now string, sc Scope) *Plan[Count] {
 	return plan
 }
 
-// count is the round of lua/count.lua for k; the count goes to set.
+// count is the round of lua/count.lua for k; the count goes to set. A
+// compact scope of more than countChunk shards, like a spread one, is
+// peeked at first, and without a count key its shards are summed in
+// bounded calls.
 func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error) {
 	mode := ""
-	if k.cls.spread {
+	if k.cls.spread || (k.cls.layout == LayoutCompact && k.cls.shards > countChunk) {
 		mode = "peek"
 	}
 	args := []string{m.now, strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), mode}
+		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), mode, "0"}
 	return &round{op: "count", calls: []Call{{SHA: p.scripts.count.sha, Keys: []string{k.count}, Args: args}},
 		next: func(vals []Value) (*round, error) {
 			c, err := decodeCount(vals[0], 1, mode == "peek")
@@ -155,8 +166,38 @@ func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error
 			if err != nil {
 				return nil, err
 			}
-			return p.countSpread(m, k, msTime(now), set)
+			if k.cls.spread {
+				return p.countSpread(m, k, msTime(now), set)
+			}
+			return p.countShards(k, now, set)
 		}}, nil
+}
+
+// countShards sums the shards of a compact scope whose shards share its
+// slot, countChunk shards a call, sent a few at a time: the count as of
+// now, which every call is given, as the one call of a smaller scope
+// would give it.
+func (p *planner) countShards(k scopeKeys, now int64, set func(Count)) (*round, error) {
+	var calls []Call
+	var costs []int
+	for lo := 0; lo < k.cls.shards; lo += countChunk {
+		hi := min(lo+countChunk, k.cls.shards)
+		calls = append(calls, Call{SHA: p.scripts.count.sha, Keys: []string{k.count}, Args: []string{itoa(now),
+			strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window), strconv.Itoa(hi), itoa(k.cls.bucket), "sum", strconv.Itoa(lo)}})
+		costs = append(costs, (hi-lo)*hlenMicros)
+	}
+	return &round{op: "count", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
+		var sum int64
+		for _, v := range vals {
+			c, err := decodeCount(v, 1, false)
+			if err != nil {
+				return nil, err
+			}
+			sum += c.N
+		}
+		set(Count{N: sum, AsOf: msTime(now)})
+		return nil, nil
+	}}, nil
 }
 
 // countSpread sums the shards of a spread scope, in one round (one round
@@ -178,7 +219,7 @@ func (p *planner) shardSizes(op string, k scopeKeys, fail func(error) (*round, e
 	for n := range calls {
 		calls[n] = Call{SHA: p.scripts.shardLen.sha, Keys: []string{k.shardKeyN(n)}}
 	}
-	return &round{op: op, calls: calls, onErr: fail, next: func(vals []Value) (*round, error) {
+	return &round{op: op, calls: calls, costs: fill(len(calls), shardCallMicros), onErr: fail, next: func(vals []Value) (*round, error) {
 		var sum int64
 		for _, v := range vals {
 			n, err := v.AsCount()

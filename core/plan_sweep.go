@@ -18,10 +18,17 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
 	redelivered := map[string]struct{}{} // outbox IDs this pass delivers again
-	p.sweep(plan, "users", n, func(now string, b uint32, token string) Call {
-		args := append(p.userArgs(now, b, 5), token, itoa(p.settings.lease), strconv.Itoa(p.settings.batch), itoa(sweepStepMicros),
+	p.sweep(plan, "users", n, func(now string, b uint32, token string, probe bool) (Call, int) {
+		limit, cost := p.settings.batch, sweepStepMicros+sweepOverrunMicros
+		if probe {
+			// the first round visits every bucket: a few users each, so
+			// that it fits in one round trip whatever is due
+			limit = min(limit, max(1, sweepProbeUsers/n))
+			cost = min(cost, sweepOverheadMicros+limit*sweepUserMicros)
+		}
+		args := append(p.userArgs(now, b, 5), token, itoa(p.settings.lease), strconv.Itoa(limit), itoa(sweepStepMicros),
 			itoa(RedeliverAfter.Milliseconds()))
-		return Call{SHA: p.scripts.sweepUsers.sha, Keys: p.settings.users[b].sweep, Args: args}
+		return Call{SHA: p.scripts.sweepUsers.sha, Keys: p.settings.users[b].sweep, Args: args}, cost
 	}, func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error) {
 		now, rest, err := splitReply(v, 5)
 		if err != nil {
@@ -73,11 +80,17 @@ func (pl *Planner) SweepScopes(now string) *Plan[SweepReport] {
 		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
 			itoa(c.interval), itoa(c.bucket), flag(c.spread))
 	}
-	p.sweep(plan, "scopes", n, func(now string, b uint32, token string) Call {
+	p.sweep(plan, "scopes", n, func(now string, b uint32, token string, probe bool) (Call, int) {
+		budget := p.settings.budget
+		if probe {
+			// the first round visits every bucket: a few entries each
+			budget = min(budget, max(1, (roundMicros/n-sweepOverheadMicros)/sweepEntryMicros))
+		}
 		args := append(make([]string, 0, 12+len(classes)), now, token, itoa(p.settings.lease),
-			strconv.Itoa(p.settings.batch), strconv.Itoa(p.settings.budget), strconv.Itoa(p.settings.release), itoa(p.settings.countTTL),
+			strconv.Itoa(p.settings.batch), strconv.Itoa(budget), strconv.Itoa(p.settings.release), itoa(p.settings.countTTL),
 			p.settings.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
-		return Call{SHA: p.scripts.sweepScopes.sha, Keys: p.scopeBucketKeys(b), Args: append(args, classes...)}
+		return Call{SHA: p.scripts.sweepScopes.sha, Keys: p.scopeBucketKeys(b), Args: append(args, classes...)},
+			sweepOverheadMicros + budget*sweepEntryMicros
 	}, func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error) {
 		now, rest, err := splitReply(v, 6)
 		if err != nil {
@@ -142,7 +155,7 @@ func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(err
 				for n := range calls {
 					calls[n] = Call{SHA: p.scripts.shardDrop.sha, Keys: []string{k.shardKeyN(n)}}
 				}
-				return &round{op: "sweep scopes", calls: calls, onErr: fail, next: func([]Value) (*round, error) {
+				return &round{op: "sweep scopes", calls: calls, costs: fill(len(calls), shardCallMicros), onErr: fail, next: func([]Value) (*round, error) {
 					r.Steps += steps + len(calls) + 1
 					return scope(i + 2)
 				}}, nil
@@ -160,7 +173,8 @@ func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(err
 // counted again once all are walked) and the number of steps.
 func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func(error) (*round, error),
 	then func(remaining int64, steps int) (*round, error)) (*round, error) {
-	count, win := strconv.Itoa(min(p.settings.budget, shardScan)), itoa(k.cls.window)
+	scan := min(p.settings.budget, shardScan)
+	count, win := strconv.Itoa(scan), itoa(k.cls.window)
 	pending := make([]int, k.cls.shards)
 	cursors := make([]string, k.cls.shards)
 	for n := range pending {
@@ -183,7 +197,8 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 		for i, n := range pending {
 			calls[i] = Call{SHA: p.scripts.shardSweep.sha, Keys: []string{k.shardKeyN(n)}, Args: []string{m.now, win, cursors[n], count}}
 		}
-		return &round{op: "sweep scopes", calls: calls, onErr: fail, next: func(vals []Value) (*round, error) {
+		costs := fill(len(calls), sweepOverheadMicros+scan*sweepEntryMicros)
+		return &round{op: "sweep scopes", calls: calls, costs: costs, onErr: fail, next: func(vals []Value) (*round, error) {
 			steps += len(calls)
 			next := pending[:0]
 			for i, v := range vals {
@@ -214,15 +229,18 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 	return step()
 }
 
-// sweep plans the steps of a pass into plan: one round over all buckets,
-// then further rounds for the buckets that have more to do. read takes one
-// step's reply and goes on with then (or fail), perhaps through rounds of
-// its own. On failure the pass releases the locks it may hold, and the
-// plan ends with the report so far and the error. A driver may abort the
-// pass between its bucket rounds (round.abort): it then releases its
-// locks too.
+// sweep plans the steps of a pass into plan: one round over all buckets
+// whose steps are small (probe), so that it fits in one round trip, then
+// further rounds of full steps for the buckets that have more to do, sent
+// a few at a time (round.costs), so that Redis serves other clients
+// between them. step returns a bucket's call and its estimated cost; read
+// takes one step's reply and goes on with then (or fail), perhaps through
+// rounds of its own. On failure the pass releases the locks it may hold,
+// and the plan ends with the report so far and the error. A driver may
+// abort the pass between its bucket rounds (round.abort): it then
+// releases its locks too.
 func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
-	step func(now string, b uint32, token string) Call,
+	step func(now string, b uint32, token string, probe bool) (Call, int),
 	read func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error)) {
 	m := &plan.m
 	token, err := p.newToken()
@@ -249,11 +267,12 @@ func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
 	var send func(prev []Call) (*round, error)
 	send = func(prev []Call) (*round, error) {
 		calls := make([]Call, len(pending))
+		costs := make([]int, len(pending))
 		for i, b := range pending {
-			calls[i] = step(m.now, b, token)
+			calls[i], costs[i] = step(m.now, b, token, prev == nil)
 		}
 		fail := func(err error) (*round, error) { return unlock(calls, err) }
-		rd := &round{op: "sweep " + kind, calls: calls, onErr: fail}
+		rd := &round{op: "sweep " + kind, calls: calls, costs: costs, onErr: fail}
 		if prev != nil {
 			rd.abort = func(err error) (*round, error) { return unlock(prev, err) }
 		}
@@ -288,4 +307,13 @@ func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
 		return rd, nil
 	}
 	m.settle(send(nil))
+}
+
+// fill returns n costs of c each.
+func fill(n, c int) []int {
+	costs := make([]int, n)
+	for i := range costs {
+		costs[i] = c
+	}
+	return costs
 }

@@ -88,7 +88,8 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 }
 
 // HeartbeatBatch plans Engine.HeartbeatBatch at now: one round of steady
-// beats, one of the beats they left. The token seeds are drawn when the
+// beats, one of the beats they left, each in bounded calls (a user's
+// beats in one call). The token seeds are drawn when the
 // plan is made.
 func (pl *Planner) HeartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 	return pl.p.heartbeatBatch(now, beats)
@@ -149,14 +150,22 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		if len(runs) > 0 {
 			ids = make([]string, len(beats)) // steady beats publish nothing: no IDs to keep
 		}
-		calls := make([]Call, len(runs))
-		for r, run := range runs {
-			b := bucket[run[0]]
-			args := append(p.userArgs(m.now, b, 1+11*len(run)), strconv.Itoa(len(run)))
-			for _, i := range run {
-				args = p.appendBeat(args, beats[i], seed[i], pos[i])
+		// calls of at most fullChunk beats (more for a user with more),
+		// a user's beats in one, sent a few at a time
+		var calls []Call
+		var costs []int
+		var parts [][]int
+		for _, run := range runs {
+			for _, part := range chunkUsers(beats, run, fullChunk) {
+				b := bucket[part[0]]
+				args := append(p.userArgs(m.now, b, 1+11*len(part)), strconv.Itoa(len(part)))
+				for _, i := range part {
+					args = p.appendBeat(args, beats[i], seed[i], pos[i])
+				}
+				calls = append(calls, Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args})
+				costs = append(costs, len(part)*fullMicros)
+				parts = append(parts, part)
 			}
-			calls[r] = Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args}
 		}
 		end := func() (*round, error) {
 			for i, a := range acks {
@@ -171,9 +180,9 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 		if len(calls) == 0 {
 			return end()
 		}
-		return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
-			for r, run := range runs {
-				if err := p.decodeBeats(vals[r], beats, run, acks, ids); err != nil {
+		return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
+			for r, part := range parts {
+				if err := p.decodeBeats(vals[r], beats, part, acks, ids); err != nil {
 					return nil, err
 				}
 			}
@@ -185,8 +194,8 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 }
 
 // steadyBeats offers the beats of each run (one bucket's valid beats, in
-// order) that may be steady to lua/heartbeat_steady.lua, one call per run in one round
-// trip, and sets the acks of those it applied. It goes on with then and the runs of the
+// order) that may be steady to lua/heartbeat_steady.lua, in calls of at
+// most steadyChunk beats of one run, sent a few at a time, and sets the acks of those it applied. It goes on with then and the runs of the
 // beats left for heartbeat_full.lua, in their order. A user with several beats
 // in the batch has them all left there, so that one script applies them
 // together and in order: split between the two scripts, they could be
@@ -194,6 +203,7 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack,
 	then func(runs [][]int) (*round, error)) (*round, error) {
 	var calls []Call
+	var costs []int
 	var offered [][]int
 	for _, run := range runs {
 		var these []int
@@ -205,21 +215,21 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 				these = append(these, i)
 			}
 		}
-		if len(these) == 0 {
-			continue
-		}
 		b := bucket[run[0]]
-		args := p.steadyArgs(now, b, len(these))
-		for _, i := range these {
-			args = p.appendSteady(args, beats[i])
+		for _, part := range chunked(these, steadyChunk) {
+			args := p.steadyArgs(now, b, len(part))
+			for _, i := range part {
+				args = p.appendSteady(args, beats[i])
+			}
+			calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
+			costs = append(costs, len(part)*steadyMicros)
+			offered = append(offered, part)
 		}
-		calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
-		offered = append(offered, these)
 	}
 	if len(calls) == 0 {
 		return then(runs)
 	}
-	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
+	return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
 		applied := make([]bool, len(beats))
 		for c, these := range offered {
 			tokens := make([]string, len(these))
@@ -246,6 +256,26 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		}
 		return then(left)
 	}}, nil
+}
+
+// chunkUsers splits run (beat indexes, a user's beats next to each other)
+// into parts of at most n beats, but for a user with more, without
+// splitting any user's beats.
+func chunkUsers(beats []Heartbeat, run []int, n int) [][]int {
+	var out [][]int
+	for lo := 0; lo < len(run); {
+		hi := min(lo+n, len(run))
+		for hi < len(run) && hi > lo && beats[run[hi]].User == beats[run[hi-1]].User {
+			hi-- // the cut would split a user's beats: cut before them
+		}
+		if hi == lo { // one user with more than n beats: theirs alone
+			for hi = lo + 1; hi < len(run) && beats[run[hi]].User == beats[run[lo]].User; hi++ {
+			}
+		}
+		out = append(out, run[lo:hi:hi])
+		lo = hi
+	}
+	return out
 }
 
 // seedFor returns a fresh token seed when a run of beats has one without a
@@ -422,8 +452,9 @@ func (pl *Planner) Statuses(now string, users []string) *Plan[[]UserStatus] {
 	return plan
 }
 
-// statuses is the round of Statuses: one read-only call per user bucket,
-// whose statuses, in the order asked, go to set.
+// statuses is the round of Statuses: read-only calls of at most
+// statusChunk users of one user bucket each, sent a few at a time
+// (round.costs); the statuses, in the order asked, go to set.
 func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (*round, error) {
 	if err := checkUsers(users); err != nil {
 		return nil, err
@@ -437,26 +468,32 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 		}
 		groups[b] = append(groups[b], i)
 	}
-	calls := make([]Call, len(order))
-	for g, b := range order {
-		args := append(p.userArgs(m.now, b, 1+len(groups[b])), strconv.Itoa(len(groups[b])))
-		for _, i := range groups[b] {
-			args = append(args, users[i])
+	var calls []Call
+	var costs []int
+	var chunks [][]int // by call: the users it reads, by index in users
+	for _, b := range order {
+		for _, chunk := range chunked(groups[b], statusChunk) {
+			args := append(p.userArgs(m.now, b, 1+len(chunk)), strconv.Itoa(len(chunk)))
+			for _, i := range chunk {
+				args = append(args, users[i])
+			}
+			calls = append(calls, Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b), Args: args})
+			costs = append(costs, len(chunk)*statusMicros)
+			chunks = append(chunks, chunk)
 		}
-		calls[g] = Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b), Args: args}
 	}
-	return &round{op: "status", calls: calls, next: func(vals []Value) (*round, error) {
+	return &round{op: "status", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
 		out := make([]UserStatus, len(users))
-		for g, b := range order {
-			now, rest, err := splitReply(vals[g], 1)
+		for c, chunk := range chunks {
+			now, rest, err := splitReply(vals[c], 1)
 			if err != nil {
 				return nil, err
 			}
-			items, err := rest[0].AsArray(len(groups[b]))
+			items, err := rest[0].AsArray(len(chunk))
 			if err != nil {
 				return nil, err
 			}
-			for j, i := range groups[b] {
+			for j, i := range chunk {
 				if out[i], err = p.decodeStatus(users[i], items[j], now); err != nil {
 					return nil, err
 				}

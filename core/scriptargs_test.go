@@ -214,7 +214,7 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_USERS": "1", "ARG_USERS+1": "alice",
 		}), "ARG_USERS+1", "1"},
 		{e.scripts.sweepUsers, []string{"userlib", "sweep_users"}, with(map[string]string{
-			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease), "ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": itoa(sweepStepMicros),
+			"ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease), "ARG_LIMIT": strconv.Itoa(min(e.settings.batch, max(1, sweepProbeUsers/int(e.settings.keys.userBuckets)))), "ARG_BUDGET": itoa(sweepStepMicros),
 			"ARG_REDELIVER": itoa(RedeliverAfter.Milliseconds()),
 		}), "", ""},
 		{e.scripts.outboxAck, []string{"outbox_ack"}, map[string]string{
@@ -232,7 +232,7 @@ func TestLuaArgNames(t *testing.T) {
 		}, "", ""},
 		{e.scripts.count, []string{"count"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
-			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_PEEK": "",
+			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_PEEK": "", "ARG_SHARD_FIRST": "0",
 		}, "", ""},
 		{e.scripts.members, []string{"members"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,

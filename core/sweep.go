@@ -7,10 +7,24 @@ import (
 )
 
 // sweepStepMicros is the server time after which a user sweep step stops
-// early (sweep_users.lua reads the server's clock every few users): a
-// quarter of the 2 ms a single call may hold Redis, so that a slow or busy
-// host still stays under it.
-const sweepStepMicros = 500
+// early (sweep_users.lua reads the server's clock every few users): with
+// the users it settles past it (sweepOverrunMicros), two steps fit in the
+// server time one round trip may take (roundMicros), and the busy buckets
+// of a sweep are sent two at a time, so that no client waits on a sweep
+// for much more than 1 ms.
+const sweepStepMicros = 400
+
+// Estimated server costs of sweep steps (µs, Redis 7.0 on this project's
+// machine; docs/performance.md), by which the sweeps send their steps in
+// round trips of at most roundMicros.
+const (
+	sweepOverrunMicros  = 100 // a user step past its budget: the users until the next clock read
+	sweepUserMicros     = 40  // a swept user of one device
+	sweepOverheadMicros = 20  // a step's own reads and writes, its lock, the call
+	sweepEntryMicros    = 1   // a scope entry a sweep step examines
+	sweepProbeUsers     = 16  // the users of the first round of a user sweep, over all buckets
+	shardCallMicros     = 5   // a call on one compact shard that reads its size or drops it
+)
 
 // SweepUsers runs one sweep pass over every user bucket (docs/design.md §10):
 // each bucket takes one cheap call when nothing is due; otherwise bounded

@@ -1,0 +1,45 @@
+package core
+
+// Bounded calls (issue 23, "no stall for others"): Redis runs one script
+// call, and a pipeline of them, without serving any other client, so the
+// operations that take many items split them into calls of about
+// callMicros of server time each, and send them in round trips of at
+// most roundMicros (round.costs), whatever the batch. The costs are
+// estimates, measured on Redis 7.0 (cmd/bench/results/2026-12-02-no-stall.md);
+// the outcome does not depend on them.
+
+// callMicros is the server time one call of a split operation is sized for.
+const callMicros = 500
+
+// Estimated server costs, in µs, of one item of a call.
+const (
+	statusMicros = 8  // a user's status (status.lua)
+	touchMicros  = 10 // a touch (touch.lua, shard_touch.lua)
+	steadyMicros = 8  // a steady beat (heartbeat_steady.lua)
+	fullMicros   = 25 // a beat on the full path (heartbeat_full.lua)
+	hlenMicros   = 1  // a compact shard a count sums (count.lua)
+	ackMicros    = 1  // an outbox entry acknowledged (outbox_ack.lua)
+)
+
+// Items per call of the split operations: callMicros of each.
+const (
+	statusChunk = callMicros / statusMicros
+	touchChunk  = callMicros / touchMicros
+	steadyChunk = callMicros / steadyMicros
+	fullChunk   = callMicros / fullMicros
+	countChunk  = 512 // about 0.5 ms, as scopelib.lua's RECOUNT_SHARDS
+	ackChunk    = callMicros / ackMicros
+)
+
+// chunked splits items into runs of at most n, in order.
+func chunked[T any](items []T, n int) [][]T {
+	var out [][]T
+	for len(items) > n {
+		out = append(out, items[:n:n])
+		items = items[n:]
+	}
+	if len(items) > 0 {
+		out = append(out, items)
+	}
+	return out
+}

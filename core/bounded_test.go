@@ -1,0 +1,205 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/core"
+)
+
+// TestBoundedCallsAgreeWithModel runs batches that the engine splits into
+// bounded calls, sent in several round trips (issue 23): a thousand beats,
+// statuses and touches in one bucket, a count summing 2,048 shards and
+// sweeps of a thousand users and members. The model, which knows nothing
+// of calls, must see identical results: every ack and token, status,
+// count, member page and change. On miniredis and on a real redis-server
+// (skipped where none is installed).
+func TestBoundedCallsAgreeWithModel(t *testing.T) {
+	const n = 1000
+	cfg := scopeConfig(2048)
+	cfg.UserBuckets, cfg.ScopeBuckets = 1, 1
+	for _, policy := range []core.Policy{core.PolicyMulti, core.PolicyExclusivePerKind} {
+		cfg.Policy = policy
+		outcomes := map[string][]string{}
+		var order []string
+		for _, b := range []string{"model", "miniredis", "redis-server"} {
+			t.Run(fmt.Sprint(b, "/policy", int(policy)), func(t *testing.T) {
+				clk := &manualClock{t: t0}
+				cfg := cfg
+				cfg.Clock = clk
+				cfg.Rand = seededRand{rand.NewChaCha8([32]byte{7})}
+				var p core.Presence
+				move := func(time.Time) {}
+				trips := &tripCounter{}
+				switch b {
+				case "model":
+					m, err := core.NewModel(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p = m
+				case "miniredis":
+					mr := miniredis.RunT(t)
+					mr.SetTime(clk.t)
+					mr.ClockTTL(true)
+					move = mr.SetTime
+					c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+					t.Cleanup(func() { c.Close() })
+					trips.inner = goredis.New(c)
+				default:
+					_, c := realClient(t)
+					trips.inner = goredis.New(c)
+				}
+				if trips.inner != nil {
+					e, err := core.New(trips, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p = e
+				}
+				outcomes[b] = boundedSession(t, p, clk, move, n, policy == core.PolicyMulti)
+				order = append(order, b)
+				if trips.inner != nil && trips.most > 2*core.MaxBatch/10 {
+					t.Errorf("a round trip of %d calls, want the batches split", trips.most)
+				}
+			})
+		}
+		if len(order) < 2 {
+			continue // a -run filter left one backend
+		}
+		for _, name := range order[1:] {
+			if got, want := outcomes[name], outcomes[order[0]]; !reflect.DeepEqual(got, want) {
+				for i := 0; i < len(got) && i < len(want); i++ {
+					if got[i] != want[i] {
+						t.Fatalf("policy %d: %s differs from %s at %d:\n got  %.400s\n want %.400s", policy, name, order[0], i, got[i], want[i])
+					}
+				}
+				t.Fatalf("policy %d: %s: %d outcomes, %s %d", policy, name, len(got), order[0], len(want))
+			}
+		}
+	}
+}
+
+// tripCounter is a Store that counts round trips and their calls.
+type tripCounter struct {
+	inner core.Store
+	trips int
+	most  int // calls of the largest round trip
+}
+
+func (c *tripCounter) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	c.trips++
+	c.most = max(c.most, len(calls))
+	return c.inner.Eval(ctx, calls)
+}
+
+// Publish passes messages on, so that the engine acknowledges its
+// outbox in bounded calls too.
+func (c *tripCounter) Publish(ctx context.Context, channel string, message []byte) error {
+	return c.inner.(core.Publisher).Publish(ctx, channel, message)
+}
+
+// boundedSession runs the batches of TestBoundedCallsAgreeWithModel and
+// returns what each observed, as text.
+func boundedSession(t *testing.T, p core.Presence, clk *manualClock, move func(time.Time), n int, multi bool) []string {
+	ctx := context.Background()
+	var out []string
+	note := func(what string, v any, err error) {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		out = append(out, fmt.Sprintf("%s: %+v", what, v))
+	}
+	at := func(d time.Duration) {
+		clk.t = clk.t.Add(d)
+		move(clk.t)
+	}
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%04d", i)
+	}
+	// implicit logins (PolicyMulti; else logins one by one): every user's
+	// web device, and a second device for every tenth user in the same
+	// batch (a user's beats in one call)
+	var beats []core.Heartbeat
+	for i, u := range users {
+		beats = append(beats, core.Heartbeat{User: u, Device: "web", Kind: core.KindWeb, Active: true})
+		if i%10 == 0 {
+			beats = append(beats, core.Heartbeat{User: u, Device: "ios", Kind: core.KindIOS})
+		}
+	}
+	tokens := map[string]string{}
+	if multi {
+		acks, err := p.HeartbeatBatch(ctx, beats[:core.MaxBatch])
+		note("logins", acks, err)
+		for i, a := range acks {
+			tokens[beats[i].User+"/"+beats[i].Device] = a.Token
+		}
+	} else {
+		for _, b := range beats {
+			r, err := p.Login(ctx, core.Login{User: b.User, Device: b.Device, Kind: b.Kind})
+			note("login", r, err)
+			tokens[b.User+"/"+b.Device] = r.Token
+		}
+	}
+	at(2 * time.Second)
+	// beats of every device that logged in, with its token: twice for
+	// every tenth user (the full path, a user's beats in one call)
+	steady := make([]core.Heartbeat, 0, core.MaxBatch)
+	for i, b := range beats {
+		if tok := tokens[b.User+"/"+b.Device]; tok != "" && b.Device == "web" && len(steady) < core.MaxBatch {
+			steady = append(steady, core.Heartbeat{User: b.User, Device: "web", Kind: core.KindWeb, Token: tok, Active: true})
+			if i%10 == 0 && len(steady) < core.MaxBatch {
+				steady = append(steady, core.Heartbeat{User: b.User, Device: "web", Kind: core.KindWeb, Token: tok})
+			}
+		}
+	}
+	acks, err := p.HeartbeatBatch(ctx, steady)
+	note("beats", acks, err)
+	st, err := p.Statuses(ctx, users)
+	note("statuses", st, err)
+
+	touches := make([]core.ScopeTouch, 0, core.MaxBatch)
+	for i := range core.MaxBatch {
+		sc := video
+		if i%2 == 1 {
+			sc = room
+		}
+		touches = append(touches, core.ScopeTouch{Scope: sc, Member: users[i%n]})
+	}
+	err = p.TouchBatch(ctx, touches)
+	note("touches", nil, err)
+	for _, sc := range []core.Scope{video, room} {
+		c, err := p.Count(ctx, sc)
+		note("count "+sc.Class, c, err)
+	}
+	page, err := p.Members(ctx, room, "", core.MaxPage)
+	note("members", page, err)
+
+	// past the windows, not yet past the keys' expiry (a real server's
+	// clock does not move with the test's): the sweeps settle a thousand
+	// users and members
+	at(65 * time.Second)
+	rep, err := p.SweepUsers(ctx)
+	changes := append([]core.Change(nil), rep.Changes...)
+	sort.Slice(changes, func(i, j int) bool { return changes[i].User < changes[j].User })
+	note("user sweep", fmt.Sprint(rep.Visited, changes), err)
+	rep, err = p.SweepScopes(ctx)
+	note("scope sweep", fmt.Sprint(rep.Removed), err)
+	for _, sc := range []core.Scope{video, room} {
+		c, err := p.Count(ctx, sc)
+		note("count after sweep "+sc.Class, c, err)
+	}
+	st, err = p.Statuses(ctx, users[:10])
+	note("statuses after sweep", st, err)
+	return out
+}
