@@ -13,7 +13,7 @@ const callMicros = 500
 
 // Estimated server costs, in µs, of one item of a call.
 const (
-	statusMicros = 8  // a user's status (status.lua)
+	statusMicros = 10 // a user's status (status.lua)
 	touchMicros  = 10 // a touch (touch.lua, shard_touch.lua)
 	steadyMicros = 8  // a steady beat (heartbeat_steady.lua)
 	fullMicros   = 25 // a beat on the full path (heartbeat_full.lua)

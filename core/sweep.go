@@ -12,16 +12,16 @@ import (
 // server time one round trip may take (roundMicros), and the busy buckets
 // of a sweep are sent two at a time, so that no client waits on a sweep
 // for much more than 1 ms.
-const sweepStepMicros = 400
+const sweepStepMicros = 300
 
 // Estimated server costs of sweep steps (µs, Redis 7.0 on this project's
 // machine; docs/performance.md), by which the sweeps send their steps in
 // round trips of at most roundMicros.
 const (
-	sweepOverrunMicros  = 100 // a user step past its budget: the users until the next clock read
+	sweepOverrunMicros  = 150 // a user step past its budget: its reads, the users until the next clock read
 	sweepUserMicros     = 40  // a swept user of one device
 	sweepOverheadMicros = 20  // a step's own reads and writes, its lock, the call
-	sweepEntryMicros    = 1   // a scope entry a sweep step examines
+	sweepEntryMicros    = 2   // a scope entry a sweep step examines
 	sweepProbeUsers     = 16  // the users of the first round of a user sweep, over all buckets
 	shardCallMicros     = 5   // a call on one compact shard that reads its size or drops it
 )
