@@ -37,6 +37,8 @@ server.`)
 	users := fs.Int("users", 0, "users the heartbeat and status workloads cycle through (default 20000; brief 2000)")
 	memItems := fs.Int("memory-items", 0, "devices and scope members whose memory is measured (default 100000; brief 10000)")
 	backlogs := fs.String("backlogs", "", "comma-separated expired backlogs to sweep (default 50000,1000000; brief 5000)")
+	stallDevices := fs.Int("stall-devices", 0, "expired devices swept while another client PINGs (stall group; default 200000; brief 5000)")
+	stallMembers := fs.Int("stall-members", 0, "expired scope members swept while another client PINGs (stall group; default 1000000; brief 10000)")
 	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
 	clock := fs.String("clock", benchkit.ClockServer, "how the throughput engines read \"now\": server (serverclock's offset of the server's clock) or script (each script reads TIME)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
@@ -48,7 +50,8 @@ server.`)
 		return err
 	}
 	s := benchkit.Suite{URL: *url, Concurrency: *conc, BatchConcurrency: *bconc, Batch: *batch, Duration: *dur,
-		Users: *users, MemoryItems: *memItems, Brief: *brief, Clock: *clock, Adapters: splitList(*adapters), Only: splitList(*only)}
+		Users: *users, MemoryItems: *memItems, StallDevices: *stallDevices, StallMembers: *stallMembers, Brief: *brief, Clock: *clock,
+		Adapters: splitList(*adapters), Only: splitList(*only)}
 	if !*quiet {
 		s.Log = stderr
 	}

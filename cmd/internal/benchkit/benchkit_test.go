@@ -126,15 +126,20 @@ func TestSuiteBrief(t *testing.T) {
 	srv := redistest.Server(t)
 	var log bytes.Buffer
 	s := benchkit.Suite{URL: "redis://" + srv.Addr, Brief: true, Duration: 250 * time.Millisecond, Users: 300,
-		MemoryItems: 1000, Backlogs: []int{1000}, Concurrency: 2, BatchConcurrency: 1, Batch: 50, Log: &log}
+		MemoryItems: 1000, Backlogs: []int{1000}, StallDevices: 500, StallMembers: 1000, Concurrency: 2, BatchConcurrency: 1, Batch: 50, Log: &log}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := s.Run(ctx)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if len(rep.Throughput) != 14*len(benchkit.Adapters()) || len(rep.Memory) != 5 || len(rep.Sweeps) != 3 || len(rep.Cache) != 4 {
-		t.Errorf("rows: %d throughput, %d memory, %d sweeps, %d cache", len(rep.Throughput), len(rep.Memory), len(rep.Sweeps), len(rep.Cache))
+	if len(rep.Throughput) != 14*len(benchkit.Adapters()) || len(rep.Memory) != 5 || len(rep.Sweeps) != 3 || len(rep.Cache) != 4 || len(rep.Stalls) != 5 {
+		t.Errorf("rows: %d throughput, %d memory, %d sweeps, %d cache, %d stalls", len(rep.Throughput), len(rep.Memory), len(rep.Sweeps), len(rep.Cache), len(rep.Stalls))
+	}
+	for _, r := range rep.Stalls {
+		if r.Pings == 0 && r.Seconds >= 0.1 { // a sweep of a few entries may end before the first
+			t.Errorf("stall row %q: no PINGs", r.Workload)
+		}
 	}
 	for _, r := range rep.Throughput {
 		if r.Items == 0 || r.Errors != 0 {

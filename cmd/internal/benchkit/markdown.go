@@ -50,6 +50,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "| %s | %d | %.0f | %d | %d |\n", c.Workload, c.Reads, c.NsPerRead, c.Hits, c.Misses)
 		}
 	}
+	if len(r.Stalls) > 0 {
+		fmt.Fprintln(w, "\n| PING every 10 ms while | items | shards | ops | s | PINGs | p50 µs | p99 µs | max µs | longest call µs |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		for _, s := range r.Stalls {
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %d | %.0f | %.0f | %.0f | %.0f |\n", s.Workload, s.Items, s.Shards, s.Ops, s.Seconds, s.Pings,
+				s.P50Pingus, s.P99Pingus, s.MaxPingus, s.MaxCallus)
+		}
+	}
 	if len(r.Targets) > 0 {
 		fmt.Fprintln(w)
 		WriteTargetsMarkdown(w, r.Targets)

@@ -49,6 +49,11 @@ const SchemaVersion = "presence-bench/1"
 //	             more; pings: a PING every 1 ms on a connection of its own,
 //	             what any other client waited)
 //	cache        rows {workload, reads, ns_per_read, hits, misses}
+//	stalls       rows {workload, items, shards, ops, seconds, pings,
+//	             p50_ping_us, p99_ping_us, max_ping_us, max_call_us,
+//	             max_call} (a PING every 10 ms on a connection of its own
+//	             while the workload ran: what any other client waited;
+//	             max_call: the longest script call SLOWLOG kept)
 //	targets      rows {name, target, measured, unit, met, note}
 //
 // Latencies are in microseconds, sizes in bytes, rates per second.
@@ -62,6 +67,7 @@ type Report struct {
 	Memory     []MemoryRow     `json:"memory"`
 	Sweeps     []SweepRow      `json:"sweeps"`
 	Cache      []CacheRow      `json:"cache"`
+	Stalls     []StallRow      `json:"stalls"`
 	Targets    []TargetRow     `json:"targets"`
 }
 
@@ -242,6 +248,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "hot count read\treads\tns/read\thits\tmisses\t")
 		for _, c := range r.Cache {
 			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%d\t%d\t\n", c.Workload, c.Reads, c.NsPerRead, c.Hits, c.Misses)
+		}
+		tw.Flush()
+	}
+	if len(r.Stalls) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(tw, "while\titems\tshards\tops\ts\tpings\tPING p50 µs\tp99 µs\tmax µs\tlongest call µs\t")
+		for _, s := range r.Stalls {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d\t%.0f\t%.0f\t%.0f\t%.0f %s\t\n", s.Workload, s.Items, s.Shards, s.Ops, s.Seconds, s.Pings,
+				s.P50Pingus, s.P99Pingus, s.MaxPingus, s.MaxCallus, s.MaxCall)
 		}
 		tw.Flush()
 	}

@@ -21,11 +21,14 @@ const (
 	GroupMemory     = "memory"
 	GroupSweep      = "sweep"
 	GroupCache      = "cache"
+	GroupStall      = "stall"
 )
 
 // Groups lists every workload group in the order a Suite runs them: memory
 // first, on a server that the other groups have not filled yet.
-func Groups() []string { return []string{GroupMemory, GroupThroughput, GroupSweep, GroupCache} }
+func Groups() []string {
+	return []string{GroupMemory, GroupThroughput, GroupSweep, GroupCache, GroupStall}
+}
 
 // Suite runs the engine's workloads against one Redis server. The zero
 // value of each field means its documented default; Brief shrinks the
@@ -61,6 +64,10 @@ type Suite struct {
 	// Backlogs are the numbers of expired entries swept. Default 50,000
 	// and 1,000,000; brief 5,000.
 	Backlogs []int
+	// StallDevices and StallMembers are the expired devices and scope
+	// members swept while another client PINGs (the stall group). Default
+	// 200,000 and 1,000,000; brief 5,000 and 10,000.
+	StallDevices, StallMembers int
 	// Brief shrinks the defaults for a smoke run (CI).
 	Brief bool
 	// Miniredis says the target is the embedded miniredis: the server-side
@@ -81,6 +88,8 @@ type Settings struct {
 	Users            int           `json:"users"`
 	MemoryItems      int           `json:"memory_items"`
 	Backlogs         []int         `json:"backlogs"`
+	StallDevices     int           `json:"stall_devices"`
+	StallMembers     int           `json:"stall_members"`
 	Brief            bool          `json:"brief"`
 	Clock            string        `json:"clock"`
 }
@@ -94,7 +103,7 @@ var ErrUnknownGroup = errors.New("benchkit: unknown workload group")
 func (s *Suite) settings() (Settings, error) {
 	st := Settings{
 		Adapters: s.Adapters, Groups: s.Only, Concurrency: s.Concurrency, BatchConcurrency: s.BatchConcurrency,
-		Batch: s.Batch, Duration: s.Duration, Users: s.Users, MemoryItems: s.MemoryItems, Backlogs: s.Backlogs, Brief: s.Brief,
+		Batch: s.Batch, Duration: s.Duration, Users: s.Users, MemoryItems: s.MemoryItems, Backlogs: s.Backlogs, StallDevices: s.StallDevices, StallMembers: s.StallMembers, Brief: s.Brief,
 		Clock: cmp.Or(s.Clock, ClockServer),
 	}
 	pick := func(v *int, def, brief int) {
@@ -110,6 +119,8 @@ func (s *Suite) settings() (Settings, error) {
 	pick(&st.Batch, core.MaxBatch, 200)
 	pick(&st.Users, 20_000, 2_000)
 	pick(&st.MemoryItems, 100_000, 10_000)
+	pick(&st.StallDevices, 200_000, 5_000)
+	pick(&st.StallMembers, 1_000_000, 10_000)
 	if st.Clock != ClockServer && st.Clock != ClockScript {
 		return st, fmt.Errorf("benchkit: unknown clock %q (want %s or %s)", st.Clock, ClockServer, ClockScript)
 	}
@@ -197,6 +208,8 @@ func (s *Suite) Run(ctx context.Context) (*Report, error) {
 			err = r.sweeps(ctx)
 		case GroupCache:
 			err = r.cache(ctx)
+		case GroupStall:
+			err = r.stalls(ctx)
 		}
 		if err != nil {
 			r.rep.Host.LoadEnd = LoadAvg()

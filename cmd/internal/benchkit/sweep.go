@@ -79,20 +79,7 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	}
 	r.logf("sweep: filling %s with %d entries", kind, n)
 	t0 := time.Now()
-	switch kind {
-	case "users":
-		_, err = Login(ctx, e, n, UserID)
-		if err == nil {
-			// publish the ONLINE changes, so that the sweep measured is
-			// the one that finds the backlog expired
-			clk.Advance(2 * time.Second)
-			_, err = e.SweepUsers(ctx)
-		}
-	case "scope-exact":
-		err = Fill(ctx, e, core.Scope{Class: ClassExact, ID: "10086"}, n, MemberID)
-	default:
-		err = Fill(ctx, e, core.Scope{Class: ClassCompact, ID: "10086"}, n, MemberID)
-	}
+	err = fillBacklog(ctx, e, clk, kind, n)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,14 @@ func EvaluateTargets(rep *Report) []TargetRow {
 		out = append(out, TargetRow{Name: "longest call while sweeping", Target: fmt.Sprintf("≤ %d µs", TargetSweepCallMicro),
 			Measured: worst.MaxCallus, Unit: "µs", Met: worst.MaxCallus <= TargetSweepCallMicro, Note: note})
 	}
+	for _, s := range rep.Stalls {
+		if s.Pings == 0 || s.Items == 0 { // the baseline is no target
+			continue
+		}
+		out = append(out, TargetRow{Name: "PING p99 while " + s.Workload, Target: fmt.Sprintf("≤ %d µs", TargetStallPingP99),
+			Measured: s.P99Pingus, Unit: "µs", Met: s.P99Pingus <= TargetStallPingP99,
+			Note: fmt.Sprintf("%d items; %d PINGs, p50 %.0f µs, max %.0f µs; longest call %.0f µs", s.Items, s.Pings, s.P50Pingus, s.MaxPingus, s.MaxCallus)})
+	}
 	var cached, trip float64
 	for _, c := range rep.Cache {
 		switch {
