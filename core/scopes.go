@@ -66,8 +66,9 @@ func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
 	return e.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
 }
 
-// TouchBatch records up to MaxBatch touches in one round trip (one script
-// call per scope bucket). Nothing is sent if any touch is invalid.
+// TouchBatch records up to MaxBatch touches: script calls of at most 50
+// touches of one scope bucket (or spread shard), about 1 ms of them a
+// round trip. Nothing is sent if any touch is invalid.
 func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	p := e.Planner().TouchBatch(e.nowArg(), touches)
 	e.drive(ctx, p)

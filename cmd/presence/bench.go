@@ -22,8 +22,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newCLI("bench", "presence bench --redis redis://127.0.0.1:PORT [flags]", `
 Runs heartbeats (single and batched), status reads, scope touches and counts
 through each adapter; Redis memory per device and per scope member; sweeps of
-an expired backlog with every call in SLOWLOG; and rueidis cached count reads.
-Prints a table (and JSON or Markdown on request). It writes keys under fresh
+an expired backlog with every call in SLOWLOG; rueidis cached count reads; and
+what a PING every 10 ms from another client waits while the engine sweeps or
+runs its largest batches (stall). Prints a table (and JSON or Markdown on request). It writes keys under fresh
 prefixes and changes slowlog settings for a while: point it at a throwaway
 server.`)
 	url := fs.String("redis", "", "redis://host:port[/db] of the server to measure (required)")
