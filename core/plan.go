@@ -272,17 +272,32 @@ func (m *machine) sendWave(from int) {
 	r := m.cur
 	end := len(r.calls)
 	if r.costs != nil {
-		sum := 0
-		for i := from; i < len(r.calls); i++ {
-			if i > from && sum+r.costs[i] > roundMicros {
-				end = i
-				break
-			}
-			sum += r.costs[i]
-		}
+		end = waveEnd(r.costs, from)
 	}
 	m.wave, m.sent = from, r.calls[from:end]
 	m.fallback, m.first, m.missing = false, nil, nil
+}
+
+// waveEnd is where the wave of calls of these costs that starts at from
+// ends: as many calls as fit in roundMicros, at least one.
+func waveEnd(costs []int, from int) int {
+	sum := 0
+	for i := from; i < len(costs); i++ {
+		if i > from && sum+costs[i] > roundMicros {
+			return i
+		}
+		sum += costs[i]
+	}
+	return len(costs)
+}
+
+// waves is the number of round trips a round of calls of these costs takes.
+func waves(costs []int) int {
+	n := 0
+	for at := 0; at < len(costs); n++ {
+		at = waveEnd(costs, at)
+	}
+	return n
 }
 
 func checkSlots(calls []Call) error {

@@ -167,9 +167,9 @@ func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(err
 
 // sweepShards sweeps every shard of a spread compact scope in bounded
 // steps (shard_sweep.lua, one HSCAN step each): all shards in one round
-// (one round trip per node on a cluster), then further rounds for the
-// shards not yet walked to their end. It goes on with the sum of the shard
-// sizes (taken as each walk ended when one round walked them all, else
+// (sent about 1 ms a round trip), then further rounds for the shards not
+// yet walked to their end. It goes on with the sum of the shard sizes
+// (taken as each walk ended when one round trip walked them all, else
 // counted again once all are walked) and the number of steps.
 func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func(error) (*round, error),
 	then func(remaining int64, steps int) (*round, error)) (*round, error) {
@@ -181,13 +181,14 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 		pending[n], cursors[n] = n, "0"
 	}
 	var remaining int64
-	steps, rounds := 0, 0
+	steps, trips := 0, 0
 	var step func() (*round, error)
 	step = func() (*round, error) {
 		if len(pending) == 0 {
-			if rounds > 1 {
-				// a walk took several rounds: a member touched meanwhile into a
-				// shard walked earlier is in no shard's remainder, so count again
+			if trips > 1 {
+				// a walk took several round trips (rounds, or waves of one):
+				// a member touched meanwhile into a shard walked earlier is in
+				// no shard's remainder, so count again
 				steps += k.cls.shards
 				return p.shardSizes("sweep scopes", k, fail, func(sum int64) (*round, error) { return then(sum, steps) })
 			}
@@ -222,7 +223,7 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 				next = append(next, pending[i])
 			}
 			pending = next
-			rounds++
+			trips += waves(costs)
 			return step()
 		}}, nil
 	}
