@@ -203,3 +203,51 @@ func boundedSession(t *testing.T, p core.Presence, clk *manualClock, move func(t
 	note("statuses after sweep", st, err)
 	return out
 }
+
+// TestRunBoundsSharedRoundTrips runs three Statuses of 1,000 users
+// together: Engine.Run lets their bounded calls share a round trip only up
+// to about 1 ms (two status calls of 50 users), and each outcome is the
+// one its plan gets alone.
+func TestRunBoundsSharedRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	trips := &tripCounter{inner: goredis.New(c)}
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	e, err := core.New(trips, core.Config{UserBuckets: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]string, core.MaxBatch)
+	beats := make([]core.Heartbeat, len(users))
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%04d", i)
+		beats[i] = core.Heartbeat{User: users[i], Device: "web", Kind: core.KindWeb, Active: i%3 == 0}
+	}
+	if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
+		t.Fatal(err)
+	}
+	alone, err := e.Statuses(ctx, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := make([]*core.Plan[[]core.UserStatus], 3)
+	steppers := make([]core.Stepper, len(plans))
+	for i := range plans {
+		plans[i] = e.Planner().Statuses(core.NowArg(clk.t), users)
+		steppers[i] = plans[i]
+	}
+	trips.most = 0
+	e.Run(ctx, steppers...)
+	for i, p := range plans {
+		got, err := p.Outcome()
+		if err != nil || !reflect.DeepEqual(got, alone) {
+			t.Errorf("plan %d: %v, outcome differs from the plan's alone", i, err)
+		}
+	}
+	if trips.most > 2 {
+		t.Errorf("a round trip of %d status calls, want at most 2 (about 1 ms)", trips.most)
+	}
+}

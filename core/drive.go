@@ -29,8 +29,10 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 
 // Run steps plans (made by e.Planner()) together until every one has
 // ended: each round sends the pending calls of all of them in one
-// Store.Eval (one pipelined round trip where the store pipelines), splits
-// the results back, and steps each plan with its own. A plan's NOSCRIPT
+// Store.Eval (one pipelined round trip where the store pipelines), but
+// for calls of known cost (large batches, sweeps), which share a round
+// trip up to about 1 ms of server time and otherwise wait for the next;
+// it splits the results back, and steps each plan with its own. A plan's NOSCRIPT
 // resend, next round or change log append joins the next shared round;
 // a plan publishes its messages as soon as it ends, and its outcome is
 // then ready (Plan.Outcome); the outbox entries of every message
@@ -53,12 +55,28 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 		}
 		live = append(live, i)
 	}
-	for len(live) > 0 {
+	for turn := 0; len(live) > 0; turn++ {
 		for _, group := range []bool{false, true} {
 			var calls []Call
 			var members []int
-			for _, i := range live {
-				if free[i] == group {
+			// the plans' waves of known cost share a round trip up to
+			// roundMicros, starting with another plan each turn; the others
+			// wait for the next
+			budget, in := roundMicros, map[int]bool{}
+			for k := range live {
+				i := live[(turn+k)%len(live)]
+				if free[i] != group {
+					continue
+				}
+				cost := plans[i].machine().sentCost()
+				if cost > 0 && len(in) > 0 && cost > budget {
+					continue
+				}
+				budget -= cost
+				in[i] = true
+			}
+			for _, i := range live { // in the plans' order, as ever
+				if in[i] {
 					calls = append(calls, plans[i].machine().calls()...)
 					members = append(members, i)
 				}

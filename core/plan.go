@@ -278,6 +278,26 @@ func (m *machine) sendWave(from int) {
 	m.fallback, m.first, m.missing = false, nil, nil
 }
 
+// sentCost is the estimated server time of the calls to send now: the
+// wave's (a resend by source costs as its first send), 0 for calls of a
+// round without costs.
+func (m *machine) sentCost() int {
+	if m.done || m.cur == nil || m.cur.costs == nil {
+		return 0
+	}
+	sum := 0
+	if m.fallback {
+		for _, i := range m.missing {
+			sum += m.cur.costs[m.wave+i]
+		}
+		return sum
+	}
+	for _, c := range m.cur.costs[m.wave : m.wave+len(m.sent)] {
+		sum += c
+	}
+	return sum
+}
+
 // waveEnd is where the wave of calls of these costs that starts at from
 // ends: as many calls as fit in roundMicros, at least one.
 func waveEnd(costs []int, from int) int {
