@@ -51,11 +51,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Stalls) > 0 {
-		fmt.Fprintln(w, "\n| PING every 10 ms while | items | shards | ops | s | PINGs | p50 µs | p99 µs | max µs | longest call µs |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "\n| PING every 10 ms while | items | shards | ops | s | PINGs | p50 µs | p99 µs | max µs | call p99 µs | longest call µs |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 		for _, s := range r.Stalls {
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %d | %.0f | %.0f | %.0f | %.0f |\n", s.Workload, s.Items, s.Shards, s.Ops, s.Seconds, s.Pings,
-				s.P50Pingus, s.P99Pingus, s.MaxPingus, s.MaxCallus)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %d | %.0f | %.0f | %.0f | %.0f | %.0f |\n", s.Workload, s.Items, s.Shards, s.Ops, s.Seconds, s.Pings,
+				s.P50Pingus, s.P99Pingus, s.MaxPingus, s.P99Callus, s.MaxCallus)
 		}
 	}
 	if len(r.Targets) > 0 {
