@@ -31,15 +31,24 @@ const (
 	ackChunk    = callMicros / ackMicros
 )
 
-// chunked splits items into runs of at most n, in order.
+// chunked splits items into the fewest runs of at most n, in order, of
+// sizes as even as can be (spans).
 func chunked[T any](items []T, n int) [][]T {
-	var out [][]T
-	for len(items) > n {
-		out = append(out, items[:n:n])
-		items = items[n:]
+	out := make([][]T, 0, (len(items)+n-1)/n)
+	for _, sp := range spans(len(items), n) {
+		out = append(out, items[sp[0]:sp[1]:sp[1]])
 	}
-	if len(items) > 0 {
-		out = append(out, items)
+	return out
+}
+
+// spans splits [0, count) into the fewest spans of at most n, of sizes as
+// even as can be (62 in two of 31, not 50 and 12), so that more calls
+// share a round trip.
+func spans(count, n int) [][2]int {
+	k := (count + n - 1) / n
+	out := make([][2]int, k)
+	for i := range out {
+		out[i] = [2]int{i * count / k, (i + 1) * count / k}
 	}
 	return out
 }

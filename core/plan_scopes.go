@@ -72,7 +72,8 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 	var calls []Call
 	var costs []int
 	for _, b := range order {
-		for _, items := range chunked(groups[b], 8*touchChunk) {
+		for _, sp := range spans(len(groups[b])/8, touchChunk) {
+			items := groups[b][8*sp[0] : 8*sp[1]]
 			args := append(make([]string, 0, 3+len(items)), now, itoa(p.settings.grace), strconv.Itoa(len(items)/8))
 			calls = append(calls, Call{SHA: p.scripts.touch.sha, Keys: p.scopeBucketKeys(b)[:2], Args: append(args, items...)})
 			costs = append(costs, len(items)/8*touchMicros)
