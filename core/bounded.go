@@ -31,16 +31,6 @@ const (
 	ackChunk    = callMicros / ackMicros
 )
 
-// chunked splits items into the fewest runs of at most n, in order, of
-// sizes as even as can be (spans).
-func chunked[T any](items []T, n int) [][]T {
-	out := make([][]T, 0, (len(items)+n-1)/n)
-	for _, sp := range spans(len(items), n) {
-		out = append(out, items[sp[0]:sp[1]:sp[1]])
-	}
-	return out
-}
-
 // spans splits [0, count) into the fewest spans of at most n, of sizes as
 // even as can be (62 in two of 31, not 50 and 12), so that more calls
 // share a round trip.

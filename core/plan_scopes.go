@@ -80,7 +80,9 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 		}
 	}
 	for _, shard := range shardOrder {
-		for _, members := range chunked(shardMembers[shard], touchChunk) {
+		all := shardMembers[shard]
+		for _, sp := range spans(len(all), touchChunk) {
+			members := all[sp[0]:sp[1]]
 			args := append([]string{now, shardTTL[shard]}, members...)
 			calls = append(calls, Call{SHA: p.scripts.shardTouch.sha, Keys: []string{shard}, Args: args})
 			costs = append(costs, len(members)*touchMicros)

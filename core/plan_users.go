@@ -216,7 +216,8 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 			}
 		}
 		b := bucket[run[0]]
-		for _, part := range chunked(these, steadyChunk) {
+		for _, sp := range spans(len(these), steadyChunk) {
+			part := these[sp[0]:sp[1]:sp[1]]
 			args := p.steadyArgs(now, b, len(part))
 			for _, i := range part {
 				args = p.appendSteady(args, beats[i])
@@ -472,7 +473,8 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 	var costs []int
 	var chunks [][]int // by call: the users it reads, by index in users
 	for _, b := range order {
-		for _, chunk := range chunked(groups[b], statusChunk) {
+		for _, sp := range spans(len(groups[b]), statusChunk) {
+			chunk := groups[b][sp[0]:sp[1]:sp[1]]
 			args := append(p.userArgs(m.now, b, 1+len(chunk)), strconv.Itoa(len(chunk)))
 			for _, i := range chunk {
 				args = append(args, users[i])
