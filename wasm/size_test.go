@@ -21,15 +21,17 @@ import (
 // of the hot path (wasm/abi/compact.go, and the guest's typed flights)
 // added 93 kB raw and 19 kB gzipped to the 4,321,797 and 1,168,814 B of
 // the reactor before it; the outbox and the user pages (issue 18) brought
-// the reactor to 4,471,003 and 1,205,971 B. Raise them only
+// the reactor to 4,471,003 and 1,205,971 B, and issue 23's bounded calls
+// (waves of calls, batches split into calls of about 0.5 ms) added about
+// 27 kB raw and 7 kB gzipped, and the ceilings as much. Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_480_000, 1_210_000},
-	{wasm.JS, 4_510_000, 1_216_000},
+	{wasm.WASI, 4_507_000, 1_217_000},
+	{wasm.JS, 4_537_000, 1_223_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,
