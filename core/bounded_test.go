@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -249,5 +250,73 @@ func TestRunBoundsSharedRoundTrips(t *testing.T) {
 	}
 	if trips.most > 2 {
 		t.Errorf("a round trip of %d status calls, want at most 2 (about 1 ms)", trips.most)
+	}
+}
+
+// midRoundCanceller cancels its context once the first round trip of full
+// sweep steps (the round after the first, whose steps are small) is back,
+// and records each later round trip's scripts and whether its context had
+// ended.
+type midRoundCanceller struct {
+	inner  core.Store
+	cancel context.CancelFunc
+	sweeps int
+	after  []string
+}
+
+func (s *midRoundCanceller) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	if s.sweeps >= 2 {
+		s.after = append(s.after, fmt.Sprintf("%s×%d cancelled=%v", scriptOf(calls[0]), len(calls), ctx.Err() != nil))
+	}
+	res := s.inner.Eval(ctx, calls)
+	if scriptOf(calls[0]) == "sweep_users" {
+		if s.sweeps++; s.sweeps == 2 {
+			s.cancel()
+		}
+	}
+	return res
+}
+
+// TestSweepCancelledMidRound: when the context ends after the first round
+// trip of a round of sweep steps sent in several, both drivers send the
+// rest of the round without the cancellation (what it did is read and
+// reported), then stop the pass and release its locks.
+func TestSweepCancelledMidRound(t *testing.T) {
+	for _, viaRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "drive", true: "Run"}[viaRun], func(t *testing.T) {
+			cfg := core.Config{UserBuckets: 4, SweepBatch: 2}
+			e, clk, mr := newMiniEngine(t, cfg)
+			bg := context.Background()
+			for i := range 40 {
+				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb})
+				must(t, err)
+			}
+			clk.t = clk.t.Add(time.Hour) // every session expired
+			mr.SetTime(clk.t)
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { c.Close() })
+			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+				must(t, c.ScriptLoad(bg, sc.Source()).Err())
+			}
+			ctx, cancel := context.WithCancel(bg)
+			defer cancel()
+			store := &midRoundCanceller{inner: goredis.New(c), cancel: cancel}
+			cfg.Clock = clk
+			e2, err := core.New(store, cfg)
+			must(t, err)
+			var r core.SweepReport
+			if viaRun {
+				p := e2.Planner().SweepUsers(core.NowArg(clk.t))
+				e2.Run(ctx, p)
+				r, err = p.Outcome()
+			} else {
+				r, err = e2.SweepUsers(ctx)
+			}
+			// 4 small steps, then 4 full ones, two a round trip
+			want := []string{"sweep_users×2 cancelled=false", "unlock×4 cancelled=false"}
+			if !errors.Is(err, context.Canceled) || r.Steps != 8 || !reflect.DeepEqual(store.after, want) {
+				t.Fatalf("sweep: %+v, %v; want 8 steps and context.Canceled; after the cancel: %v, want %v", r, err, store.after, want)
+			}
+		})
 	}
 }

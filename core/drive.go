@@ -8,14 +8,18 @@ import "context"
 // Store's Publisher once each plan has ended.
 
 // drive steps one plan to its end over the store, one round trip per
-// step, then publishes its messages. When ctx ends between the rounds of
-// a plan that can stop there (a sweep), the plan is aborted and its
-// cleanup is sent without ctx's cancellation.
+// step, then publishes its messages. When ctx ends during a plan that can
+// stop between its rounds (a sweep), the round under way is finished and
+// the plan aborted at its end, the rest sent without ctx's cancellation.
 func (e *Engine) drive(ctx context.Context, s Stepper) {
 	m := s.machine()
 	e.report(ctx, m)
 	for !m.done {
-		res := e.store.Eval(ctx, m.calls())
+		c := ctx
+		if ctx.Err() != nil && m.midRound() {
+			c = context.WithoutCancel(ctx)
+		}
+		res := e.store.Eval(c, m.calls())
 		m.now = e.nowArg()
 		_ = m.step(res) // a wrong number of results ends the plan with the error
 		e.report(ctx, m)
@@ -37,8 +41,8 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // a plan publishes its messages as soon as it ends, and its outcome is
 // then ready (Plan.Outcome); the outbox entries of every message
 // delivered are acknowledged in one last round trip. A plan aborted because ctx ended (a sweep
-// between steps) sends its cleanup without ctx's cancellation, in a
-// round trip of its own. Run is safe to call from several goroutines
+// between steps, after the round under way) sends its cleanup without
+// ctx's cancellation, in a round trip of its own. Run is safe to call from several goroutines
 // with distinct plans; a plan must be stepped by one driver only.
 func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 	detached := context.WithoutCancel(ctx)
@@ -65,10 +69,13 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 			budget, in := roundMicros, map[int]bool{}
 			for k := range live {
 				i := live[(turn+k)%len(live)]
-				if free[i] != group {
+				// a plan aborted, or midway through a round it may stop
+				// after, goes on without ctx's cancellation
+				m := plans[i].machine()
+				if (free[i] || (ctx.Err() != nil && m.midRound())) != group {
 					continue
 				}
-				cost := plans[i].machine().sentCost()
+				cost := m.sentCost()
 				if cost > 0 && len(in) > 0 && cost > budget {
 					continue
 				}

@@ -408,6 +408,14 @@ func (m *machine) step(res []Result) error {
 	return nil
 }
 
+// midRound reports whether the plan has sent part of a round that it may
+// be aborted after (round.abort): a driver whose caller gave up sends the
+// rest of it regardless, so that the plan stops at the round's end, having
+// read what the round did.
+func (m *machine) midRound() bool {
+	return !m.done && (m.wave > 0 || m.fallback) && m.cur.abort != nil
+}
+
 // abort ends the plan with err where its current round allows it (see
 // round.abort), before that round is sent. It reports whether it did.
 func (m *machine) abort(err error) bool {
