@@ -320,3 +320,57 @@ func TestSweepCancelledMidRound(t *testing.T) {
 		})
 	}
 }
+
+// flushingStore empties the server's script cache before round trip n.
+type flushingStore struct {
+	inner core.Store
+	c     *redis.Client
+	n     int
+	trips int
+}
+
+func (s *flushingStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	if s.trips++; s.trips == s.n {
+		if err := s.c.ScriptFlush(ctx).Err(); err != nil {
+			panic(err)
+		}
+	}
+	return s.inner.Eval(ctx, calls)
+}
+
+// TestNoScriptInALaterWave: a round sent in several round trips whose
+// scripts leave the server's cache between two of them resends that round
+// trip's calls by source, and the outcome is the one without the flush.
+func TestNoScriptInALaterWave(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	cfg := core.Config{UserBuckets: 1, Clock: clk}
+	e, err := core.New(goredis.New(c), cfg)
+	must(t, err)
+	users := make([]string, core.MaxBatch)
+	beats := make([]core.Heartbeat, len(users))
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%04d", i)
+		beats[i] = core.Heartbeat{User: users[i], Device: "web", Kind: core.KindWeb, Active: i%2 == 0}
+	}
+	_, err = e.HeartbeatBatch(ctx, beats)
+	must(t, err)
+	want, err := e.Statuses(ctx, users)
+	must(t, err)
+	for _, n := range []int{2, 5, 10} { // 10 round trips: the last one too
+		store := &flushingStore{inner: goredis.New(c), c: c, n: n}
+		e2, err := core.New(store, cfg)
+		must(t, err)
+		got, err := e2.Statuses(ctx, users)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("flush before round trip %d: %v, statuses differ: %t", n, err, !reflect.DeepEqual(got, want))
+		}
+		if store.trips != 11 {
+			t.Errorf("flush before round trip %d: %d round trips, want 10 and one resend", n, store.trips)
+		}
+	}
+}
