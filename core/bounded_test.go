@@ -288,7 +288,8 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			e, clk, mr := newMiniEngine(t, cfg)
 			bg := context.Background()
 			for i := range 40 {
-				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb})
+				// long metadata: users in the big hash, indexed one by one
+				_, err := e.Login(bg, core.Login{User: fmt.Sprint("u", i), Device: "d", Kind: core.KindWeb, Meta: bigMeta})
 				must(t, err)
 			}
 			clk.t = clk.t.Add(time.Hour) // every session expired
