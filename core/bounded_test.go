@@ -253,30 +253,6 @@ func TestRunBoundsSharedRoundTrips(t *testing.T) {
 	}
 }
 
-// midRoundCanceller cancels its context once the first round trip of full
-// sweep steps (the round after the first, whose steps are small) is back,
-// and records each later round trip's scripts and whether its context had
-// ended.
-type midRoundCanceller struct {
-	inner  core.Store
-	cancel context.CancelFunc
-	sweeps int
-	after  []string
-}
-
-func (s *midRoundCanceller) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	if s.sweeps >= 2 {
-		s.after = append(s.after, fmt.Sprintf("%s×%d cancelled=%v", scriptOf(calls[0]), len(calls), ctx.Err() != nil))
-	}
-	res := s.inner.Eval(ctx, calls)
-	if scriptOf(calls[0]) == "sweep_users" {
-		if s.sweeps++; s.sweeps == 2 {
-			s.cancel()
-		}
-	}
-	return res
-}
-
 // TestSweepCancelledMidRound: when the context ends after the first round
 // trip of a round of sweep steps sent in several, both drivers send the
 // rest of the round without the cancellation (what it did is read and
@@ -301,7 +277,9 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
-			store := &midRoundCanceller{inner: goredis.New(c), cancel: cancel}
+			// cancelled once the first round trip of full sweep steps is back
+			// (the round after the first, whose steps are small)
+			store := &cancellingStore{inner: goredis.New(c), cancel: cancel, cancelAfter: 2}
 			cfg.Clock = clk
 			e2, err := core.New(store, cfg)
 			must(t, err)

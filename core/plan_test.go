@@ -397,24 +397,26 @@ func runManyPlans(t *testing.T, warm bool) {
 	}
 }
 
-// cancellingStore cancels its context after the first round of sweep
-// steps, and records each later round's scripts and whether its context
-// had ended.
+// cancellingStore cancels its context once its cancelAfter-th round trip
+// of sweep steps is back, and records each later round trip's scripts and
+// whether its context had ended.
 type cancellingStore struct {
-	inner  core.Store
-	cancel context.CancelFunc
-	swept  bool
-	after  []string
+	inner       core.Store
+	cancel      context.CancelFunc
+	cancelAfter int
+	sweeps      int
+	after       []string
 }
 
 func (s *cancellingStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	if s.swept {
+	if s.sweeps >= s.cancelAfter {
 		s.after = append(s.after, fmt.Sprintf("%s×%d cancelled=%v", scriptOf(calls[0]), len(calls), ctx.Err() != nil))
 	}
 	res := s.inner.Eval(ctx, calls)
-	if !s.swept && scriptOf(calls[0]) == "sweep_users" {
-		s.swept = true
-		s.cancel()
+	if scriptOf(calls[0]) == "sweep_users" {
+		if s.sweeps++; s.sweeps == s.cancelAfter {
+			s.cancel()
+		}
 	}
 	return res
 }
@@ -444,7 +446,7 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
-			store := &cancellingStore{inner: goredis.New(c), cancel: cancel}
+			store := &cancellingStore{inner: goredis.New(c), cancel: cancel, cancelAfter: 1}
 			cfg.Clock = clk
 			e2, err := core.New(store, cfg)
 			must(t, err)

@@ -78,11 +78,10 @@ for i = 0, n - 1 do
     if code ~= '' then
       issued = ''
     else
-      local static = r.seen == nil
       r.seen, r.bg = now, ARGV[a + BEAT_BACKGROUND] == '1'
       local gw = ARGV[a + BEAT_GATEWAY]
       if gw ~= '' and gw ~= r.gw then
-        r.gw, static = gw, true
+        r.gw = gw
       end
       if ARGV[a + BEAT_ACTIVE] == '1' then
         local t = activity(at)
@@ -90,9 +89,9 @@ for i = 0, n - 1 do
       end
       local meta = ARGV[a + BEAT_META]
       if meta ~= '' and string.sub(meta, 2) ~= r.meta then
-        r.meta, static = string.sub(meta, 2), true
+        r.meta = string.sub(meta, 2)
       end
-      if static then set(u, dev, r) else seen(u, dev, r) end
+      set(u, dev, r)
       settle(u, 'change', P, events)
     end
   end

@@ -460,11 +460,6 @@ local function set(u, id, r)
   u.devs[id] = r
 end
 
--- seen records that only the dynamic part of a record changed.
-local function seen(u, id, r)
-  u.devs[id] = r
-end
-
 local function drop(u, id)
   u.devs[id] = nil
 end
