@@ -208,7 +208,7 @@ type userBucketKeys struct {
 	outbox     string   // the hash of events decided and not yet delivered
 	keys       []string // meta, due index, big hash, manual hash, as the user scripts take them
 	sweep      []string // the same and the lock, as the sweep takes them
-	steady     []string // meta and big hash, as the steady beat takes them
+	steady     []string // big hash and meta, as the steady beat takes them
 }
 
 type classSettings struct {
@@ -392,7 +392,7 @@ func (s *settings) precompute() {
 		s.users[b].outbox = base + sufOutbox
 		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:4:4]
-		s.users[b].steady = []string{base + sufMeta, base + sufBig}
+		s.users[b].steady = []string{base + sufBig, base + sufMeta}
 	}
 }
 
@@ -402,11 +402,15 @@ func (s *settings) precompute() {
 // deployment that stops leaves no user record behind for longer, sweeper
 // or not (docs/design.md §5), while one that runs without a sweeper for a
 // while keeps its published statuses, which the counts follow.
+// A steady beat moves a page's expiry only once in each half of it
+// (lua/heartbeat_steady.lua), so half of it is at least every window plus
+// KeyGrace: a page where a device beats never expires.
 func (s *settings) userKeep() int64 {
-	keep := max(s.fence, s.push, s.leave, s.coalesce, 24*time.Hour.Milliseconds()-s.grace)
+	window := s.push
 	for _, iv := range s.interval {
-		keep = max(keep, 2*iv)
+		window = max(window, 2*iv)
 	}
+	keep := max(s.fence, s.leave, s.coalesce, 2*window+s.grace, 24*time.Hour.Milliseconds()-s.grace)
 	return keep + s.grace
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // constantDefRE is what constantDef matches.
-var constantDefRE = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
+var constantDefRE = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|'(?:[^'\\\n]|\\[^\n])*'|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
 
 func checkConstantDef(t *testing.T, line string) {
 	t.Helper()
@@ -57,7 +57,8 @@ func TestConstantDef(t *testing.T) {
 		"local A = B + 1x", "local A = B  + 1", "local A = B\t-- c\n", "local A = B -- c\nx", "local a = 1",
 		"local _A = 1", "local A9_Z = B_1 + 0", "local A = 1x", "local A = -1", "local A=1", "local A = B + 1 + 2",
 		"  local A = 1", "local A = 1 --", "local A = 1\v", "local A = ١", "local A = B + 1\f-- ok", "local AB = CD--",
-		"local A = Bc", "local A = B.c", "local A = 0x10",
+		"local A = Bc", "local A = B.c", "local A = 0x10", "local A = 'x'", "local A = '\\31' -- c", "local A = 'it\\'s'",
+		"local A = 'x", "local A = 'x' .. B", "local A = ''", "local A = 'a\\'", "local A = \"x\"", "local A = 'x'y'",
 	} {
 		checkConstantDef(t, line)
 	}

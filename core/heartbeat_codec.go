@@ -14,11 +14,29 @@ func (p *planner) steadyArgs(now string, b uint32, n int) []string {
 	return append(args, p.settings.beatParams[:]...)
 }
 
-// appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua) to args.
-func (p *planner) appendSteady(args []string, hb Heartbeat) []string {
-	meta, at := beatExtras(hb)
-	return append(args, hb.User, hb.Device, hb.Token, hb.Gateway, meta,
-		flag(hb.Active), flag(hb.Background), at)
+// appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua),
+// in bucket b, to args.
+func (p *planner) appendSteady(args []string, b uint32, hb Heartbeat) []string {
+	extra := ""
+	if meta, at := beatExtras(hb); hb.Gateway != "" || meta != "" || at != "" {
+		extra = hb.Gateway + unitSep + at + unitSep + meta
+	}
+	return append(args, hb.User, hb.Device, hb.Token, p.hints.page(b, hb.User), steadyFlags[flagBits(hb.Active, hb.Background)], extra)
+}
+
+// steadyFlags are a steady beat's flags, 1 if active + 2 if in the
+// background, as the script takes them.
+var steadyFlags = [4]string{"0", "1", "2", "3"}
+
+func flagBits(active, background bool) int {
+	n := 0
+	if active {
+		n = 1
+	}
+	if background {
+		n += 2
+	}
+	return n
 }
 
 // appendBeat appends one heartbeat's fields (lua/heartbeat_full.lua) to args:
@@ -50,13 +68,25 @@ func beatExtras(hb Heartbeat) (meta, at string) {
 // kindCodes are the kinds as scripts take them.
 var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 
-// decodeSteady reads a reply of lua/heartbeat_steady.lua into tokens, one for each beat
-// offered: the token in force, or "" for a beat heartbeat_full.lua must decide.
-// The reply is one string, the tokens joined by unitSep.
-func decodeSteady(v Value, tokens []string) error {
+// decodeSteady reads a reply of lua/heartbeat_steady.lua in bucket b into
+// tokens, one for each beat offered: the token in force, or "" for a beat
+// heartbeat_full.lua must decide. The reply is one string, the tokens
+// joined by unitSep, then, when the script read the bucket's page
+// geometry, recordSep and the geometry, which the page hints learn.
+func (p *planner) decodeSteady(v Value, b uint32, tokens []string) error {
 	s, err := v.AsString()
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)
+	}
+	if i := strings.IndexByte(s, recordSep[0]); i >= 0 {
+		level, split, ok := strings.Cut(s[i+1:], unitSep)
+		l, err1 := strconv.ParseUint(level, 10, 6)
+		n, err2 := strconv.ParseUint(split, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return replyErr("steady heartbeat: page geometry %q", s[i+1:])
+		}
+		p.hints.learn(b, uint(l), uint32(n))
+		s = s[:i]
 	}
 	if len(tokens) == 0 {
 		return nil

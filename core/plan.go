@@ -432,6 +432,7 @@ type planner struct {
 	settings *settings
 	scripts  scriptSet
 	rand     io.Reader
+	hints    pageGeometry
 }
 
 // Planner makes the plans of an engine's operations (Plan), for drivers
@@ -457,7 +458,7 @@ func newPlanner(cfg Config) (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand}
+	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand, hints: make(pageHints, len(s.users))}
 	if p.rand == nil {
 		p.rand = cryptoRand
 	}

@@ -38,7 +38,7 @@ func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 	}
 	sp.b, sp.seed = b, seed
 	r := &m.r0
-	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), hb)}
+	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), b, hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
 	return pl
@@ -57,7 +57,7 @@ type steadyPlan struct {
 // next takes the steady beat's reply: the beat applied, or the full path.
 func (sp *steadyPlan) next(vals []Value) (*round, error) {
 	var token [1]string
-	if err := decodeSteady(vals[0], token[:]); err != nil {
+	if err := sp.p.decodeSteady(vals[0], sp.b, token[:]); err != nil {
 		return nil, err
 	}
 	if token[0] == "" {
@@ -205,6 +205,7 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 	var calls []Call
 	var costs []int
 	var offered [][]int
+	var offeredIn []uint32
 	for _, run := range runs {
 		var these []int
 		for k, i := range run {
@@ -220,11 +221,12 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 			part := these[sp[0]:sp[1]:sp[1]]
 			args := p.steadyArgs(now, b, len(part))
 			for _, i := range part {
-				args = p.appendSteady(args, beats[i])
+				args = p.appendSteady(args, b, beats[i])
 			}
 			calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
 			costs = append(costs, len(part)*steadyMicros)
 			offered = append(offered, part)
+			offeredIn = append(offeredIn, b)
 		}
 	}
 	if len(calls) == 0 {
@@ -234,7 +236,7 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		applied := make([]bool, len(beats))
 		for c, these := range offered {
 			tokens := make([]string, len(these))
-			if err := decodeSteady(vals[c], tokens); err != nil {
+			if err := p.decodeSteady(vals[c], offeredIn[c], tokens); err != nil {
 				return nil, err
 			}
 			for j, i := range these {

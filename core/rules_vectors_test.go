@@ -379,30 +379,40 @@ func (l *luaRunner) userOutcome(t *testing.T, v vectorEnv, s *settings, u userVe
 // fresh bucket has, with nothing pending and the device's state st
 // published, offers the steady beat a beat of
 // it at now (its own token and background flag, active or not), and
-// reports whether the script applied it.
+// reports whether the script applied it. It offers the beat twice, from
+// the same records: as a beat with nothing extra, which the script's
+// single-device path takes, and with an empty gateway, client time and
+// metadata, which only its general path takes; the two must agree.
 func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64, stored [2]string, d deviceVector, st Status, active bool) bool {
 	t.Helper()
-	page := "P:{u0}:p:0"
-	l.c.Del(l.ctx, page)
-	if err := l.c.HSet(l.ctx, "P:{u0}:m", "v", "2", "L", "0", "s", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.c.HSet(l.ctx, page, "vector", itoa(int64(st))+itemSep+stored[0], dynPrefix+"vector", unitSep+itemSep+stored[1]).Err(); err != nil {
-		t.Fatal(err)
-	}
-	act, bg := "0", "0"
+	flags := 0
 	if active {
-		act = "1"
+		flags++
 	}
 	if d.Background {
-		bg = "1"
+		flags += 2
 	}
-	res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:m", "P:{u0}:big"}, itoa(now), "P:{u0}:p:", itoa(s.push),
-		itoa(s.keep), itoa(s.idle), itoa(s.skew), "vector", d.ID, v.record(d).token, "", "", act, bg, "").Text()
-	if err != nil {
-		t.Fatalf("steady beat: %v", err)
+	var applied [2]bool
+	for i, extra := range []string{"", unitSep + unitSep} {
+		page := "P:{u0}:p:0"
+		l.c.Del(l.ctx, page)
+		if err := l.c.HSet(l.ctx, "P:{u0}:m", "v", "2", "L", "0", "s", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.c.HSet(l.ctx, page, "vector", itoa(int64(st))+itemSep+stored[0], dynPrefix+"vector", unitSep+itemSep+stored[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:big", "P:{u0}:m"}, itoa(now), "P:{u0}:p:", itoa(s.push),
+			itoa(s.keep), itoa(s.idle), itoa(s.skew), "vector", d.ID, v.record(d).token, "0", itoa(int64(flags)), extra).Text()
+		if err != nil {
+			t.Fatalf("steady beat: %v", err)
+		}
+		applied[i] = res != ""
 	}
-	return res != ""
+	if applied[0] != applied[1] {
+		t.Errorf("steady beat of %s at %d: the single-device path applied it %v, the general path %v", d.ID, now, applied[0], applied[1])
+	}
+	return applied[0]
 }
 
 // recordOutcome runs a record vector through userlib.lua: the fields

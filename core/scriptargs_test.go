@@ -187,9 +187,8 @@ func TestLuaArgNames(t *testing.T) {
 		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_PAGES": base + sufPage, "ARG_PUSH": "602000", "ARG_KEEP": itoa(e.settings.keep),
 			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
-			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_GATEWAY": "gw-h",
-			"ARG_BEAT1+BEAT_META": meta, "ARG_BEAT1+BEAT_ACTIVE": "1", "ARG_BEAT1+BEAT_BACKGROUND": "0",
-			"ARG_BEAT1+BEAT_AT": "1772366399456",
+			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_PAGE": "",
+			"ARG_BEAT1+BEAT_FLAGS": "1", "ARG_BEAT1+BEAT_EXTRA": "gw-h" + unitSep + "1772366399456" + unitSep + meta,
 		}, "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",

@@ -62,6 +62,7 @@
 
 local US = '\31'
 local IS = '\29'
+local RS = '\30' -- the steady beat's reply: tokens RS geometry
 local DYN = '\1'
 local FENCE = '\2'
 local PAGE = '\1' -- a page's member in the due index: PAGE .. N
@@ -85,6 +86,17 @@ local SPLIT_AT = 40     -- a new user in a page this full splits a page
 -- lastSeen and lastSeen - lastActive.
 local STEADY_STATIC = '^([^\031]*)\031([0-7])\031[^\031]*\031([^\031]*)\031([^\031]*)\031([^\031]*)\031[^\031]*(\031?)'
 local STEADY_DYNAMIC = '^([^\031]*)\031([^\031]*)$'
+-- The records of a user with one device, nothing pending and no manual
+-- expiry, as the steady beat's single path takes them: the dynamic one
+-- whole (lastSeen, lastSeen - lastActive), the static one after its
+-- device ID (token and interval; its bits are read as a byte; no
+-- metadata, no fence).
+local SINGLE_DYNAMIC = '^\031\029(%x+)\031(%-?%d+)$'
+local SINGLE_STATIC = '^\031[0-7]\031[^\031]*\031[^\031]*\031([^\031]*)\031(%d+)\031%x+$'
+-- A device ID longer than this leaves no room in a page for its records
+-- with an 11-character token, a 30 s interval and 11-digit instants, so
+-- the steady beat looks for them in the big hash first.
+local LONG_ID = 26
 
 local function fmt(n) return string.format('%.0f', n) end
 
@@ -104,21 +116,6 @@ end
 -- layoutError raises the error the engine reports as ErrLayout.
 local function layoutError(found)
   error('PRESENCE_LAYOUT keys of layout ' .. found .. ' where this engine writes layout ' .. LAYOUT, 0)
-end
-
--- pages reads the bucket's page level and split pointer from meta, and
--- checks its layout: a bucket without meta holds no user record of this
--- layout, so a due index or counts hash there belongs to another one.
--- write: create meta when the bucket has none (reads never write).
-local function pages(meta, due, counts, write)
-  local m = redis.call('HMGET', meta, 'v', 'L', 's')
-  if m[1] then
-    if m[1] ~= LAYOUT then layoutError(m[1]) end
-    return m[2] + 0, m[3] + 0
-  end
-  if redis.call('EXISTS', due, counts) > 0 then layoutError('1') end
-  if write then redis.call('HSET', meta, 'v', LAYOUT, 'L', '0', 's', '0') end
-  return 0, 0
 end
 
 -- hashOf is the user's page hash: 32 bits of its SHA1, the same in every

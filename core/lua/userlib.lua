@@ -145,6 +145,21 @@ local function state(r, now, P)
 end
 
 
+-- pages reads the bucket's page level and split pointer from meta, and
+-- checks its layout: a bucket without meta holds no user record of this
+-- layout, so a due index or counts hash there belongs to another one.
+-- write: create meta when the bucket has none (reads never write).
+local function pages(meta, due, counts, write)
+  local m = redis.call('HMGET', meta, 'v', 'L', 's')
+  if m[1] then
+    if m[1] ~= LAYOUT then layoutError(m[1]) end
+    return m[2] + 0, m[3] + 0
+  end
+  if redis.call('EXISTS', due, counts) > 0 then layoutError('1') end
+  if write then redis.call('HSET', meta, 'v', LAYOUT, 'L', '0', 's', '0') end
+  return 0, 0
+end
+
 -- layout reads the bucket's page level and split pointer once per call
 -- (recordlib.lua's pages; write: create the bucket's meta if it has none).
 local function layout(P, write)

@@ -1,0 +1,56 @@
+package core
+
+import (
+	"crypto/sha1"
+	"encoding/binary"
+	"strconv"
+	"sync/atomic"
+)
+
+// pageGeometry is what a plan knows of the user buckets' page geometry:
+// an input it reads, like now, and an output it reports. The driver keeps
+// it (pageHints), so that a plan does no coordination of its own.
+type pageGeometry interface {
+	// page returns the page of user in bucket b, or "" when unknown.
+	page(b uint32, user string) string
+	// learn records the geometry of bucket b as a script read it.
+	learn(b uint32, level uint, split uint32)
+}
+
+// pageHints remembers each user bucket's page geometry, its level and split
+// pointer (lua/recordlib.lua), as the steady beat last reported it, so that
+// a beat names the page its user should be in and the script neither hashes
+// the user nor reads the geometry, as a cluster client caches the slot map.
+// A hint is only a hint: a stale one costs the script a miss and a lookup,
+// never a wrong answer (lua/heartbeat_steady.lua). Concurrent plans of one
+// engine share it.
+type pageHints []atomic.Uint64 // by bucket: (level+1)<<32 | split, 0 unknown
+
+// page returns the page of user in bucket b at the geometry last reported,
+// or "" when none has been.
+func (h pageHints) page(b uint32, user string) string {
+	g := h[b].Load()
+	if g == 0 {
+		return ""
+	}
+	return strconv.FormatUint(uint64(userPage(user, uint(g>>32)-1, uint32(g))), 10)
+}
+
+// learn records the geometry of bucket b.
+func (h pageHints) learn(b uint32, level uint, split uint32) {
+	h[b].Store(uint64(level+1)<<32 | uint64(split))
+}
+
+// userPage is the page of user at level, split pointer split: linear
+// hashing over the first 32 bits of the user's SHA1, as recordlib.lua's
+// hashOf and pageOf compute it.
+func userPage(user string, level uint, split uint32) uint64 {
+	sum := sha1.Sum([]byte(user))
+	h := uint64(binary.BigEndian.Uint32(sum[:4]))
+	n := uint64(1) << level
+	p := h % n
+	if p < uint64(split) {
+		p = h % (2 * n)
+	}
+	return p
+}
