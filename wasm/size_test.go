@@ -23,15 +23,18 @@ import (
 // the reactor before it; the outbox and the user pages (issue 18) brought
 // the reactor to 4,471,003 and 1,205,971 B, and issue 23's bounded calls
 // (waves of calls, batches split into calls of about 0.5 ms) added about
-// 27 kB raw and 7 kB gzipped, and the ceilings as much. Raise them only
+// 27 kB raw and 7 kB gzipped, and the ceilings as much; the steady beat's
+// page hints and its one-device path (issue 18: mostly the longer Lua
+// file, which the modules embed) added about 4.5 kB raw and 1 kB gzipped,
+// and the ceilings 8 kB and 2 kB. Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_507_000, 1_217_000},
-	{wasm.JS, 4_537_000, 1_223_000},
+	{wasm.WASI, 4_515_000, 1_219_000},
+	{wasm.JS, 4_545_000, 1_225_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,
