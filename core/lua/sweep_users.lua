@@ -34,7 +34,7 @@ local function undelivered()
   for i = 1, #page, 2 do
     local f, v = page[i], page[i + 1]
     if f ~= '#' and f ~= '@' and #out < 2 * OUTBOX_STEP then
-      local at = tonumber(string.match(v, '([^\031]*)$'))
+      local at = tonumber(string.match(v, '\031(%d+)$')) -- the last field: the instant decided
       if at and at <= before then
         out[#out + 1] = epoch .. '.' .. f
         out[#out + 1] = v
@@ -76,12 +76,14 @@ for i = 1, #due do
       end
     end
     P.visiting = true
+    batchStart(P, pk, users)
     local low = nil
     for j = 1, #users, 2 do
       local u = load(users[j], P, users[j + 1], dyns[users[j]], pk)
       settle(u, 'leave', P, events)
       if u.where == pk and u.nxt and (low == nil or u.nxt < low) then low = u.nxt end
     end
+    batchEnd(P)
     P.visiting = false
     visited = visited + #users / 2
     if low then redis.call('ZADD', KEYS[2], fmt(low), m) else redis.call('ZREM', KEYS[2], m) end
@@ -98,4 +100,8 @@ for i = 1, #due do
 end
 local more = 0
 if taken < #due or #due >= limit then more = 1 else redis.call('DEL', KEYS[5]) end
-return { P.now, visited, more, 'ok', events, undelivered() }
+-- the outbox once a pass, at its last step: the events of the pass's
+-- other steps are not yet due for redelivery anyway
+local again = {}
+if more == 0 then again = undelivered() end
+return { P.now, visited, more, 'ok', events, again }

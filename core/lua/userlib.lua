@@ -219,7 +219,8 @@ local function load(user, P, rec, dyn, where)
       end
     end
   end
-  local m = redis.call('HGET', P.man, user)
+  local m
+  if P.batch then m = P.batch.manual[user] else m = redis.call('HGET', P.man, user) end
   if m then
     u.manRaw = m
     local manual, mexp = string.match(m, '^([^\031]*)\031(.*)$')
@@ -319,8 +320,15 @@ end
 -- else the big hash. It returns the key they went to (nil: none).
 local function place(u, rec, dyn, P)
   local df = DYN .. u.user
+  local B = P.batch
+  if B and u.where ~= B.key then B = nil end
   if not rec then
-    if u.where then redis.call('HDEL', u.where, u.user, df) end
+    if B then
+      B.del[#B.del + 1] = u.user
+      B.del[#B.del + 1] = df
+    elseif u.where then
+      redis.call('HDEL', u.where, u.user, df)
+    end
     return nil
   end
   local pk = P.pages .. u.page
@@ -341,7 +349,17 @@ local function place(u, rec, dyn, P)
     end
   end
   if u.where and u.where ~= target then redis.call('HDEL', u.where, u.user, df) end
-  if u.where ~= target or rec ~= u.raw then
+  if B and target == B.key then
+    local set = B.set
+    if rec ~= u.raw then
+      set[#set + 1] = u.user
+      set[#set + 1] = rec
+    end
+    if dyn ~= u.dynRaw or rec ~= u.raw then
+      set[#set + 1] = df
+      set[#set + 1] = dyn
+    end
+  elseif u.where ~= target or rec ~= u.raw then
     redis.call('HSET', target, u.user, rec, df, dyn)
     redis.call('PEXPIRE', target, P.keep)
   elseif dyn ~= u.dynRaw then
@@ -440,14 +458,70 @@ end
 local OUTBOX_MAX = 4096
 local OUTBOX_TTL = 86400000 -- ms an outbox outlives its last event
 local function emit(P, kind, fields)
-  local h = redis.call('HMGET', P.ob, '#', '@')
-  local seq, epoch = tonumber(h[1] or '0') + 1, h[2]
-  if not epoch then epoch = P.nows end
+  local B = P.batch
+  local seq, epoch
+  if B and B.seq then
+    seq, epoch = B.seq + 1, B.epoch
+  else
+    local h = redis.call('HMGET', P.ob, '#', '@')
+    seq, epoch = tonumber(h[1] or '0') + 1, h[2]
+    if not epoch then epoch = P.nows end
+  end
   local id = string.match(P.ob, '{([^}]*)}') .. '.' .. epoch .. '.' .. fmt(seq)
-  redis.call('HSET', P.ob, '#', fmt(seq), '@', epoch, fmt(seq), kind .. US .. table.concat(fields, US))
+  local entry = kind .. US .. table.concat(fields, US)
+  if B then
+    B.seq, B.epoch = seq, epoch
+    B.ob[#B.ob + 1] = fmt(seq)
+    B.ob[#B.ob + 1] = entry
+    return id
+  end
+  redis.call('HSET', P.ob, '#', fmt(seq), '@', epoch, fmt(seq), entry)
   if seq > OUTBOX_MAX then redis.call('HDEL', P.ob, fmt(seq - OUTBOX_MAX)) end
   redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
   return id
+end
+
+-- A sweep visits a page's users in a batch (P.batch, batchStart): it reads
+-- their manual statuses at once, and gathers the writes to the page, the
+-- counts and the outbox, which batchEnd makes, a command each; one at a
+-- time they were most of what an expired device cost. Only writes to the
+-- page being visited are gathered (a user moved elsewhere writes at once),
+-- and nothing in the batch reads what it gathered.
+local function batchStart(P, key, users)
+  local names = {}
+  for j = 1, #users, 2 do names[#names + 1] = users[j] end
+  local manual = {}
+  if #names > 0 then
+    local got = redis.call('HMGET', P.man, unpack(names))
+    for j = 1, #names do manual[names[j]] = got[j] end
+  end
+  P.batch = { key = key, manual = manual, set = {}, del = {}, cnt = {}, ob = {} }
+end
+
+local function batchEnd(P)
+  local B = P.batch
+  P.batch = nil
+  if #B.del > 0 then redis.call('HDEL', B.key, unpack(B.del)) end
+  if #B.set > 0 then
+    redis.call('HSET', B.key, unpack(B.set))
+    redis.call('PEXPIRE', B.key, P.keep)
+  end
+  for st, d in pairs(B.cnt) do
+    if d ~= 0 then redis.call('HINCRBY', P.cnt, st, d) end
+  end
+  if B.seq then
+    local ob = B.ob
+    redis.call('HSET', P.ob, '#', fmt(B.seq), '@', B.epoch, unpack(ob))
+    if B.seq > OUTBOX_MAX then
+      local gone = {}
+      for j = 1, #ob, 2 do
+        local s = ob[j] - OUTBOX_MAX
+        if s > 0 then gone[#gone + 1] = fmt(s) end
+      end
+      redis.call('HDEL', P.ob, unpack(gone))
+    end
+    redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
+  end
 end
 
 -- settle observes the user's current status and stores everything; a
@@ -462,8 +536,14 @@ local function settle(u, cause, P, events)
   store(u, P)
   if ev then
     -- the counts follow the published statuses, in the same script
-    if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
-    if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+    local B = P.batch
+    if B then
+      if ev[1] ~= OFFLINE then B.cnt[ev[1]] = (B.cnt[ev[1]] or 0) - 1 end
+      if ev[2] ~= OFFLINE then B.cnt[ev[2]] = (B.cnt[ev[2]] or 0) + 1 end
+    else
+      if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
+      if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+    end
     events[#events + 1] = u.user
     events[#events + 1] = ev[1]
     events[#events + 1] = ev[2]
