@@ -76,7 +76,8 @@ var plantedBugs = []plantBug{
 		// The steady beat applies a beat although its user's status is no
 		// longer the one published (a device went idle or its window passed
 		// unseen), so the change waits for a sweep instead of this beat.
-		edits:     []edit{{"and pub ~= best then return nil end", "and false then return nil end"}},
+		edits: []edit{{"and pub ~= best then return false end", "and false then return false end"},
+			{"and pub ~= st then break end", "and false then break end"}},
 		raceBlind: "its rounds seldom let one device's instant pass unseen while another of its user beats steadily",
 	},
 	{
