@@ -458,7 +458,7 @@ func newPlanner(cfg Config) (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand, hints: make(pageHints, len(s.users))}
+	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand, hints: newPageHints(len(s.users))}
 	if p.rand == nil {
 		p.rand = cryptoRand
 	}
