@@ -10,8 +10,12 @@
 # its workload alone, and this prints the server's instructions per item
 # (beat, or expired device swept). Sequential calls make the count exact
 # under any load, where cmd/bench/instructions.sh's concurrent rows count
-# whatever else the server did while the workload ran. Needs valgrind;
-# takes 1 to 3 minutes.
+# whatever else the server did while the workload ran. A sweep's steps stop
+# on a server-time budget, which callgrind's slowdown (about fifty times)
+# reaches after a few users: its count holds far more steps, and their
+# overhead, than a sweep at full speed (run cmd/bench/callcost without
+# callgrind, -pid 0, for its server CPU time). Needs valgrind; takes 1 to 3
+# minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

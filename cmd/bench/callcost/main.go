@@ -16,6 +16,9 @@
 //	       sweeps settle them (the first sees each leave, the second
 //	       publishes OFFLINE after LeaveDelay and deletes the records)
 //
+// With -pid 0 (no callgrind) it prints the server's CPU time in scripts
+// over the workload instead, on standard error.
+//
 // Devices have 36-byte IDs shaped as Centrifuge's client IDs, or "d0".."d2"
 // with -short. It prints the items of the workload, for callcost.sh to
 // divide by.
@@ -29,7 +32,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/core"
@@ -82,9 +88,25 @@ func run(args []string) error {
 	for i := range users {
 		users[i] = benchkit.UserID(i)
 	}
-	// instrument switches callgrind's counting on, or dumps what it counted
+	// instrument switches callgrind's counting on, or dumps what it counted;
+	// without callgrind (-pid 0) it reports the server's CPU time in
+	// scripts over the workload instead, from INFO commandstats
+	plain := redis.NewClient(&redis.Options{Addr: *addr})
+	defer plain.Close()
 	instrument := func(on bool) error {
 		if *pid == 0 {
+			if on {
+				return plain.ConfigResetStat(ctx).Err()
+			}
+			info, err := plain.Info(ctx, "commandstats").Result()
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(info, "\n") {
+				if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+					fmt.Fprintln(os.Stderr, strings.TrimSpace(line))
+				}
+			}
 			return nil
 		}
 		args := []string{"-d", strconv.Itoa(*pid)}
