@@ -55,8 +55,8 @@ func (s *cannedStore) Eval(_ context.Context, calls []core.Call) []core.Result {
 }
 
 // The steady beat's arguments: now, the page prefix and 4 settings, then
-// 8 for each beat (core/lua/heartbeat_steady.lua).
-const steadyHead, steadyFields = 6, 8
+// 6 for each beat (core/lua/heartbeat_steady.lua, BEAT_FIELDS).
+const steadyHead, steadyFields = 6, 6
 
 // BenchmarkHeartbeat measures the core's work for one steady heartbeat:
 // checks, arguments, the call, and decoding the reply (the store answers at
