@@ -102,8 +102,11 @@ func (c seqConfig) config(prefix string, virtual bool) core.Config {
 		ScopeBuckets:   c.ScopeBuckets,
 		Classes: map[string]core.ScopeClass{
 			"ex": {Layout: core.LayoutExact, Window: 20 * time.Second, SweepInterval: 3 * time.Second},
+			// Shards: a spread scope's fixed shards; else, as ShardSize,
+			// a self-sized scope splits and merges among the generated
+			// members
 			"cp": {Layout: core.LayoutCompact, Window: 30 * time.Second, SweepInterval: 5 * time.Second,
-				Shards: c.Shards, Spread: c.Spread},
+				Shards: c.Shards, ShardSize: c.Shards, Spread: c.Spread},
 			"ap": {Layout: core.LayoutApprox, Window: 30 * time.Second, SweepInterval: 4 * time.Second, Bucket: 6 * time.Second},
 		},
 		SweepBatch:     c.SweepBatch,

@@ -93,7 +93,8 @@ func raceConfig(prefix string, policy core.Policy) core.Config {
 		ScopeBuckets:   1,
 		Classes: map[string]core.ScopeClass{
 			"ex": {Layout: core.LayoutExact, Window: raceWindow, SweepInterval: time.Millisecond},
-			"cp": {Layout: core.LayoutCompact, Window: raceWindow, SweepInterval: time.Millisecond, Shards: 3},
+			// ShardSize 1: the scope splits and merges among few members
+			"cp": {Layout: core.LayoutCompact, Window: raceWindow, SweepInterval: time.Millisecond, ShardSize: 1},
 			"ap": {Layout: core.LayoutApprox, Window: raceWindow, SweepInterval: time.Millisecond, Bucket: 200 * time.Millisecond},
 		},
 		SweepBatch:     3,

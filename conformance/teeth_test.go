@@ -43,8 +43,10 @@ var plantedBugs = []plantBug{
 	{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
-		// Compact shards are rewritten with their expired members kept.
-		edits: []edit{{"if age(now, flat[i + 1]) > win then dead", "if false then dead"}},
+		// A due compact shard keeps its expired members, counted, and is
+		// indexed at its earliest live member.
+		edits: []edit{{"removed = removed + redis.call('HDEL', key, unpack(dead, i, math.min(i + 3999, #dead)))",
+			"removed = removed + 0"}},
 	},
 	{
 		name:    "a heartbeat that ignores the session token",
@@ -57,11 +59,10 @@ var plantedBugs = []plantBug{
 	},
 	{
 		name: "a count that forgets a shard",
-		// Every script that sums compact shards skips shard 0, the sweep's
-		// walk as it sums the shards it has walked too.
+		// A self-sized compact scope's member total misses what a sweep,
+		// a split or a merge changes in shard 0.
 		edits: []edit{
-			{"for i = first, last - 1 do n = n + redis.call('HLEN'", "for i = first + 1, last - 1 do n = n + redis.call('HLEN'"},
-			{"if nxt == '0' then cursor, sum = cursor + 1, sum + left end", "if nxt == '0' then cursor, sum = cursor + 1, sum + (cursor == 0 and 0 or left) end"},
+			{"c.t = c.t + size - rec", "if n ~= 0 then c.t = c.t + size - rec end"},
 		},
 	},
 	{

@@ -27,7 +27,6 @@ const (
 	touchChunk  = callMicros / touchMicros
 	steadyChunk = callMicros / steadyMicros
 	fullChunk   = callMicros / fullMicros
-	countChunk  = 512 // about 0.5 ms, as scopelib.lua's RECOUNT_SHARDS
 	ackChunk    = callMicros / ackMicros
 )
 

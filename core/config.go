@@ -118,10 +118,19 @@ type ScopeClass struct {
 	// liveness window of a web device (2 × its interval). A compact class's
 	// window is at most 7 days.
 	Window time.Duration
-	// Shards is the number of compact shards of a scope; choose it so that
-	// each holds at most 512 members (Redis keeps such hashes compact).
-	// Default 256 (128,000 members). Counts do not depend on it.
+	// Shards is the number of shards of a scope of a Spread compact class;
+	// choose it so that each holds at most 512 members (Redis keeps such
+	// hashes compact). Default 256. A compact class that does not spread
+	// ignores it: its scopes size themselves (ShardSize). Counts do not
+	// depend on it.
 	Shards int
+	// ShardSize is the average number of members a shard of a compact
+	// class that does not spread holds before its scope splits a shard
+	// (linear hashing; a sweep merges shards back once the average falls
+	// under a quarter of it), so that every shard stays in Redis's compact
+	// listpack encoding (at most 512 entries by default) at any size.
+	// Default 128, 1 to 256. Counts do not depend on it.
+	ShardSize int
 	// Spread puts each compact shard in its own cluster slot, so that the
 	// writes of a very hot scope spread over the masters; counts are the
 	// same, and a sweep or count reads all shards in one pipelined round per
@@ -158,6 +167,13 @@ const (
 	// maxBucketsPerWindow bounds an approx window: each count reads every
 	// bucket of the window in one script call.
 	maxBucketsPerWindow = 1000
+	// compactLife is what a self-sized compact scope's keys live beyond its
+	// window and KeyGrace after their last touch: the sweep visits each
+	// shard through the due index at the latest a sweep interval after a
+	// window passes, long before, so the keys expire by themselves only in
+	// a deployment without a sweeper (memory stays bounded), and the
+	// meta's member total stays the shards' sum.
+	compactLife = 24 * time.Hour
 	// maxCompactWindow bounds a compact window: shards store touch instants
 	// modulo 2^31 ms (userlib.lua's stamp), whose ages stay exact below 12.4 days.
 	maxCompactWindow = 7 * 24 * time.Hour
@@ -215,6 +231,7 @@ type classSettings struct {
 	layout                   Layout
 	window, interval, bucket int64
 	shards                   int
+	shardSize                int
 	spread                   bool
 }
 
@@ -356,6 +373,7 @@ func newSettings(cfg Config) (*settings, error) {
 			cs.bucket = millis(orDur(c.Bucket, time.Duration(max(cs.window/10, 1))*time.Millisecond))
 		}
 		cs.shards = orInt(c.Shards, 256)
+		cs.shardSize = orInt(c.ShardSize, 128)
 		if cs.window < 1 || cs.interval < 1 || cs.bucket < 1 {
 			return nil, invalid(field, "Window, SweepInterval and Bucket must be at least 1ms")
 		}
@@ -367,6 +385,9 @@ func newSettings(cfg Config) (*settings, error) {
 		}
 		if cs.shards < 1 || cs.shards > 65536 {
 			return nil, invalid(field+".Shards", "must be in [1, 65536], got %d", c.Shards)
+		}
+		if cs.shardSize < 1 || cs.shardSize > 256 {
+			return nil, invalid(field+".ShardSize", "must be in [1, 256], got %d", c.ShardSize)
 		}
 		s.classes[name] = cs
 		s.classNames = append(s.classNames, name)

@@ -42,20 +42,27 @@ func (k KeyNames) Exact(sc Scope) (string, error) {
 	return sk.data, err
 }
 
-// Shard is compact shard n of sc, a scope of a compact-layout class.
+// Shard is compact shard n of sc, a scope of a compact-layout class: 0 to
+// Shards-1 for a spread class; for a self-sized one, 0 to 65,535, of which
+// the scope uses as many as its meta says (CompactMeta).
 func (k KeyNames) Shard(sc Scope, n int) (string, error) {
 	sk, err := k.scope(sc, LayoutCompact)
 	if err != nil {
 		return "", err
 	}
-	if n < 0 || n >= sk.cls.shards {
-		return "", invalid("shard", "%d is outside 0..%d", n, sk.cls.shards-1)
+	last := sk.cls.shards - 1
+	if !sk.cls.spread {
+		last = maxCompactShards - 1
+	}
+	if n < 0 || n > last {
+		return "", invalid("shard", "%d is outside 0..%d", n, last)
 	}
 	return sk.shardKeyN(n), nil
 }
 
-// ShardOf is the index of the compact shard of sc that holds member.
-func (k KeyNames) ShardOf(sc Scope, member string) (int, error) {
+// ShardOf is the index of the compact shard of sc that holds member: for a
+// self-sized scope, at level and split pointer sp (its meta's L and s).
+func (k KeyNames) ShardOf(sc Scope, member string, level, sp int) (int, error) {
 	sk, err := k.scope(sc, LayoutCompact)
 	if err != nil {
 		return 0, err
@@ -63,7 +70,33 @@ func (k KeyNames) ShardOf(sc Scope, member string) (int, error) {
 	if err := checkID("member", member); err != nil {
 		return 0, err
 	}
-	return sk.shardIndex(member), nil
+	if sk.cls.spread {
+		return sk.shardIndex(member), nil
+	}
+	return linearShard(memberHash(member), level, sp), nil
+}
+
+// CompactMeta is the meta hash of sc, a scope of a compact class that does
+// not spread: L (level), s (split pointer), t (members stored) and N →
+// the size of shard N; its shards are 0 to 2^L + s - 1. CompactIndex is
+// its due index (shard → earliest instant a member's window may pass).
+func (k KeyNames) CompactMeta(sc Scope) (string, error) {
+	sk, err := k.selfSized(sc)
+	return sk.compactMetaKey(), err
+}
+
+// CompactIndex is the due index of sc (see CompactMeta).
+func (k KeyNames) CompactIndex(sc Scope) (string, error) {
+	sk, err := k.selfSized(sc)
+	return sk.compactIndexKey(), err
+}
+
+func (k KeyNames) selfSized(sc Scope) (scopeKeys, error) {
+	sk, err := k.scope(sc, LayoutCompact)
+	if err == nil && sk.cls.spread {
+		err = invalid("scope.Class", "%q spreads its shards: no meta", sc.Class)
+	}
+	return sk, err
 }
 
 // Count is the count key of sc, which sweeps refresh and readers read.

@@ -85,6 +85,14 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 		if found != 1 {
 			t.Errorf("%v: %d of its shard names written, want the one holding m1; keys: %v", sc, found, mr.Keys())
 		}
+		if sc == hall {
+			// a self-sized scope's meta and due index
+			for _, f := range []func(core.Scope) (string, error){k.CompactMeta, k.CompactIndex} {
+				if key, err := f(sc); err != nil || !written()[key] {
+					t.Errorf("%v: meta or index %q, %v not written; keys: %v", sc, key, err, mr.Keys())
+				}
+			}
+		}
 		count, err := k.Count(sc)
 		if err != nil || !written()[count] {
 			t.Errorf("Count(%v) = %q, %v; keys: %v", sc, count, err, mr.Keys())
@@ -94,7 +102,9 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 	for name, err := range map[string]error{
 		"exact of a compact scope": errOf(k.Exact(hall)),
 		"shard of an exact scope":  errOf(k.Shard(room, 0)),
-		"shard out of range":       errOf(k.Shard(hall, 4)),
+		"shard out of range":       errOf(k.Shard(wide, 4)),
+		"self-sized out of range":  errOf(k.Shard(hall, 65536)),
+		"meta of a spread scope":   errOf(k.CompactMeta(wide)),
 		"unknown class":            errOf(k.Count(core.Scope{Class: "nope", ID: "x"})),
 	} {
 		if !errors.Is(err, core.ErrInvalid) {

@@ -1,8 +1,14 @@
 package core
 
-import "strconv"
+import (
+	"crypto/sha1"
+	"strconv"
+)
 
-// Layout of keys (version 2 of the user keys: lua/recordlib.lua). Every key
+// Layout of keys (version 2 of the user keys: lua/recordlib.lua; version 2
+// of the scope keys: self-sized compact scopes under "c:", where version 1
+// kept a class's fixed number of shards under "h:", which spread classes
+// still do). Every key
 // is the prefix, a hash tag, and a suffix:
 //
 //	P:{uB}:m                hash   layout version, page level and split pointer of user bucket B
@@ -16,8 +22,10 @@ import "strconv"
 //	P:{uB}:ob               hash   the bucket's outbox: events decided, not yet delivered
 //	P:{uB}:lock             string sweep lock of bucket B
 //	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
-//	P:{sB}:h:CLASS:N:SCOPE  hash   member → last touch, shard N (compact layout)
-//	P:{sB.N}:h:CLASS:N:SCOPE        the same, for classes that spread shards over slots
+//	P:{sB}:c:CLASS:N:SCOPE  hash   member → last touch, shard N of a self-sized compact scope
+//	P:{sB}:c:CLASS:m:SCOPE  hash   its level L, split pointer s, members stored t, N → shard N's size
+//	P:{sB}:c:CLASS:i:SCOPE  zset   its due index: shard N → earliest instant a window passes (or earlier)
+//	P:{sB.N}:h:CLASS:N:SCOPE hash  member → last touch, shard N of a spread compact scope
 //	P:{sB}:x:CLASS:T:SCOPE  hll    members touched in the bucket starting at T (approx layout)
 //	P:{sB}:n:CLASS:SCOPE    string "count:asOf", refreshed by each sweep
 //	P:{sB}:reg              zset   CLASS:SCOPE → next sweep of the scope
@@ -81,11 +89,42 @@ const (
 	sufLock     = "lock"
 	sufExact    = "z:"
 	sufShard    = "h:"
+	sufCompact  = "c:"
 	sufHLL      = "x:"
 	sufCount    = "n:"
 	sufRegistry = "reg"
 	sufRelease  = "rel"
 )
+
+// The meta hash and due index of a self-sized compact scope are its shards'
+// prefix, these, and its tail (scopelib.lua builds them so): shard numbers
+// are digits, so neither is a shard.
+const (
+	compactMeta  = "m"
+	compactIndex = "i"
+)
+
+// maxCompactShards bounds a self-sized scope's shards, as scopelib.lua's
+// MAX_SHARDS.
+const maxCompactShards = 65536
+
+// memberHash places a member among a self-sized compact scope's shards by
+// linear hashing: the first 32 bits of SHA1(member), big-endian, as
+// scopelib.lua's memberHash (TestMemberHashVectors holds the two together).
+func memberHash(member string) uint32 {
+	sum := sha1.Sum([]byte(member))
+	return uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
+}
+
+// linearShard is the shard of a member of hash h at level lv with split
+// pointer sp, as scopelib.lua's shardOf.
+func linearShard(h uint32, lv, sp int) int {
+	n := int(uint64(h) % (uint64(1) << lv))
+	if n < sp {
+		n = int(uint64(h) % (uint64(1) << (lv + 1)))
+	}
+	return n
+}
 
 func (l keyLayout) logKey() string { return l.prefix + ":log" }
 

@@ -188,7 +188,7 @@ func TestSpreadShardsUseManySlots(t *testing.T) {
 		slots := map[uint16]bool{}
 		for _, c := range rec.calls {
 			for _, k := range append(c.Keys, c.Args...) {
-				if strings.Contains(k, ":h:video:") {
+				if strings.Contains(k, ":h:video:") || strings.Contains(k, ":c:video:") {
 					slots[core.Slot(k)] = true
 				}
 			}

@@ -45,8 +45,10 @@ type modelUser struct {
 type modelScope struct {
 	exact        map[string]int64   // member → last touch
 	exactExpire  int64              // when the sorted set expires
-	shards       []map[string]int64 // compact shards
+	shards       []map[string]int64 // compact shards (a self-sized scope's: 2^level + split)
 	shardsExpire []int64
+	level, split int                       // a self-sized compact scope's linear hashing (scopelib.lua)
+	metaExpire   int64                     // when its meta and due index expire
 	hll          map[int64]map[string]bool // approx: bucket start → members
 	hllExpire    map[int64]int64
 	count        Count // the count key

@@ -10,17 +10,22 @@ import (
 // scope returns the scope's data as a script sees it at now: expired keys gone.
 func (m *Model) scope(sc Scope, cls classSettings, now int64) *modelScope {
 	s := m.scopes[sc]
+	n := 1 // a self-sized scope starts with one shard
+	if cls.spread {
+		n = cls.shards
+	}
 	if s == nil {
-		s = &modelScope{exact: map[string]int64{}, shards: make([]map[string]int64, cls.shards),
-			shardsExpire: make([]int64, cls.shards), hll: map[int64]map[string]bool{}, hllExpire: map[int64]int64{}}
-		for i := range s.shards {
-			s.shards[i] = map[string]int64{}
-		}
+		s = &modelScope{exact: map[string]int64{}, hll: map[int64]map[string]bool{}, hllExpire: map[int64]int64{}}
+		s.resetShards(n)
 		m.scopes[sc] = s
 	}
 	expired := func(at int64) bool { return at != 0 && now > at }
 	if expired(s.exactExpire) {
 		s.exact, s.exactExpire = map[string]int64{}, 0
+	}
+	if expired(s.metaExpire) {
+		// the meta went last: every shard went before it
+		s.resetShards(n)
 	}
 	for i, at := range s.shardsExpire {
 		if expired(at) {
@@ -39,8 +44,72 @@ func (m *Model) scope(sc Scope, cls classSettings, now int64) *modelScope {
 	return s
 }
 
-func (m *Model) shardOf(cls classSettings, member string) int {
-	return int(fnv64(member) % uint64(cls.shards))
+func (s *modelScope) resetShards(n int) {
+	s.shards, s.shardsExpire = make([]map[string]int64, n), make([]int64, n)
+	for i := range s.shards {
+		s.shards[i] = map[string]int64{}
+	}
+	s.level, s.split, s.metaExpire = 0, 0, 0
+}
+
+func (m *Model) shardOf(s *modelScope, cls classSettings, member string) int {
+	if cls.spread {
+		return int(fnv64(member) % uint64(cls.shards))
+	}
+	return linearShard(memberHash(member), s.level, s.split)
+}
+
+// stored is the members a compact scope stores: its meta's t.
+func (s *modelScope) stored() int {
+	n := 0
+	for _, sh := range s.shards {
+		n += len(sh)
+	}
+	return n
+}
+
+// move moves shard from's members into shard to, as scopelib.lua's
+// moveMembers: the later expiry of two shards that hold members.
+func (s *modelScope) move(from, to int, which func(member string) bool) {
+	moved := false
+	for id, t := range s.shards[from] {
+		if which(id) {
+			s.shards[to][id] = t
+			delete(s.shards[from], id)
+			moved = true
+		}
+	}
+	if !moved {
+		return
+	}
+	exp := s.shardsExpire[from]
+	if len(s.shards[to]) > 0 {
+		exp = max(exp, s.shardsExpire[to])
+	}
+	s.shardsExpire[to] = exp
+}
+
+// splitShard mirrors scopelib.lua's splitShard.
+func (s *modelScope) splitShard() {
+	p := 1 << s.level
+	from, to := s.split, s.split+p
+	s.shards, s.shardsExpire = append(s.shards, map[string]int64{}), append(s.shardsExpire, 0)
+	s.move(from, to, func(id string) bool { return int(uint64(memberHash(id))%uint64(2*p)) == to })
+	if s.split++; s.split == p {
+		s.level, s.split = s.level+1, 0
+	}
+}
+
+// mergeShard mirrors scopelib.lua's mergeShard.
+func (s *modelScope) mergeShard() {
+	if s.split == 0 {
+		s.level--
+		s.split = 1 << s.level
+	}
+	s.split--
+	from, to := s.split+1<<s.level, s.split
+	s.move(from, to, func(string) bool { return true })
+	s.shards, s.shardsExpire = s.shards[:from], s.shardsExpire[:from]
 }
 
 // Touch mirrors Engine.Touch.
@@ -73,8 +142,17 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 		case LayoutExact:
 			s.exact[t.Member], s.exactExpire = now, expire
 		case LayoutCompact:
-			i := m.shardOf(cls, t.Member)
-			s.shards[i][t.Member], s.shardsExpire[i] = now, expire
+			i := m.shardOf(s, cls, t.Member)
+			if cls.spread {
+				s.shards[i][t.Member], s.shardsExpire[i] = now, expire
+				break
+			}
+			_, had := s.shards[i][t.Member]
+			life := expire + millis(compactLife)
+			s.shards[i][t.Member], s.shardsExpire[i], s.metaExpire = now, life, life
+			for !had && s.stored() > cls.shardSize*len(s.shards) && len(s.shards) < maxCompactShards {
+				s.splitShard()
+			}
 		case LayoutApprox:
 			b := now / cls.bucket * cls.bucket
 			if s.hll[b] == nil {
@@ -106,7 +184,7 @@ func (m *Model) Leave(ctx context.Context, sc Scope, member string) (bool, error
 	s := m.scope(sc, cls, m.now())
 	set := s.exact
 	if cls.layout == LayoutCompact {
-		set = s.shards[m.shardOf(cls, member)]
+		set = s.shards[m.shardOf(s, cls, member)]
 	}
 	_, ok := set[member]
 	delete(set, member)
@@ -202,7 +280,7 @@ func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int)
 		}
 		return page, nil
 	}
-	for ; shard < cls.shards; shard, offset = shard+1, 0 {
+	for ; shard < len(s.shards); shard, offset = shard+1, 0 {
 		members := live(s.shards[shard])
 		sort.Slice(members, func(i, j int) bool { return members[i].ID < members[j].ID })
 		for ; offset < len(members); offset++ {
@@ -289,6 +367,15 @@ func (m *Model) SweepScopes(ctx context.Context) (SweepReport, error) {
 						r.Removed++
 					}
 				}
+			}
+			// a self-sized scope merges shards once it holds under a
+			// quarter of what they are sized for; emptied, it is one shard
+			for !cls.spread && len(s.shards) > 1 && s.stored()*4 < cls.shardSize*len(s.shards) {
+				if s.stored() == 0 {
+					s.resetShards(1)
+					break
+				}
+				s.mergeShard()
 			}
 		}
 		n := m.size(s, cls, cls.window, now)

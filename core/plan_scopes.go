@@ -24,6 +24,9 @@ func (pl *Planner) TouchBatch(now string, touches []ScopeTouch) *Plan[struct{}] 
 	return plan
 }
 
+// touchFields is touch.lua's TOUCH_FIELDS.
+const touchFields = 9
+
 func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 	if err := checkBatch("touches", len(touches)); err != nil {
 		return nil, err
@@ -59,24 +62,27 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 			}
 			registered[t.Scope] = true
 			layout, data = "3", ""
-		case k.cls.layout == LayoutCompact:
-			data = k.shardKey(t.Member)
 		}
 		if _, ok := groups[k.bucket]; !ok {
 			order = append(order, k.bucket)
 		}
+		bucket := itoa(k.cls.bucket)
+		if layout == "1" {
+			bucket = strconv.FormatUint(uint64(memberHash(t.Member)), 10)
+		}
 		groups[k.bucket] = append(groups[k.bucket], layout, data, k.tail,
-			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), itoa(k.cls.bucket))
+			t.Scope.ref(), t.Member, itoa(k.cls.window), itoa(k.cls.interval), bucket, strconv.Itoa(k.cls.shardSize))
 	}
 	// calls of at most touchChunk touches, sent a few at a time
 	var calls []Call
 	var costs []int
 	for _, b := range order {
-		for _, sp := range spans(len(groups[b])/8, touchChunk) {
-			items := groups[b][8*sp[0] : 8*sp[1]]
-			args := append(make([]string, 0, 3+len(items)), now, itoa(p.settings.grace), strconv.Itoa(len(items)/8))
+		for _, sp := range spans(len(groups[b])/touchFields, touchChunk) {
+			items := groups[b][touchFields*sp[0] : touchFields*sp[1]]
+			args := append(make([]string, 0, 4+len(items)), now, itoa(p.settings.grace), itoa(millis(compactLife)),
+				strconv.Itoa(len(items)/touchFields))
 			calls = append(calls, Call{SHA: p.scripts.touch.sha, Keys: p.scopeBucketKeys(b)[:2], Args: append(args, items...)})
-			costs = append(costs, len(items)/8*touchMicros)
+			costs = append(costs, len(items)/touchFields*touchMicros)
 		}
 	}
 	for _, shard := range shardOrder {
@@ -105,19 +111,20 @@ func (pl *Planner) Leave(now string, sc Scope, member string) *Plan[bool] {
 		return plan
 	}
 	keys := []string{k.data}
+	args := []string{strconv.Itoa(int(k.cls.layout)), member, "", "", ""}
 	switch k.cls.layout {
 	case LayoutApprox:
 		m.fail(ErrUnsupported)
 		return plan
 	case LayoutCompact:
-		keys[0] = k.shardKey(member)
-		if !k.cls.spread {
-			// the shard shares the bucket's slot: count the change where
-			// the sweep's walk looks (sweep_scopes.lua)
-			keys = append(keys, p.scopeBucketKeys(k.bucket)[1])
+		if k.cls.spread {
+			keys[0] = k.shardKey(member)
+		} else {
+			// the script finds the member's shard from the scope's meta
+			keys[0] = k.compactMetaKey()
+			args[2], args[3], args[4] = k.data, k.tail, strconv.FormatUint(uint64(memberHash(member)), 10)
 		}
 	}
-	args := []string{strconv.Itoa(int(k.cls.layout)), member, sc.ref()}
 	m.settle(&round{op: "leave", calls: []Call{{SHA: p.scripts.leave.sha, Keys: keys, Args: args}},
 		next: func(vals []Value) (*round, error) {
 			n, err := vals[0].AsInt()
@@ -145,16 +152,14 @@ func (pl *Planner) Count(now string, sc Scope) *Plan[Count] {
 }
 
 // count is the round of lua/count.lua for k; the count goes to set. A
-// compact scope of more than countChunk shards, like a spread one, is
-// peeked at first, and without a count key its shards are summed in
-// bounded calls.
+// spread scope is peeked at first, and without a count key its shards are
+// summed in one round.
 func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error) {
 	mode := ""
-	if k.cls.spread || (k.cls.layout == LayoutCompact && k.cls.shards > countChunk) {
+	if k.cls.spread {
 		mode = "peek"
 	}
-	args := []string{m.now, strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window),
-		strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), mode, "0"}
+	args := []string{m.now, strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window), itoa(k.cls.bucket), mode}
 	return &round{op: "count", calls: []Call{{SHA: p.scripts.count.sha, Keys: []string{k.count}, Args: args}},
 		next: func(vals []Value) (*round, error) {
 			c, err := decodeCount(vals[0], 1, mode == "peek")
@@ -169,38 +174,8 @@ func (p *planner) count(m *machine, k scopeKeys, set func(Count)) (*round, error
 			if err != nil {
 				return nil, err
 			}
-			if k.cls.spread {
-				return p.countSpread(m, k, msTime(now), set)
-			}
-			return p.countShards(k, now, set)
+			return p.countSpread(m, k, msTime(now), set)
 		}}, nil
-}
-
-// countShards sums the shards of a compact scope whose shards share its
-// slot, countChunk shards a call, sent a few at a time: the count as of
-// now, which every call is given, as the one call of a smaller scope
-// would give it.
-func (p *planner) countShards(k scopeKeys, now int64, set func(Count)) (*round, error) {
-	var calls []Call
-	var costs []int
-	for lo := 0; lo < k.cls.shards; lo += countChunk {
-		hi := min(lo+countChunk, k.cls.shards)
-		calls = append(calls, Call{SHA: p.scripts.count.sha, Keys: []string{k.count}, Args: []string{itoa(now),
-			strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(k.cls.window), strconv.Itoa(hi), itoa(k.cls.bucket), "sum", strconv.Itoa(lo)}})
-		costs = append(costs, (hi-lo)*hlenMicros)
-	}
-	return &round{op: "count", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
-		var sum int64
-		for _, v := range vals {
-			c, err := decodeCount(v, 1, false)
-			if err != nil {
-				return nil, err
-			}
-			sum += c.N
-		}
-		set(Count{N: sum, AsOf: msTime(now)})
-		return nil, nil
-	}}, nil
 }
 
 // countSpread sums the shards of a spread scope, in one round (one round
@@ -260,7 +235,7 @@ func (pl *Planner) Members(now string, sc Scope, cursor string, limit int) *Plan
 	read = func(shard, offset int) (*round, error) {
 		// One call reads every shard of a scope whose shards share a slot;
 		// a spread scope is read one shard (one slot) per call.
-		data, last, key := k.data, k.cls.shards, k.count
+		data, last, key := k.data, -1, k.count
 		if k.cls.spread {
 			data, last, key = k.shardPrefix(shard), shard+1, k.shardKeyN(shard)
 		}
@@ -306,7 +281,7 @@ func (pl *Planner) ActiveWithin(now string, sc Scope, d time.Duration) *Plan[int
 	for n := 0; n < k.cls.shards; n++ {
 		if !k.cls.spread {
 			calls = append(calls, Call{SHA: p.scripts.active.sha, Keys: []string{k.count}, Args: []string{now,
-				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(millis(d)), strconv.Itoa(k.cls.shards), itoa(k.cls.bucket), "0"}})
+				strconv.Itoa(int(k.cls.layout)), k.data, k.tail, itoa(millis(d)), "-1", itoa(k.cls.bucket), "0"}})
 			break
 		}
 		calls = append(calls, Call{SHA: p.scripts.active.sha, Keys: []string{k.shardKeyN(n)}, Args: []string{now,

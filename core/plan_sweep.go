@@ -77,7 +77,7 @@ func (pl *Planner) SweepScopes(now string) *Plan[SweepReport] {
 	classes = append(classes, strconv.Itoa(len(p.settings.classNames)))
 	for _, name := range p.settings.classNames {
 		c := p.settings.classes[name]
-		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shards),
+		classes = append(classes, name, strconv.Itoa(int(c.layout)), itoa(c.window), strconv.Itoa(c.shardSize),
 			itoa(c.interval), itoa(c.bucket), flag(c.spread))
 	}
 	p.sweep(plan, "scopes", n, func(now string, b uint32, token string, probe bool) (Call, int) {
@@ -88,7 +88,7 @@ func (pl *Planner) SweepScopes(now string) *Plan[SweepReport] {
 		}
 		args := append(make([]string, 0, 12+len(classes)), now, token, itoa(p.settings.lease),
 			strconv.Itoa(p.settings.batch), strconv.Itoa(budget), strconv.Itoa(p.settings.release), itoa(p.settings.countTTL),
-			p.settings.keys.scopeBase(b), sufExact, sufShard, sufHLL, sufCount)
+			p.settings.keys.scopeBase(b), sufExact, sufCompact, sufHLL, sufCount)
 		return Call{SHA: p.scripts.sweepScopes.sha, Keys: p.scopeBucketKeys(b), Args: append(args, classes...)},
 			sweepOverheadMicros + budget*sweepEntryMicros
 	}, func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error) {

@@ -32,7 +32,10 @@ func (p *planner) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 	case LayoutExact:
 		k.data = base + sufExact + sc.ref()
 	case LayoutCompact:
-		k.data, k.tail = base+sufShard+sc.Class+":", ":"+sc.ID
+		k.data, k.tail = base+sufCompact+sc.Class+":", ":"+sc.ID
+		if cls.spread {
+			k.data = base + sufShard + sc.Class + ":"
+		}
 	case LayoutApprox:
 		k.data, k.tail = base+sufHLL+sc.Class+":", ":"+sc.ID
 	}
@@ -50,16 +53,22 @@ func (k scopeKeys) shardPrefix(n int) string {
 // shardKeyN is the key of compact shard n.
 func (k scopeKeys) shardKeyN(n int) string { return k.shardPrefix(n) + strconv.Itoa(n) + k.tail }
 
-// shardKey is the compact shard holding member: stable hash mod shards.
+// shardKey is the spread compact shard holding member: stable hash mod
+// shards.
 func (k scopeKeys) shardKey(member string) string {
 	return k.shardKeyN(k.shardIndex(member))
 }
 
-// shardIndex is the shard of member: a stable hash, so that the same
-// member always lands in the same shard.
+// shardIndex is the shard of member in a spread scope: a stable hash, so
+// that the same member always lands in the same shard.
 func (k scopeKeys) shardIndex(member string) int {
 	return int(fnv64(member) % uint64(k.cls.shards))
 }
+
+// compactMetaKey and compactIndexKey are a self-sized compact scope's meta
+// hash and due index (scopelib.lua).
+func (k scopeKeys) compactMetaKey() string  { return k.data + compactMeta + k.tail }
+func (k scopeKeys) compactIndexKey() string { return k.data + compactIndex + k.tail }
 
 // Touch records member's activity in the scope now (docs/design.md §9).
 func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {

@@ -105,9 +105,9 @@ func TestLuaArgNames(t *testing.T) {
 		CoalesceWindow: 1004 * time.Millisecond, KeyGrace: 10005 * time.Millisecond, MaxDevices: 17,
 		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1, ScopeBuckets: 1,
 		Clock: fixedClock(time.UnixMilli(1772366400123)), ChangeLog: 100, CountTTL: 611 * time.Second,
-		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, Shards: 8,
+		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, ShardSize: 8,
 			SweepInterval: 7 * time.Second}, "live": {Layout: LayoutCompact, Window: 603 * time.Second, Shards: 4,
-			SweepInterval: 9 * time.Second, Spread: true}},
+			ShardSize: 5, SweepInterval: 9 * time.Second, Spread: true}},
 	}
 	rec := &argRecorder{}
 	e, err := New(rec, cfg)
@@ -220,35 +220,37 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_EPOCH": "1772366400000", "ARG_SEQ1": "5",
 		}, "ARG_SEQ1", "1"},
 		{e.scripts.touch, []string{"touch"}, map[string]string{
-			"ARG_NOW": "1772366400123", "ARG_GRACE": "10005", "ARG_TOUCHES": "1",
-			"ARG_TOUCHES+1+TOUCH_LAYOUT": "1", "ARG_TOUCHES+1+TOUCH_DATA": k.shardKey("bob"),
+			"ARG_NOW": "1772366400123", "ARG_GRACE": "10005", "ARG_LIFE": itoa(millis(compactLife)), "ARG_TOUCHES": "1",
+			"ARG_TOUCHES+1+TOUCH_LAYOUT": "1", "ARG_TOUCHES+1+TOUCH_DATA": k.data,
 			"ARG_TOUCHES+1+TOUCH_TAIL": k.tail, "ARG_TOUCHES+1+TOUCH_REF": "video:10086",
 			"ARG_TOUCHES+1+TOUCH_MEMBER": "bob", "ARG_TOUCHES+1+TOUCH_WINDOW": "601000",
-			"ARG_TOUCHES+1+TOUCH_INTERVAL": "7000", "ARG_TOUCHES+1+TOUCH_BUCKET": itoa(cls.bucket),
+			"ARG_TOUCHES+1+TOUCH_INTERVAL": "7000", "ARG_TOUCHES+1+TOUCH_BUCKET": strconv.FormatUint(uint64(memberHash("bob")), 10),
+			"ARG_TOUCHES+1+TOUCH_SIZE": "8",
 		}, "ARG_TOUCHES+1", "TOUCH_FIELDS"},
 		{e.scripts.leave, []string{"leave"}, map[string]string{
-			"ARG_LAYOUT": "1", "ARG_MEMBER": "carol", "ARG_REF": "video:10086",
+			"ARG_LAYOUT": "1", "ARG_MEMBER": "carol", "ARG_PREFIX": k.data, "ARG_TAIL": k.tail,
+			"ARG_HASH": strconv.FormatUint(uint64(memberHash("carol")), 10),
 		}, "", ""},
 		{e.scripts.count, []string{"count"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
-			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_PEEK": "", "ARG_SHARD_FIRST": "0",
+			"ARG_WINDOW": "601000", "ARG_BUCKET": itoa(cls.bucket), "ARG_PEEK": "",
 		}, "", ""},
 		{e.scripts.members, []string{"members"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
-			"ARG_WINDOW": "601000", "ARG_SHARDS": "8", "ARG_SHARD": "0", "ARG_OFFSET": "0", "ARG_PAGE": "5",
+			"ARG_WINDOW": "601000", "ARG_SHARDS": "-1", "ARG_SHARD": "0", "ARG_OFFSET": "0", "ARG_PAGE": "5",
 		}, "", ""},
 		{e.scripts.active, []string{"active"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LAYOUT": "1", "ARG_DATA": k.data, "ARG_TAIL": k.tail,
-			"ARG_WITHIN": "42000", "ARG_SHARD_END": "8", "ARG_BUCKET": itoa(cls.bucket), "ARG_SHARD_FIRST": "0",
+			"ARG_WITHIN": "42000", "ARG_SHARD_END": "-1", "ARG_BUCKET": itoa(cls.bucket), "ARG_SHARD_FIRST": "0",
 		}, "", ""},
 		{e.scripts.sweepScopes, []string{"sweep_scopes"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_LOCK_TOKEN": anyToken, "ARG_LEASE": itoa(e.settings.lease),
 			"ARG_LIMIT": strconv.Itoa(e.settings.batch), "ARG_BUDGET": strconv.Itoa(e.settings.budget),
 			"ARG_RELEASE_AFTER": strconv.Itoa(e.settings.release), "ARG_LIFETIME": "611000",
-			"ARG_BASE": e.settings.keys.scopeBase(0), "ARG_KIND_EXACT": sufExact, "ARG_KIND_SHARD": sufShard,
+			"ARG_BASE": e.settings.keys.scopeBase(0), "ARG_KIND_EXACT": sufExact, "ARG_KIND_SHARD": sufCompact,
 			"ARG_KIND_APPROX": sufHLL, "ARG_KIND_COUNT": sufCount, "ARG_CLASSES": "2",
 			"ARG_CLASSES+1+CLASS_NAME": "live", "ARG_CLASSES+1+CLASS_LAYOUT": "1",
-			"ARG_CLASSES+1+CLASS_WINDOW": "603000", "ARG_CLASSES+1+CLASS_SHARDS": "4",
+			"ARG_CLASSES+1+CLASS_WINDOW": "603000", "ARG_CLASSES+1+CLASS_SIZE": "5",
 			"ARG_CLASSES+1+CLASS_INTERVAL": "9000", "ARG_CLASSES+1+CLASS_BUCKET": itoa(cls.bucket),
 			"ARG_CLASSES+1+CLASS_SPREAD": "1",
 		}, "ARG_CLASSES+1", "CLASS_FIELDS"},

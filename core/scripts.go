@@ -258,7 +258,7 @@ func loadScripts() scriptSet {
 		sweepUsers:  loadScript("sweep_users", user...),
 		unlock:      loadScript("unlock"),
 		touch:       loadScript("touch", scope...),
-		leave:       loadScript("leave"),
+		leave:       loadScript("leave", scope...),
 		count:       loadScript("count", scope...),
 		members:     loadScript("members", scope...),
 		active:      loadScript("active", scope...),

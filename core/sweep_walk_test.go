@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -10,38 +11,37 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// TestCompactWalkSeesChangesMidWalk sweeps a compact scope whose walk takes
-// several steps and, between the first step and the rest, lets another
-// engine touch a new member into, or remove one from, the shard the walk
-// has already passed. The sweep's count must include that change and a scope
-// holding a member must not be released; a sweep that only summed the
-// shards as it walked them would miss both. With more shards than one step
-// may count again, the sweep keeps its sum and does not count as an empty
-// one, and the next sweep counts right.
-func TestCompactWalkSeesChangesMidWalk(t *testing.T) {
+// TestCompactSweepSeesChangesMidSweep sweeps a self-sized compact scope
+// whose sweep takes several steps (its due shards exceed one step's
+// budget, and it shrinks by merges) and, between the first step and the
+// rest, lets another engine touch new members into it (splitting shards),
+// or remove a live one. The count after the sweep must be the members that
+// are there, neither counted twice nor lost, and the members listed must be
+// the model's after the same operations (the mid-sweep ones at the same
+// instant, before the sweep); a scope holding a member is never released.
+func TestCompactSweepSeesChangesMidSweep(t *testing.T) {
 	const budget = 16
 	tests := []struct {
 		name          string
-		shards        int
-		expired, live int            // members per shard before the sweep
-		midWalk       func(*meddler) // runs after the walk's first step
-		wantCount     int64          // after the sweep
-		wantReleased  int            // by the sweep
-		wantNextCount int64          // after a second sweep, nothing changed
+		size          int // ShardSize
+		expired, live int
+		joins         int  // members touched mid-sweep
+		leave         bool // a live member leaves mid-sweep
+		wantReleased  int
 	}{
-		{"no change", 4, 20, 3, nil, 12, 0, 12},
-		{"a member joins a walked shard", 4, 20, 3, func(e *meddler) { e.touch(e.shard0New) }, 13, 0, 13},
-		{"a member leaves a walked shard", 4, 20, 3, func(e *meddler) { e.leave(e.shard0Live) }, 11, 0, 11},
-		{"a member joins an emptied scope", 4, 20, 0, func(e *meddler) { e.touch(e.shard0New) }, 1, 0, 1},
-		{"nothing joins an emptied scope", 4, 20, 0, nil, 0, 1, 0},
-		{"a member joins an emptied scope of many shards", 600, 1, 0, func(e *meddler) { e.touch(e.shard0New) }, 0, 0, 1},
+		{"no change", 4, 80, 12, 0, false, 0},
+		{"members join mid-sweep", 4, 80, 12, 30, false, 0},
+		{"a member leaves mid-sweep", 4, 80, 12, 0, true, 0},
+		{"members join an emptied scope", 2, 80, 0, 5, false, 0},
+		{"nothing joins an emptied scope", 2, 80, 0, 0, false, 1},
+		{"one shard a member", 1, 60, 3, 7, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			_, c := realClient(t)
 			clk := &manualClock{t: t0}
-			cfg := scopeConfigSpread(tt.shards, false)
+			cfg := scopeConfigSpread(tt.size, false)
 			cfg.SweepBudget, cfg.ReleaseAfter, cfg.Clock = budget, 1, clk
 			newEngine := func(s core.Store) *core.Engine {
 				e, err := core.New(s, cfg)
@@ -50,45 +50,58 @@ func TestCompactWalkSeesChangesMidWalk(t *testing.T) {
 				}
 				return e
 			}
-			other := &meddler{t: t, e: newEngine(goredis.New(c))}
-			rec := &recorder{inner: goredis.New(c)}
-			e := newEngine(rec)
-			// load the sweep script, so that every step below is one call
-			if _, err := e.SweepScopes(ctx); err != nil {
+			mcfg := cfg
+			mcfg.Clock, mcfg.Rand = clk, nil
+			model, err := core.NewModel(mcfg)
+			if err != nil {
 				t.Fatal(err)
 			}
-
-			// members m<shard>-<i> of every shard: find names per shard
-			byShard := membersByShard(t, e, tt.shards, tt.expired+tt.live)
-			var old, fresh []core.ScopeTouch
-			for s, names := range byShard {
-				for i, m := range names {
-					if i < tt.expired {
-						old = append(old, core.ScopeTouch{Scope: video, Member: m})
-					} else {
-						fresh = append(fresh, core.ScopeTouch{Scope: video, Member: m})
-						if s == 0 && other.shard0Live == "" {
-							other.shard0Live = m
-						}
+			other := newEngine(goredis.New(c))
+			rec := &recorder{inner: goredis.New(c)}
+			e := newEngine(rec)
+			if _, err := e.SweepScopes(ctx); err != nil { // loads the script
+				t.Fatal(err)
+			}
+			var old, fresh, late []core.ScopeTouch
+			for i := 0; i < tt.expired+tt.live; i++ {
+				ts := core.ScopeTouch{Scope: video, Member: fmt.Sprint("m", i)}
+				if i < tt.expired {
+					old = append(old, ts)
+				} else {
+					fresh = append(fresh, ts)
+				}
+			}
+			for i := 0; i < tt.joins; i++ {
+				late = append(late, core.ScopeTouch{Scope: video, Member: fmt.Sprint("late", i)})
+			}
+			both := func(f func(p core.Presence)) {
+				f(e)
+				f(model)
+			}
+			both(func(p core.Presence) { touchAll(t, p, old) })
+			clk.t = clk.t.Add(45 * time.Second)
+			both(func(p core.Presence) { touchAll(t, p, fresh) })
+			clk.t = clk.t.Add(20 * time.Second) // the old ones are past their 60 s window
+			midSweep := func(p core.Presence) {
+				touchAll(t, p, late)
+				if tt.leave {
+					if ok, err := p.Leave(ctx, video, fresh[0].Member); err != nil || !ok {
+						t.Fatalf("leave: %v, %v", ok, err)
 					}
 				}
 			}
-			for i := 0; other.shard0New == ""; i++ {
-				if n, err := e.Keys().ShardOf(video, fmt.Sprint("late", i)); err == nil && n == 0 {
-					other.shard0New = fmt.Sprint("late", i)
-				}
+			midSweep(model)
+			mr, err := model.SweepScopes(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			touchAll(t, e, old)
-			clk.t = clk.t.Add(45 * time.Second)
-			touchAll(t, e, fresh)
-			clk.t = clk.t.Add(20 * time.Second) // the old ones are past their 60 s window
 			steps := 0
 			rec.before = func(calls []core.Call) error {
 				if scriptOf(calls[0]) != "sweep_scopes" {
 					return nil
 				}
-				if steps++; steps == 2 && tt.midWalk != nil {
-					tt.midWalk(other)
+				if steps++; steps == 2 {
+					midSweep(other)
 				}
 				return nil
 			}
@@ -98,83 +111,74 @@ func TestCompactWalkSeesChangesMidWalk(t *testing.T) {
 			}
 			rec.before = nil
 			if steps < 3 {
-				t.Fatalf("the walk took %d steps; the test needs several", steps)
+				t.Fatalf("the sweep took %d steps; the test needs several", steps)
 			}
-			if r.Released != tt.wantReleased {
-				t.Fatalf("released %d scopes, want %d", r.Released, tt.wantReleased)
+			if r.Released != tt.wantReleased || mr.Released != tt.wantReleased {
+				t.Fatalf("released %d scopes (model %d), want %d", r.Released, mr.Released, tt.wantReleased)
 			}
-			if got := countOf(t, e); got != tt.wantCount {
-				t.Fatalf("count after the sweep: %d, want %d", got, tt.wantCount)
+			want := int64(tt.live + tt.joins)
+			if tt.leave {
+				want--
+			}
+			for _, p := range []core.Presence{e, model} {
+				if got := countOf(t, p); got != want {
+					t.Fatalf("%T: count after the sweep: %d, want %d", p, got, want)
+				}
+			}
+			if got, wantM := allMembers(t, e), allMembers(t, model); fmt.Sprint(got) != fmt.Sprint(wantM) {
+				t.Fatalf("members after the sweep:\n%v\nmodel:\n%v", got, wantM)
 			}
 			clk.t = clk.t.Add(10 * time.Second)
-			if _, err := e.SweepScopes(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := countOf(t, e); got != tt.wantNextCount {
-				t.Fatalf("count after the next sweep: %d, want %d", got, tt.wantNextCount)
-			}
+			both(func(p core.Presence) {
+				if _, err := p.SweepScopes(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := countOf(t, p); got != want {
+					t.Fatalf("%T: count after the next sweep: %d, want %d", p, got, want)
+				}
+			})
 		})
 	}
 }
 
-// meddler is the engine that changes the scope in the middle of a walk.
-type meddler struct {
-	t          *testing.T
-	e          *core.Engine
-	shard0Live string // a live member of shard 0, the first walked
-	shard0New  string // a new member of shard 0
-}
-
-func (x *meddler) touch(member string) {
-	x.t.Helper()
-	if err := x.e.Touch(context.Background(), video, member); err != nil {
-		x.t.Fatal(err)
-	}
-}
-
-func (x *meddler) leave(member string) {
-	x.t.Helper()
-	if ok, err := x.e.Leave(context.Background(), video, member); err != nil || !ok {
-		x.t.Fatalf("leave %s: %v, %v", member, ok, err)
-	}
-}
-
-// membersByShard returns n member names for each of the scope's shards.
-func membersByShard(t *testing.T, e *core.Engine, shards, n int) [][]string {
+// allMembers lists every member of video, page by page, sorted.
+func allMembers(t *testing.T, p core.Presence) []string {
 	t.Helper()
-	out := make([][]string, shards)
-	full := 0
-	for i := 0; full < shards; i++ {
-		m := fmt.Sprint("m", i)
-		s, err := e.Keys().ShardOf(video, m)
+	var out []string
+	cursor := ""
+	for {
+		page, err := p.Members(context.Background(), video, cursor, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(out[s]) < n {
-			if out[s] = append(out[s], m); len(out[s]) == n {
-				full++
-			}
+		for _, m := range page.Members {
+			out = append(out, m.ID)
 		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
 	}
+	sort.Strings(out)
 	return out
 }
 
-func touchAll(t *testing.T, e *core.Engine, ts []core.ScopeTouch) {
+func touchAll(t *testing.T, p core.Presence, ts []core.ScopeTouch) {
 	t.Helper()
 	for lo := 0; lo < len(ts); lo += core.MaxBatch {
 		hi := lo + core.MaxBatch
 		if hi > len(ts) {
 			hi = len(ts)
 		}
-		if err := e.TouchBatch(context.Background(), ts[lo:hi]); err != nil {
+		if err := p.TouchBatch(context.Background(), ts[lo:hi]); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func countOf(t *testing.T, e *core.Engine) int64 {
+func countOf(t *testing.T, p core.Presence) int64 {
 	t.Helper()
-	c, err := e.Count(context.Background(), video)
+	c, err := p.Count(context.Background(), video)
 	if err != nil {
 		t.Fatal(err)
 	}

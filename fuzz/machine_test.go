@@ -9,11 +9,12 @@ import (
 
 // machineClasses are the scope classes of the state-machine target: one per
 // layout, with short windows so that sequences see members expire, and few
-// compact shards so that members share them and pages cross them.
+// compact shards so that members share them and pages cross them (a
+// self-sized scope of two members a shard splits and merges among them).
 func machineClasses() map[string]core.ScopeClass {
 	return map[string]core.ScopeClass{
 		"room":   {Layout: core.LayoutExact},
-		"video":  {Layout: core.LayoutCompact, Window: 3 * time.Minute, Shards: 3, SweepInterval: 20 * time.Second},
+		"video":  {Layout: core.LayoutCompact, Window: 3 * time.Minute, ShardSize: 2, SweepInterval: 20 * time.Second},
 		"approx": {Layout: core.LayoutApprox, Window: 2 * time.Minute},
 		// Shards in slots of their own: the engine counts, pages and
 		// sweeps them shard by shard, the model as one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,24 +119,31 @@ func randomSpreadStep(r *rand.Rand) (name string, advance time.Duration, step sp
 	}
 }
 
-// memberPages lists every page of sc and renders them.
+// memberPages lists every page of sc and renders the page sizes, then the
+// members sorted: pages run shard by shard, and a self-sized scope's shards
+// are not a spread scope's, so the two modes list in different orders.
 func memberPages(ctx context.Context, p core.Presence, sc core.Scope, limit int) string {
 	var b strings.Builder
+	var all []string
 	cursor := ""
+	render := func() string {
+		sort.Strings(all)
+		return b.String() + strings.Join(all, " ")
+	}
 	for range 2 * spreadMembers {
 		page, err := p.Members(ctx, sc, cursor, limit)
 		if err != nil {
-			return b.String() + errText(err)
+			return render() + errText(err)
 		}
 		for _, m := range page.Members {
-			fmt.Fprintf(&b, "%s@%d ", m.ID, m.LastSeen.UnixMilli())
+			all = append(all, fmt.Sprintf("%s@%d", m.ID, m.LastSeen.UnixMilli()))
 		}
-		b.WriteString("| ")
+		fmt.Fprintf(&b, "%d | ", len(page.Members))
 		if cursor = page.Next; cursor == "" {
-			return b.String()
+			return render()
 		}
 	}
-	return b.String() + "… (cursor never ends)"
+	return render() + "… (cursor never ends)"
 }
 
 func errText(err error) string {

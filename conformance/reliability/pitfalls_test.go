@@ -425,7 +425,7 @@ func TestPitfallKeysWithoutTTL(t *testing.T) {
 				for _, k := range rig.Keys(t, srv) {
 					ttl := rig.PTTL(t, srv, k)
 					switch {
-					case strings.Contains(k, ":p:"), strings.HasSuffix(k, ":big"), strings.Contains(k, ":z:"), strings.Contains(k, ":h:"),
+					case strings.Contains(k, ":p:"), strings.HasSuffix(k, ":big"), strings.Contains(k, ":z:"), strings.Contains(k, ":h:"), strings.Contains(k, ":c:"),
 						strings.Contains(k, ":x:"), strings.Contains(k, ":n:"), strings.HasSuffix(k, ":lock"):
 						if ttl < 0 {
 							t.Errorf("%s: %s has no expiry", when, k)

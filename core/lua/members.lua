@@ -6,7 +6,7 @@ local ARG_LAYOUT = 2 -- 0 exact, 1 compact
 local ARG_DATA = 3   -- data key (compact: up to the shard number)
 local ARG_TAIL = 4   -- key tail
 local ARG_WINDOW = 5 -- ms
-local ARG_SHARDS = 6
+local ARG_SHARDS = 6 -- compact: shards to read up to (-1: all of a self-sized scope)
 local ARG_SHARD = 7  -- cursor: shard
 local ARG_OFFSET = 8 -- cursor: offset
 local ARG_PAGE = 9   -- page size
@@ -25,6 +25,7 @@ if ARGV[ARG_LAYOUT] == '0' then
 end
 local out = {}
 local shards = tonumber(ARGV[ARG_SHARDS])
+if shards < 0 then shards = shardCount(compactState(key, tail)) end
 while shard < shards do
   local flat = redis.call('HGETALL', key .. shard .. tail)
   local live = {}

@@ -11,14 +11,14 @@ local ARG_RELEASE_AFTER = 6 -- empty sweeps before release
 local ARG_LIFETIME = 7      -- count key lifetime ms
 local ARG_BASE = 8          -- the bucket's key base ("P:{sB}:")
 local ARG_KIND_EXACT = 9    -- the key kinds of the exact set ("z:"),
-local ARG_KIND_SHARD = 10   -- compact shard ("h:"),
+local ARG_KIND_SHARD = 10   -- self-sized compact shard ("c:"),
 local ARG_KIND_APPROX = 11  -- approx bucket ("x:")
 local ARG_KIND_COUNT = 12   -- and count ("n:")
 local ARG_CLASSES = 13      -- n, the number of classes; then CLASS_FIELDS each:
 local CLASS_NAME = 0
 local CLASS_LAYOUT = 1
 local CLASS_WINDOW = 2      -- ms
-local CLASS_SHARDS = 3
+local CLASS_SIZE = 3        -- compact: members a shard holds on average before a split
 local CLASS_INTERVAL = 4    -- sweep interval ms
 local CLASS_BUCKET = 5      -- approx bucket ms
 local CLASS_SPREAD = 6      -- 0/1
@@ -32,15 +32,15 @@ local CLASS_FIELDS = 7
 -- window has passed (checked and deleted inside this script), gets its count
 -- key rewritten, and is released (keys and registry entry deleted) once it
 -- has been empty for the given number of sweeps in a row. No step grows with
--- a scope: an exact scope loses at most the entries left in the budget, a
--- compact scope is walked shard by shard in HSCAN steps of at most
--- SHARD_SCAN entries, and one too large for a step resumes where it stopped
--- (shard, HSCAN cursor) on the next step. Such a walk sums the shards as it
--- goes; when it ends it takes the sum for the count if no touch or leave
--- changed the scope's members meanwhile (they count changes in KEYS[2],
--- field "#ref"), else counts every shard again (up to RECOUNT_SHARDS) or
--- keeps the sum without counting the sweep as an empty one. The bound is in entries, not in
--- time, so that a scope that fits in one step is always swept in one.
+-- a scope: an exact scope loses at most the entries left in the budget; a
+-- compact scope is visited through its due index (scopelib.lua), so only
+-- the shards where a window may have passed are read, whole (a shard holds
+-- a few hundred members at most), and one with more due shards than the
+-- budget allows resumes on the next step, as does one that has shards to
+-- merge. Its count is the meta's member total, kept by every script that
+-- adds or removes a member in the same slot: exact, whatever the steps.
+-- The bound is in entries, not in time, so that a scope that fits in one
+-- step is always swept in one.
 local now = clock(ARGV[ARG_NOW])
 local token, lease = ARGV[ARG_LOCK_TOKEN], tonumber(ARGV[ARG_LEASE])
 local limit, budget = tonumber(ARGV[ARG_LIMIT]), tonumber(ARGV[ARG_BUDGET])
@@ -51,7 +51,7 @@ local classes = {}
 for i = 0, tonumber(ARGV[ARG_CLASSES]) - 1 do
   local a = ARG_CLASSES + 1 + i * CLASS_FIELDS
   classes[ARGV[a + CLASS_NAME]] = { layout = ARGV[a + CLASS_LAYOUT], win = tonumber(ARGV[a + CLASS_WINDOW]),
-    shards = tonumber(ARGV[a + CLASS_SHARDS]), interval = tonumber(ARGV[a + CLASS_INTERVAL]),
+    size = tonumber(ARGV[a + CLASS_SIZE]), interval = tonumber(ARGV[a + CLASS_INTERVAL]),
     bucket = tonumber(ARGV[a + CLASS_BUCKET]), spread = ARGV[a + CLASS_SPREAD] == '1' }
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
@@ -74,15 +74,11 @@ for _, ref in ipairs(due) do
   local class, id = string.sub(ref, 1, c - 1), string.sub(ref, c + 1)
   local cfg = classes[class]
   local tail = ':' .. id
-  -- empty sweeps so far and, while a compact walk is unfinished, where it
-  -- resumes (shard, HSCAN cursor in it), the sum of the shards walked and
-  -- the scope's member changes ("#ref") when it began: "empties:0" when no
-  -- walk is unfinished
+  -- empty sweeps so far ("empties:0"; older versions kept a walk's state
+  -- after it)
   local rel = split(redis.call('HGET', KEYS[2], ref) or '0:0', ':')
-  local empties, cursor, scan = tonumber(rel[1]), tonumber(rel[2]), rel[3]
-  local walking = scan ~= nil
-  if not walking then cursor, scan = 0, '0' end
-  local done, n, keys, unsure, walk = true, 0, {}, false, '0'
+  local empties = tonumber(rel[1])
+  local done, n, keys = true, 0, {}
   if cfg == nil then
     -- the class is no longer configured: forget the scope
     redis.call('ZREM', KEYS[1], ref)
@@ -107,39 +103,37 @@ for _, ref in ipairs(due) do
       if old > room then done = false end
       n = redis.call('ZCARD', key)
     elseif cfg.layout == '1' then
-      -- shard by shard, one HSCAN step at a time, so that neither the
-      -- number of shards nor a shard's size makes a step long. A released
-      -- scope's shards are empty, so they no longer exist: nothing to
-      -- delete.
-      local prefix = base .. kh .. class .. ':'
-      local sum, changes = tonumber(rel[4] or 0), rel[5]
-      while cursor < cfg.shards do
+      -- the shards due in the index, a few at a time, then the merges the
+      -- smaller scope calls for; an empty scope of one shard keeps no
+      -- meta, so a released one has no key left to delete
+      local st = compactState(base .. kh .. class .. ':', tail)
+      while done do
+        local shards = redis.call('ZRANGEBYSCORE', st.idx, '-inf', now, 'LIMIT', 0, 16)
+        if #shards == 0 then break end
+        for _, sh in ipairs(shards) do
+          if examined >= budget then
+            done = false
+            break
+          end
+          local r, seen = sweepDue(st, sh, cfg.win, now)
+          removed, examined = removed + r, examined + seen + 1
+        end
+      end
+      while done and shardCount(st) > 1 and st.t * 4 < cfg.size * shardCount(st) do
         if examined >= budget then
           done = false
           break
         end
-        local r, left, nxt, seen = sweepShard(prefix .. cursor .. tail, scan,
-          math.min(SHARD_SCAN, budget - examined), cfg.win, now)
-        removed, examined, scan = removed + r, examined + seen + 1, nxt
-        if nxt == '0' then cursor, sum = cursor + 1, sum + left end
+        if st.t <= 0 then
+          -- every shard is empty: one shard again, at once
+          st.lv, st.sp, st.p = 0, 0, 1
+        else
+          examined = examined + mergeShard(st) + 1
+        end
       end
-      if not done then
-        -- the walk goes on in later steps: what touch and leave count from
-        -- now on, a shard walked earlier may have gained or lost
-        if not walking then changes = redis.call('HGET', KEYS[2], '#' .. ref) or '0' end
-        walk = cursor .. ':' .. scan .. ':' .. sum .. ':' .. changes
-      elseif not walking or (redis.call('HGET', KEYS[2], '#' .. ref) or '0') == changes then
-        -- walked in this script, or no member came or left since the walk
-        -- began: the sum is the scope's size now
-        n = sum
-      elseif cfg.shards <= RECOUNT_SHARDS then
-        n = size('1', prefix, tail, cfg.win, 0, cfg.shards, 0, now)
-      else
-        -- too many shards to count in one step: the sum misses at most
-        -- the changes made during the walk, and this sweep does not count
-        -- as an empty one
-        n, unsure = sum, true
-      end
+      saveState(st)
+      n = st.t
+      examined = examined + 1
     else
       -- a PFCOUNT merges one HyperLogLog per bucket: weigh it by those
       local prefix = base .. kx .. class .. ':'
@@ -149,13 +143,13 @@ for _, ref in ipairs(due) do
     end
     if not done then
       -- resumed where it stopped on the next step, and counted then
-      redis.call('HSET', KEYS[2], ref, empties .. ':' .. walk)
+      redis.call('HSET', KEYS[2], ref, empties .. ':0')
       redis.call('ZADD', KEYS[1], now, ref)
       more = 1
     else
       visited = visited + 1
     end
-    if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval, unsure) then
+    if done and finish(KEYS[1], KEYS[2], base .. kn .. ref, ref, n, empties, now, releaseAfter, countTTL, cfg.interval) then
       if #keys > 0 then redis.call('DEL', unpack(keys)) end
       released = released + 1
     end

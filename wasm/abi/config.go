@@ -66,6 +66,7 @@ type ScopeClass struct {
 	Layout        Layout   `json:"layout"`
 	Window        Duration `json:"window_ms,omitempty"`
 	Shards        int      `json:"shards,omitempty"`
+	ShardSize     int      `json:"shard_size,omitempty"`
 	Spread        bool     `json:"spread,omitempty"`
 	SweepInterval Duration `json:"sweep_interval_ms,omitempty"`
 	Bucket        Duration `json:"bucket_ms,omitempty"`

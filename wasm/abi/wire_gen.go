@@ -14,6 +14,7 @@ func FromScopeClass(c core.ScopeClass) ScopeClass {
 	w.Layout = Layout(c.Layout)
 	w.Window = Duration(c.Window)
 	w.Shards = c.Shards
+	w.ShardSize = c.ShardSize
 	w.Spread = c.Spread
 	w.SweepInterval = Duration(c.SweepInterval)
 	w.Bucket = Duration(c.Bucket)
@@ -26,6 +27,7 @@ func (w ScopeClass) Core() core.ScopeClass {
 	c.Layout = core.Layout(w.Layout)
 	c.Window = time.Duration(w.Window)
 	c.Shards = w.Shards
+	c.ShardSize = w.ShardSize
 	c.Spread = w.Spread
 	c.SweepInterval = time.Duration(w.SweepInterval)
 	c.Bucket = time.Duration(w.Bucket)
@@ -509,6 +511,7 @@ func (x ScopeClass) appendJSON(b []byte) []byte {
 		w.raw("window_ms", x.Window.appendJSON(nil))
 	}
 	w.intOmit("shards", int64(x.Shards))
+	w.intOmit("shard_size", int64(x.ShardSize))
 	w.boolOmit("spread", x.Spread)
 	if x.SweepInterval != 0 {
 		w.raw("sweep_interval_ms", x.SweepInterval.appendJSON(nil))
@@ -529,6 +532,8 @@ func (x *ScopeClass) decodeJSON(r *reader) error {
 			err = x.Window.decodeJSON(r)
 		case "shards":
 			x.Shards, err = r.int()
+		case "shard_size":
+			x.ShardSize, err = r.int()
 		case "spread":
 			x.Spread, err = r.bool()
 		case "sweep_interval_ms":
