@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -47,22 +48,46 @@ func (r *runner) memory(ctx context.Context) error {
 	if err := r.memoryUsers(ctx, conn.Store, n); err != nil {
 		return err
 	}
-	shards := 0 // the default, 256: ≤ 512 per shard up to about 100,000 members
+	shards := 0 // compact scopes size themselves (ScopeClass.ShardSize)
 	for _, v := range []struct {
 		name   string
 		class  string
+		n      int
 		member func(int) string
 	}{
-		{"scope-compact", ClassCompact, MemberID},
-		{"scope-compact-string-ids", ClassCompact, UserID},
-		{"scope-exact", ClassExact, MemberID},
-		{"scope-approx", ClassApprox, MemberID},
+		{"scope-compact", ClassCompact, n, MemberID},
+		{"scope-compact", ClassCompact, 1000, MemberID},
+		{"scope-compact-string-ids", ClassCompact, n, UserID},
+		{"scope-exact", ClassExact, n, MemberID},
+		{"scope-approx", ClassApprox, n, MemberID},
 	} {
-		if err := r.memoryScope(ctx, conn.Store, v.name, v.class, shards, n, v.member); err != nil {
+		if err := r.memoryScope(ctx, conn.Store, v.name, v.class, shards, v.n, v.member); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// compactShards names the shards a self-sized compact scope has now, as
+// its meta says (2^L + s of them).
+func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scope) ([]string, error) {
+	meta, err := e.Keys().CompactMeta(sc)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.admin.Client().HMGet(ctx, meta, "L", "s").Result()
+	if err != nil {
+		return nil, err
+	}
+	level, _ := strconv.Atoi(fmt.Sprint(v[0]))
+	split, _ := strconv.Atoi(fmt.Sprint(v[1]))
+	keys := make([]string, 1<<level+split)
+	for i := range keys {
+		if keys[i], err = e.Keys().Shard(sc, i); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }
 
 // settleMemory returns the data memory and key count once steady.
@@ -149,20 +174,14 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		BytesPerItem: round(float64(after-before)/float64(n), 1)}
 	switch class {
 	case ClassCompact:
-		nShards := shards
-		if nShards == 0 {
-			nShards = 256
-		}
-		keys := make([]string, nShards)
-		for i := range keys {
-			if keys[i], err = e.Keys().Shard(sc, i); err != nil {
-				return err
-			}
+		keys, err := r.compactShards(ctx, e, sc)
+		if err != nil {
+			return err
 		}
 		if row.Encodings, err = r.admin.Encodings(ctx, keys); err != nil {
 			return err
 		}
-		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(nShards) + " shards"
+		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(len(keys)) + " shards (self-sized), meta and due index included"
 	case ClassExact:
 		key, err := e.Keys().Exact(sc)
 		if err != nil {

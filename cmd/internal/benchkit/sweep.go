@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -44,11 +45,10 @@ func (r *runner) sweeps(ctx context.Context) error {
 		if err := r.sweepOne(ctx, conn.Store, "scope-exact", n, 0); err != nil {
 			return err
 		}
-		if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, 256); err != nil {
-			return err
-		}
-		if s := SizedShards(n); s != 256 {
-			if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, s); err != nil {
+		// a self-sized compact scope: every member expired (a full pass),
+		// 1 % of them, none (issue 23: a pass costs what expires)
+		for _, pct := range []int{100, 1, 0} {
+			if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, pct); err != nil {
 				return err
 			}
 		}
@@ -57,8 +57,11 @@ func (r *runner) sweeps(ctx context.Context) error {
 }
 
 // sweepOne fills a backlog of n entries, ages it past its window with a
-// virtual clock, and sweeps it with every call logged.
-func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n, shards int) error {
+// virtual clock, and sweeps it with every call logged. Of a compact
+// scope's members, pct % are past their window (the rest were touched 5
+// minutes later, inside theirs).
+func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n, pct int) error {
+	shards := 0
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	clk := NewVirtualClock(time.Now())
@@ -79,21 +82,33 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	}
 	r.logf("sweep: filling %s with %d entries", kind, n)
 	t0 := time.Now()
-	err = fillBacklog(ctx, e, clk, kind, n)
+	workload := kind
+	if kind == "scope-compact" && pct < 100 {
+		old := n * pct / 100
+		sc := core.Scope{Class: ClassCompact, ID: "10086"}
+		err = Fill(ctx, e, sc, old, MemberID)
+		if err == nil {
+			clk.Advance(5 * time.Minute)
+			err = Fill(ctx, e, sc, n-old, func(i int) string { return MemberID(old + i) })
+		}
+		clk.Advance(5*time.Minute + time.Second) // past the window of the first ones only
+		workload = fmt.Sprintf("%s %d%% expired", kind, pct)
+	} else {
+		err = fillBacklog(ctx, e, clk, kind, n)
+		clk.Advance(11 * time.Minute) // past every window, the leave delay included
+	}
 	if err != nil {
 		return err
 	}
 	fill := time.Since(t0)
-	clk.Advance(11 * time.Minute) // past every window, the leave delay included
 
-	row := SweepRow{Workload: kind, Backlog: n, Shards: shards, FillMillis: round(float64(fill.Microseconds())/1e3, 1)}
+	row := SweepRow{Workload: workload, Backlog: n, FillMillis: round(float64(fill.Microseconds())/1e3, 1)}
 	if kind == "scope-compact" && !r.s.Miniredis {
-		keys := make([]string, shards)
-		for i := range keys {
-			if keys[i], err = e.Keys().Shard(core.Scope{Class: ClassCompact, ID: "10086"}, i); err != nil {
-				return err
-			}
+		keys, err := r.compactShards(ctx, e, core.Scope{Class: ClassCompact, ID: "10086"})
+		if err != nil {
+			return err
 		}
+		row.Shards = len(keys)
 		enc, err := r.admin.Encodings(ctx, keys)
 		if err != nil {
 			return err
