@@ -19,28 +19,7 @@ func (r *runner) memory(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	// Load every script once, on a prefix of its own, so that the script
-	// cache is not part of any delta.
-	warm, err := core.New(conn.Store, core.Config{Prefix: r.prefix("warm"), Classes: BenchClasses(0)})
-	if err != nil {
-		return err
-	}
-	if _, err := Login(ctx, warm, 1, UserID); err != nil {
-		return err
-	}
-	for _, lc := range LayoutClasses() {
-		sc := core.Scope{Class: lc[1], ID: "w"}
-		if err := warm.Touch(ctx, sc, "1"); err != nil {
-			return err
-		}
-		if _, err := warm.Count(ctx, sc); err != nil {
-			return err
-		}
-	}
-	if _, err := warm.SweepUsers(ctx); err != nil {
-		return err
-	}
-	if _, err := warm.SweepScopes(ctx); err != nil {
+	if err := r.warmScripts(ctx, conn.Store); err != nil {
 		return err
 	}
 
@@ -66,6 +45,61 @@ func (r *runner) memory(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// compact runs the compact scope rows of the memory group (MemoryItems
+// and 1,000 members) and of the sweep group (each backlog: every member,
+// 1 % and none expired).
+func (r *runner) compact(ctx context.Context) error {
+	conn, err := Dial(ctx, AdapterGoRedis, r.s.URL, 4)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !r.s.Miniredis {
+		if err := r.warmScripts(ctx, conn.Store); err != nil {
+			return err
+		}
+		for _, n := range []int{r.st.MemoryItems, 1000} {
+			if err := r.memoryScope(ctx, conn.Store, "scope-compact", ClassCompact, 0, n, MemberID); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range r.st.Backlogs {
+		for _, pct := range []int{100, 1, 0} {
+			if err := r.sweepOne(ctx, conn.Store, "scope-compact", n, pct); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// warmScripts loads every script once, on a prefix of its own, so that
+// the script cache is not part of any memory delta.
+func (r *runner) warmScripts(ctx context.Context, store core.Store) error {
+	warm, err := core.New(store, core.Config{Prefix: r.prefix("warm"), Classes: BenchClasses(0)})
+	if err != nil {
+		return err
+	}
+	if _, err := Login(ctx, warm, 1, UserID); err != nil {
+		return err
+	}
+	for _, lc := range LayoutClasses() {
+		sc := core.Scope{Class: lc[1], ID: "w"}
+		if err := warm.Touch(ctx, sc, "1"); err != nil {
+			return err
+		}
+		if _, err := warm.Count(ctx, sc); err != nil {
+			return err
+		}
+	}
+	if _, err := warm.SweepUsers(ctx); err != nil {
+		return err
+	}
+	_, err = warm.SweepScopes(ctx)
+	return err
 }
 
 // compactShards names the shards a self-sized compact scope has now, as
