@@ -129,7 +129,8 @@ type ScopeClass struct {
 	// (linear hashing; a sweep merges shards back once the average falls
 	// under a quarter of it), so that every shard stays in Redis's compact
 	// listpack encoding (at most 512 entries by default) at any size.
-	// Default 128, 1 to 256. Counts do not depend on it.
+	// Default 128, 1 to 200 (a shard not yet split holds about twice the
+	// average: 200 keeps it under 512). Counts do not depend on it.
 	ShardSize int
 	// Spread puts each compact shard in its own cluster slot, so that the
 	// writes of a very hot scope spread over the masters; counts are the
@@ -386,8 +387,8 @@ func newSettings(cfg Config) (*settings, error) {
 		if cs.shards < 1 || cs.shards > 65536 {
 			return nil, invalid(field+".Shards", "must be in [1, 65536], got %d", c.Shards)
 		}
-		if cs.shardSize < 1 || cs.shardSize > 256 {
-			return nil, invalid(field+".ShardSize", "must be in [1, 256], got %d", c.ShardSize)
+		if cs.shardSize < 1 || cs.shardSize > 200 {
+			return nil, invalid(field+".ShardSize", "must be in [1, 200], got %d", c.ShardSize)
 		}
 		s.classes[name] = cs
 		s.classNames = append(s.classNames, name)

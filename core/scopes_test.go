@@ -16,13 +16,13 @@ func scopeConfig(shards int) core.Config { return scopeConfigSpread(shards, fals
 // scopeConfigSpread is scopeConfig with the compact class's shards spread
 // over cluster slots or kept together.
 // A compact class that does not spread sizes its scopes itself: there
-// shards is the ShardSize (at most 256), so that small ones resize often.
+// shards is the ShardSize (at most 200), so that small ones resize often.
 func scopeConfigSpread(shards int, spread bool) core.Config {
 	size := 0
 	if !spread {
 		shards, size = 0, shards
-		if size > 256 {
-			size = 256
+		if size > 200 {
+			size = 200
 		}
 	}
 	return core.Config{Classes: map[string]core.ScopeClass{

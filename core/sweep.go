@@ -65,9 +65,9 @@ func (e *Engine) fenceCache(ctx context.Context, n int) error {
 	return nil
 }
 
-// shardScan is the most entries one HSCAN step of a compact shard sweep
-// asks for (COUNT), as scopelib.lua's SHARD_SCAN: a large (hashtable) shard
-// is walked in steps of about this many, a listpack shard in one step.
+// shardScan is the most entries one HSCAN step of a spread compact shard's
+// sweep asks for (COUNT, shard_sweep.lua): a large (hashtable) shard is
+// walked in steps of about this many, a listpack shard in one step.
 const shardScan = 256
 
 // observe widens the report's server-time span to include now.

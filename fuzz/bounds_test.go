@@ -298,6 +298,8 @@ func TestBoundsConfig(t *testing.T) {
 		{"ScopeBuckets 16385", core.Config{ScopeBuckets: 16385}, "Config.ScopeBuckets", "16384"},
 		{"65536 shards", core.Config{Classes: class("v", core.ScopeClass{Layout: core.LayoutCompact, Shards: 65536})}, "", ""},
 		{"65537 shards", core.Config{Classes: class("v", core.ScopeClass{Layout: core.LayoutCompact, Shards: 65537})}, "Config.Classes[v].Shards", "65536"},
+		{"shard size 200", core.Config{Classes: class("v", core.ScopeClass{Layout: core.LayoutCompact, ShardSize: 200})}, "", ""},
+		{"shard size 201", core.Config{Classes: class("v", core.ScopeClass{Layout: core.LayoutCompact, ShardSize: 201})}, "Config.Classes[v].ShardSize", "200"},
 		{"class name of 32 bytes", core.Config{Classes: class(strings.Repeat("a", 32), core.ScopeClass{})}, "", ""},
 		{"class name of 33 bytes", core.Config{Classes: class(strings.Repeat("a", 33), core.ScopeClass{})}, "Config.Classes", "32"},
 		{"class name with ':'", core.Config{Classes: class("a:b", core.ScopeClass{})}, "Config.Classes", ""},

@@ -166,7 +166,8 @@ local function sweepDue(c, n, win, now)
   return removed, #flat / 2
 end
 
--- sweepShard runs one HSCAN step over a compact shard from cursor from (at
+-- sweepShard runs one HSCAN step over a spread compact shard (shard_sweep.lua;
+-- a self-sized scope's shards are swept by sweepDue) from cursor from (at
 -- most about count entries; a listpack shard is returned whole) and deletes
 -- the members whose window has passed, checked here, in this script.
 -- Returns removed, remaining, the next cursor ("0" once the shard has been
