@@ -26,15 +26,17 @@ import (
 // 27 kB raw and 7 kB gzipped, and the ceilings as much; the steady beat's
 // page hints and its one-device path (issue 18: mostly the longer Lua
 // file, which the modules embed) added about 4.5 kB raw and 1 kB gzipped,
-// and the ceilings 8 kB and 2 kB. Raise them only
+// and the ceilings 8 kB and 2 kB; self-sizing compact scopes (issue 23)
+// added about 5 kB raw and 1 kB gzipped, and the ceilings 7 kB and 3 kB.
+// Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_515_000, 1_219_000},
-	{wasm.JS, 4_545_000, 1_225_000},
+	{wasm.WASI, 4_522_000, 1_222_000},
+	{wasm.JS, 4_552_000, 1_228_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,
