@@ -89,6 +89,17 @@ type Config struct {
 	// marked stale, while Redis is unreachable. Default 10,000; negative: none.
 	LastGoodCounts int
 
+	// GroupCommit is how many round trips an Engine's group commit keeps
+	// on the wire at once (docs/design.md §2): a call (Heartbeat, Status,
+	// Login, Logout, Disconnect, SetManual, Touch, Leave) that finds them
+	// all out waits, and the calls that waited leave together when one
+	// returns, heartbeats and statuses merged into one script call per user
+	// bucket, the rest in the same pipeline. A call on an idle engine leaves
+	// at once, alone. Default 2, at most 64; -1: off, every call leaves alone
+	// (hosts that drive plans themselves, such as the WebAssembly module,
+	// never combine).
+	GroupCommit int
+
 	// ChangeLog keeps about this many of the latest published changes in a
 	// Redis stream, so that a reader that reconnects can catch up from the
 	// last entry it saw (ChangeLogAfter). Default 0: no log.
@@ -207,6 +218,7 @@ type settings struct {
 	keep                               int64 // ms a user page lives past its last write (userKeep)
 	maxDevices, batch, budget, release int
 	lastGood, changeLog                int
+	lanes                              int // GroupCommit: 0 is off
 	classes                            map[string]classSettings
 	classNames                         []string
 
@@ -328,6 +340,7 @@ func newSettings(cfg Config) (*settings, error) {
 		{"ReleaseAfter", cfg.ReleaseAfter, 3, 1, 1000, &s.release},
 		{"LastGoodCounts", cfg.LastGoodCounts, 10000, -1, 10000000, &s.lastGood},
 		{"ChangeLog", cfg.ChangeLog, 0, 0, 100000000, &s.changeLog},
+		{"GroupCommit", cfg.GroupCommit, 2, -1, 64, &s.lanes},
 	}
 	for _, n := range ints {
 		v := orInt(n.v, n.def)
@@ -338,6 +351,9 @@ func newSettings(cfg Config) (*settings, error) {
 	}
 	if s.lastGood < 0 {
 		s.lastGood = 0
+	}
+	if s.lanes < 0 {
+		s.lanes = 0
 	}
 	if !cfg.Policy.valid() {
 		return nil, invalid("Config.Policy", "unknown policy %d", cfg.Policy)

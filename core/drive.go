@@ -44,7 +44,11 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // between steps, after the round under way) sends its cleanup without
 // ctx's cancellation, in a round trip of its own. Run is safe to call from several goroutines
 // with distinct plans; a plan must be stepped by one driver only.
-func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
+func (e *Engine) Run(ctx context.Context, plans ...Stepper) { e.run(ctx, plans, nil) }
+
+// run is Run, calling ended (when not nil) with a plan's index as soon as
+// it has ended and published, before the others end.
+func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 	detached := context.WithoutCancel(ctx)
 	var delivered []string // outbox IDs, acknowledged together at the end
 	defer func() { e.ack(detached, delivered) }()
@@ -55,6 +59,9 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 		e.report(ctx, m)
 		if m.done {
 			delivered = append(delivered, e.publish(ctx, m.pubs)...)
+			if ended != nil {
+				ended(i)
+			}
 			continue
 		}
 		live = append(live, i)
@@ -124,6 +131,9 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) {
 					c = detached
 				}
 				delivered = append(delivered, e.publish(c, m.pubs)...)
+				if ended != nil {
+					ended(i)
+				}
 				continue
 			}
 			next = append(next, i)

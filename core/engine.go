@@ -28,6 +28,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	lastGood map[Scope]Count
+
+	comb combiner // group commit (combine.go)
 }
 
 var _ Presence = (*Engine)(nil)
@@ -53,6 +55,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 	if s.lastGood > 0 {
 		e.lastGood = make(map[Scope]Count)
 	}
+	e.comb.lanes = s.lanes
 	return e, nil
 }
 

@@ -9,6 +9,16 @@ import "context"
 // ErrClockSkew, or an *InputError) changes nothing. A steady beat, one that
 // only extends a live session, takes one round trip; any other takes two.
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
+	if e.groupCommit() && e.plans.checkHeartbeat(hb) == nil {
+		j := newJob(ctx, jobBeat)
+		j.hb = hb
+		if err := e.commit(j); err != nil {
+			return Ack{}, err
+		}
+		ack, err := j.ack, j.err
+		j.release()
+		return ack, err
+	}
 	p := e.plans.heartbeat(e.nowArg(), hb)
 	e.drive(ctx, p)
 	return p.Outcome()

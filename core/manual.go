@@ -10,6 +10,8 @@ import (
 // makes anyone online.
 func (e *Engine) SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error) {
 	p := e.plans.setManual(e.nowArg(), user, m, ttl)
-	e.drive(ctx, p)
+	if err := e.exec(ctx, p); err != nil {
+		return nil, err
+	}
 	return p.Outcome()
 }

@@ -72,7 +72,12 @@ func (k scopeKeys) compactIndexKey() string { return k.data + compactIndex + k.t
 
 // Touch records member's activity in the scope now (docs/design.md §9).
 func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
-	return e.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
+	p := e.Planner().TouchBatch(e.nowArg(), []ScopeTouch{{Scope: sc, Member: member}})
+	if err := e.exec(ctx, p); err != nil {
+		return err
+	}
+	_, err := p.Outcome()
+	return err
 }
 
 // TouchBatch records up to MaxBatch touches: script calls of at most 50
@@ -95,7 +100,9 @@ func (p *planner) scopeBucketKeys(b uint32) []string {
 // member was there. Approx scopes cannot forget a member: ErrUnsupported.
 func (e *Engine) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
 	p := e.Planner().Leave(e.nowArg(), sc, member)
-	e.drive(ctx, p)
+	if err := e.exec(ctx, p); err != nil {
+		return false, err
+	}
 	return p.Outcome()
 }
 

@@ -9,7 +9,9 @@ import "context"
 // Config.MaxDevices is refused with ErrTooManyDevices and changes nothing.
 func (e *Engine) Login(ctx context.Context, l Login) (LoginResult, error) {
 	p := e.plans.login(e.nowArg(), l)
-	e.drive(ctx, p)
+	if err := e.exec(ctx, p); err != nil {
+		return LoginResult{}, err
+	}
 	return p.Outcome()
 }
 
@@ -54,6 +56,8 @@ func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (En
 // end drives the plan of Logout and Disconnect; mode names which.
 func (e *Engine) end(ctx context.Context, mode, user, device, token string) (Ended, error) {
 	p := e.plans.end(e.nowArg(), mode, user, device, token)
-	e.drive(ctx, p)
+	if err := e.exec(ctx, p); err != nil {
+		return Ended{}, err
+	}
 	return p.Outcome()
 }

@@ -7,6 +7,16 @@ import (
 
 // Status returns one user's status and live devices.
 func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
+	if e.groupCommit() && checkID("user", user) == nil {
+		j := newJob(ctx, jobStatus)
+		j.user = user
+		if err := e.commit(j); err != nil {
+			return UserStatus{}, err
+		}
+		st, err := j.st, j.err
+		j.release()
+		return st, err
+	}
 	p := e.Planner().Status(e.nowArg(), user)
 	e.drive(ctx, p)
 	return p.Outcome()
