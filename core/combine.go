@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -25,8 +26,9 @@ import (
 // call fails the calls it carried.
 //
 // A caller whose context ends while its call waits in the queue returns
-// the context's error, and its call is not sent. Once a batch has taken
-// it, it returns the context's error at once, and the batch goes on: its
+// the context's error (in a *StoreError, as a store fails a call whose
+// context ended), and its call is not sent. Once a batch has taken it, it
+// returns that error at once, and the batch goes on: its
 // call is applied (and published, and counted) or fails as any other. A
 // batch leaves without its leader's cancellation, by the latest deadline
 // of its callers, so that no caller's cancellation fails the others; a
@@ -59,6 +61,7 @@ const (
 // job is one caller's operation on its way through group commit.
 type job struct {
 	kind jobKind
+	op   string // what a failure is reported as: the operation's first round
 	ctx  context.Context
 	hb   Heartbeat // jobBeat
 	user string    // jobStatus
@@ -77,9 +80,9 @@ type job struct {
 // jobs are reused once their caller has read the outcome.
 var jobs = sync.Pool{New: func() any { return &job{wake: make(chan struct{}, 1)} }}
 
-func newJob(ctx context.Context, kind jobKind) *job {
+func newJob(ctx context.Context, kind jobKind, op string) *job {
 	j := jobs.Get().(*job)
-	j.ctx, j.kind = ctx, kind
+	j.ctx, j.kind, j.op = ctx, kind, op
 	return j
 }
 
@@ -99,10 +102,23 @@ type combiner struct {
 	queue []*job
 }
 
-// commit carries j out for its caller. It returns j.ctx's error when the
-// caller gave up before j's outcome was there (j is then not the caller's
-// to release), else nil with the outcome in j.
+// commit carries j out for its caller. It returns the error of a caller
+// that gave up before j's outcome was there (j is then not the caller's to
+// release), else nil with the outcome in j.
 func (e *Engine) commit(j *job) error {
+	if err := e.wait(j); err != nil {
+		// as the store fails a call whose context ended: retryable when
+		// the deadline passed, matching ctx's error either way
+		c := ClassifyError(err)
+		se := &StoreError{Op: j.op, Unavailable: errors.Is(c, ErrUnavailable), Err: c}
+		e.metrics.Error(j.op, se)
+		return se
+	}
+	return nil
+}
+
+// wait is commit but for the error's shape: ctx's error.
+func (e *Engine) wait(j *job) error {
 	c := &e.comb
 	c.mu.Lock()
 	if c.out < c.lanes {
@@ -340,7 +356,7 @@ func (e *Engine) exec(ctx context.Context, p Stepper) error {
 		e.drive(ctx, p)
 		return nil
 	}
-	j := newJob(ctx, jobPlan)
+	j := newJob(ctx, jobPlan, p.machine().cur.op)
 	j.plan = p
 	if err := e.commit(j); err != nil {
 		return err

@@ -10,7 +10,7 @@ import "context"
 // only extends a live session, takes one round trip; any other takes two.
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	if e.groupCommit() && e.plans.checkHeartbeat(hb) == nil {
-		j := newJob(ctx, jobBeat)
+		j := newJob(ctx, jobBeat, "heartbeat")
 		j.hb = hb
 		if err := e.commit(j); err != nil {
 			return Ack{}, err

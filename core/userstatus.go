@@ -8,7 +8,7 @@ import (
 // Status returns one user's status and live devices.
 func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
 	if e.groupCommit() && checkID("user", user) == nil {
-		j := newJob(ctx, jobStatus)
+		j := newJob(ctx, jobStatus, "status")
 		j.user = user
 		if err := e.commit(j); err != nil {
 			return UserStatus{}, err

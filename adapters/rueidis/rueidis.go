@@ -100,6 +100,7 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		return results
 	}
 	if err := ctx.Err(); err != nil {
+		err = core.ClassifyError(err) // as a call that runs out of time on the wire
 		for _, i := range idx {
 			results[i].Err = err
 		}
