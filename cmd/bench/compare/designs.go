@@ -250,7 +250,8 @@ func (c *comparison) throughput(ctx context.Context) error {
 	n := c.o.users
 	var designs []design
 	for _, a := range c.o.adapters {
-		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("engine-" + a), UserBuckets: c.o.userBuckets}, c.o.clock)
+		prefix := c.prefix("engine-" + a)
+		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: prefix, UserBuckets: c.o.userBuckets, GroupCommit: c.o.groupCommit}, c.o.clock)
 		if err != nil {
 			return err
 		}
@@ -260,6 +261,19 @@ func (c *comparison) throughput(ctx context.Context) error {
 			return err
 		}
 		designs = append(designs, d)
+		// the same keys through an engine without group commit, one
+		// call a beat as before it (GroupCommit -1)
+		solo, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: prefix, UserBuckets: c.o.userBuckets, GroupCommit: -1}, c.o.clock)
+		if err != nil {
+			return err
+		}
+		designs = append(designs, design{
+			name: d.name + " solo",
+			beat: func(ctx context.Context, u int) error {
+				_, err := solo.Heartbeat(ctx, d.hb(u))
+				return err
+			},
+		})
 		// the same engine behind a batcher: single beats from many
 		// goroutines, merged into batch calls
 		bt, err := batcher.New(e, batcher.Config{})
@@ -510,7 +524,7 @@ func (c *comparison) targets() []benchkit.TargetRow {
 	}
 	var out []benchkit.TargetRow
 	for _, a := range c.o.adapters {
-		for _, via := range []string{"", "+batcher"} {
+		for _, via := range []string{"", " solo", "+batcher"} {
 			name := "engine/" + a + via
 			if rate[name] == 0 {
 				continue
@@ -526,7 +540,10 @@ func (c *comparison) targets() []benchkit.TargetRow {
 			case benchkit.AdapterRueidisFlush:
 				note += "; same driver and client settings as Centrifuge"
 			}
-			if via != "" {
+			switch via {
+			case " solo":
+				note += "; without group commit (GroupCommit -1): one call a beat, as before it"
+			case "+batcher":
 				note += "; single beats from the same workers, merged by package batcher"
 			}
 			out = append(out, benchkit.TargetRow{Name: "heartbeat vs Centrifuge AddPresence, " + a + via,

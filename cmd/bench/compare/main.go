@@ -50,6 +50,7 @@ type options struct {
 	skipMemory   bool
 	skipCompeter bool
 	userBuckets  int
+	groupCommit  int
 	callgrindPID int
 }
 
@@ -71,6 +72,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the report as Markdown tables to this file")
 	fs.IntVar(&o.userBuckets, "user-buckets", 0, "the engine's Config.UserBuckets (default 16; on a single node, 1 lets a batch be one script call)")
+	fs.IntVar(&o.groupCommit, "group-commit", 0, "the engine's Config.GroupCommit: combined round trips on the wire at once (default 2; the \"solo\" rows always -1)")
 	fs.IntVar(&o.callgrindPID, "callgrind-pid", 0, "pid of the redis-server, run under valgrind --tool=callgrind: report its instructions per item (cmd/bench/instructions.sh)")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows")
 	if err := fs.Parse(args); err != nil {
@@ -149,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.rep = &Report{Schema: "presence-compare/1", Started: time.Now().UTC().Truncate(time.Second), Host: benchkit.Host(),
 		Settings: map[string]any{"concurrency": o.concurrency, "batch_concurrency": o.batchConc, "batch": o.batch,
 			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief, "clock": o.clock,
-			"user_buckets": o.userBuckets, "callgrind": o.callgrindPID > 0}}
+			"user_buckets": o.userBuckets, "group_commit": o.groupCommit, "callgrind": o.callgrindPID > 0}}
 	if c.rep.Server, err = c.admin.Describe(ctx); err != nil {
 		return err
 	}
