@@ -57,10 +57,10 @@ type Config struct {
 
 	// UserBuckets is the number of user buckets: each bucket's keys share a
 	// cluster slot, and the sweeper visits each bucket. A batch of
-	// heartbeats is one script call per bucket it spans, so on a single
-	// node, where nothing needs spreading, 1 makes each batch of package
-	// batcher one call. The keys depend on it: choose it before going
-	// live. Default 16.
+	// heartbeats (HeartbeatBatch, or the concurrent Heartbeat calls group
+	// commit merges) is one script call per bucket it spans, so on a
+	// single node, where nothing needs spreading, 1 makes each batch one
+	// call. The keys depend on it: choose it before going live. Default 16.
 	UserBuckets int
 	// ScopeBuckets is the number of scope buckets, likewise. Default 16.
 	ScopeBuckets int
