@@ -112,7 +112,9 @@ func TestArgumentsRoundTrip(t *testing.T) {
 func TestConfigCarriesEveryField(t *testing.T) {
 	var c core.Config
 	v := reflect.ValueOf(&c).Elem()
-	skip := map[string]bool{"Clock": true, "Rand": true, "Metrics": true, "Logger": true}
+	// the host's own, and GroupCommit, which combines the blocking Engine's
+	// concurrent calls: a module drives plans, one at a time
+	skip := map[string]bool{"Clock": true, "Rand": true, "Metrics": true, "Logger": true, "GroupCommit": true}
 	for i := 0; i < v.NumField(); i++ {
 		f, name := v.Field(i), v.Type().Field(i).Name
 		if skip[name] {
