@@ -6,3 +6,8 @@ func GroupQueued(e *Engine) int {
 	defer e.comb.mu.Unlock()
 	return len(e.comb.queue)
 }
+
+// PageOf is the page of user at level, split pointer split (userPage).
+func PageOf(user string, level, split int) int {
+	return int(userPage(user, uint(level), uint32(split)))
+}

@@ -7,16 +7,6 @@ import (
 	"sync/atomic"
 )
 
-// pageGeometry is what a plan knows of the user buckets' page geometry:
-// an input it reads, like now, and an output it reports. The driver keeps
-// it (pageHints), so that a plan does no coordination of its own.
-type pageGeometry interface {
-	// page returns the page of user in bucket b, or "" when unknown.
-	page(b uint32, user string) string
-	// learn records the geometry of bucket b as a script read it.
-	learn(b uint32, level uint, split uint32)
-}
-
 // pageHints remembers each user bucket's page geometry, its level and split
 // pointer (lua/recordlib.lua), as the steady beat last reported it, so that
 // a beat names the page its user should be in and the script neither hashes

@@ -2,8 +2,6 @@ package core_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -114,18 +112,10 @@ func checkPages(t *testing.T, c *redis.Client, move func(time.Time), encodings b
 	}
 }
 
-// pageOf is the page of user at level, split pointer split: linear hashing
-// over the first 32 bits of the user's SHA1 (lua/recordlib.lua).
-func pageOf(user string, level, split int) int {
-	sum := sha1.Sum([]byte(user))
-	h := int(binary.BigEndian.Uint32(sum[:4]))
-	n := 1 << level
-	p := h % n
-	if p < split {
-		p = h % (2 * n)
-	}
-	return p
-}
+// pageOf is the page of user at level, split pointer split, as the engine's
+// page hints compute it; pagesMismatch checks it against where the scripts
+// put each user.
+var pageOf = core.PageOf
 
 // pagesMismatch checks bucket 0's user keys, and returns what is wrong
 // ("" when nothing is).

@@ -432,7 +432,7 @@ type planner struct {
 	settings *settings
 	scripts  scriptSet
 	rand     io.Reader
-	hints    pageGeometry
+	hints    *pageHints
 }
 
 // Planner makes the plans of an engine's operations (Plan), for drivers
