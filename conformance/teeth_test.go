@@ -41,6 +41,14 @@ var plantedBugs = []plantBug{
 		edits: []edit{{"if P.now <= deadline(r, P) then u.devs[id] = r end", "if false then u.devs[id] = r end"}},
 	},
 	{
+		name:    "a sweep that takes a live device for gone",
+		scripts: []string{"sweep_users"},
+		// The check by which a sweep settles a user without loading it,
+		// and leaves a device out of a load, finds every device past its
+		// deadline.
+		edits: []edit{{"return P.now > deadlineOf(", "return P.now >= 0 or deadlineOf("}},
+	},
+	{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
 		// A due compact shard keeps its expired members, counted, and is

@@ -79,14 +79,19 @@ for i = 1, #due do
     batchStart(P, pk, users)
     local low = nil
     for j = 1, #users, 2 do
-      local u = load(users[j], P, users[j + 1], dyns[users[j]], pk)
-      settle(u, 'leave', P, events)
-      if u.where == pk and u.nxt and (low == nil or u.nxt < low) then low = u.nxt end
+      local user, rec = users[j], users[j + 1]
+      local nxt = settleGone(user, rec, dyns[user], n, P, events)
+      if nxt == false then
+        local u = load(user, P, rec, dyns[user], pk, n)
+        settle(u, 'leave', P, events)
+        if u.where == pk then nxt = u.nxt end
+      end
+      if nxt and (low == nil or nxt < low) then low = nxt end
     end
     batchEnd(P)
     P.visiting = false
     visited = visited + #users / 2
-    if low then redis.call('ZADD', KEYS[2], fmt(low), m) else redis.call('ZREM', KEYS[2], m) end
+    if low then redis.call('ZADD', KEYS[2], instant(P, low), m) else redis.call('ZREM', KEYS[2], m) end
   else
     local u = load(m, P)
     settle(u, 'leave', P, events)

@@ -35,6 +35,12 @@ local POLICY_MULTI = 0
 local POLICY_EXCLUSIVE = 1
 local POLICY_PER_KIND = 2
 
+-- The bytes that mark a static record's manual expiry, a fence item and
+-- the end of a field (recordlib.lua).
+local MANUAL_EXPIRES_BYTE = string.byte(MANUAL_EXPIRES)
+local FENCE_BYTE = string.byte(FENCE)
+local US_BYTE = string.byte(US)
+
 -- The bits of a device's item (recordlib.lua), added together.
 local BIT_BACKGROUND = 1
 local BIT_GONE = 2
@@ -80,6 +86,18 @@ end
 local SMALL = { [0] = '0', '1', '2', '3', '4' }
 local function num(n) return SMALL[n] or fmt(n) end
 
+-- instant formats instant n as fmt does, once per call: a call's
+-- instants repeat (now, now + LeaveDelay), and a format costs more than
+-- anything else a sweep does for an expired device.
+local function instant(P, n)
+  local s = P.fmts[n]
+  if not s then
+    s = fmt(n)
+    P.fmts[n] = s
+  end
+  return s
+end
+
 -- params reads the common ARGV; a script that has read the clock already
 -- passes its instant (now, and nows, its decimal string), so that every
 -- part of one call sees the same one.
@@ -90,7 +108,7 @@ local function params(now, nows)
     if nows == '' then nows = fmt(now) end
   end
   return {
-    now = now, nows = nows, idle = ARGV[ARG_IDLE] + 0, push = ARGV[ARG_PUSH] + 0,
+    now = now, nows = nows, fmts = {}, idle = ARGV[ARG_IDLE] + 0, push = ARGV[ARG_PUSH] + 0,
     leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, keep = ARGV[ARG_KEEP],
     pages = ARGV[ARG_PAGES], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
     policy = ARGV[ARG_POLICY] + 0, cnt = ARGV[ARG_COUNTS], kick = ARGV[ARG_KICK] + 0,
@@ -125,16 +143,33 @@ local function encodeItem(id, r)
   return static, hex(r.seen) .. US .. num(r.seen - r.active)
 end
 
-local function window(r, P)
-  if r.bg then return P.push end
-  return 2 * r.iv
+-- deadlineOf is the last instant at which a device is alive, or for a
+-- gone (logged-out) record the last instant its token stays refused.
+local function deadlineOf(loggedOut, bg, iv, seen, active, P)
+  if loggedOut then return active end
+  if bg then return seen + P.push end
+  return seen + 2 * iv
 end
 
--- deadline is the last instant at which the device is alive, or for a
--- gone (logged-out) record the last instant its token stays refused.
-local function deadline(r, P)
-  if r.gone then return r.active end
-  return r.seen + window(r, P)
+local function deadline(r, P) return deadlineOf(r.gone, r.bg, r.iv, r.seen, r.active, P) end
+
+-- The fields of a device's items that its deadline needs: bits and
+-- interval; lastSeen and lastSeen - lastActive.
+local EXPIRY_STATIC = '^[^\031]*\031([0-7])\031[^\031]*\031[^\031]*\031[^\031]*\031(%d+)\031'
+local EXPIRY_DYNAMIC = '^(%x+)\031(%-?%d+)$'
+
+-- gone tells, from a device's items, whether the device is past its
+-- deadline and its record implies no fence: a load in a sweep's visit
+-- leaves such a device out without decoding it (decodeItem), and a sweep
+-- settles a user whose only device it is without a load (settleGone).
+-- The items may start inside their strings, at si and di.
+local function gone(static, dynamic, P, si, di)
+  local bits, iv = string.match(static, EXPIRY_STATIC, si)
+  bits = bits + 0
+  if bits >= BIT_FENCED then return false end
+  local seen, da = string.match(dynamic, EXPIRY_DYNAMIC, di)
+  seen = unhex(seen)
+  return P.now > deadlineOf(bits % 4 >= BIT_GONE, bits % 2 == BIT_BACKGROUND, iv + 0, seen, seen - da, P)
 end
 
 local function state(r, now, P)
@@ -167,17 +202,17 @@ local function layout(P, write)
 end
 
 -- load reads a user's records and manual status (rec, dyn and where: the
--- records and their key, when the caller has read them already). Records whose
+-- records and their key, when the caller has read them already; page:
+-- where's number, when where is the user's page). Records whose
 -- window has passed, and fences that have ended, are left out, so that
 -- store deletes them (compare-and-delete: the check and the delete happen
 -- inside one script). u.fences holds each device's fence in force, whether
 -- its record implies it or an item of its own says it.
-local function load(user, P, rec, dyn, where)
+local function load(user, P, rec, dyn, where, page)
   layout(P, true)
   local u = { user = user, devs = {}, fences = {}, manual = MANUAL_NONE, mexp = 0, pub = OFFLINE,
-    pend = nil, due = 0, raw = false, dynRaw = false, manRaw = false, where = where }
-  u.hash = hashOf(user)
-  u.page = pageOf(u.hash, P.level, P.split)
+    pend = nil, due = 0, raw = false, dynRaw = false, manRaw = false, where = where, page = page }
+  if not page then u.page = pageOf(hashOf(user), P.level, P.split) end
   if not rec then
     local pk = P.pages .. u.page
     local got = redis.call('HMGET', pk, user, DYN .. user)
@@ -198,7 +233,7 @@ local function load(user, P, rec, dyn, where)
     -- fences first: a fenced record's own fence then takes the later end
     -- of the two, with the record's token (the session start set both)
     for i = 2, #items do
-      if string.byte(items[i], 1) == 2 then
+      if string.byte(items[i], 1) == FENCE_BYTE then
         local id, fin, token = string.match(items[i], FENCE_ITEM)
         fin = fin + 0
         if P.now <= fin then u.fences[id] = { fin = fin, token = token } end
@@ -206,16 +241,19 @@ local function load(user, P, rec, dyn, where)
     end
     local d = 0
     for i = 2, #items do
-      if string.byte(items[i], 1) ~= 2 then
+      if string.byte(items[i], 1) ~= FENCE_BYTE then
         d = d + 1
-        local id, r = decodeItem(items[i], dyns[d + 1])
-        if r.fenced then
-          local fin = r.login + P.kick
-          local f = u.fences[id]
-          if f and f.fin > fin then fin = f.fin end
-          if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
+        -- a sweep's visits mostly find devices gone; other calls, live ones
+        if not (P.visiting and gone(items[i], dyns[d + 1], P)) then
+          local id, r = decodeItem(items[i], dyns[d + 1])
+          if r.fenced then
+            local fin = r.login + P.kick
+            local f = u.fences[id]
+            if f and f.fin > fin then fin = f.fin end
+            if P.now <= fin then u.fences[id] = { fin = fin, token = r.token } end
+          end
+          if P.now <= deadline(r, P) then u.devs[id] = r end
         end
-        if P.now <= deadline(r, P) then u.devs[id] = r end
       end
     end
   end
@@ -341,7 +379,7 @@ local function place(u, rec, dyn, P)
       local n = redis.call('HLEN', pk) / 2
       if n >= SPLIT_AT then
         splitPage(P)
-        u.page = pageOf(u.hash, P.level, P.split)
+        u.page = pageOf(hashOf(u.user), P.level, P.split)
         pk = P.pages .. u.page
         n = redis.call('HLEN', pk) / 2
       end
@@ -367,6 +405,17 @@ local function place(u, rec, dyn, P)
     redis.call('PEXPIRE', target, P.keep)
   end
   return target
+end
+
+-- heads returns the user's records without their items: false (no
+-- record) when it has none (items: false) and nothing published or pending.
+local function heads(u, items, P)
+  local dyn = US
+  if u.pend ~= nil then dyn = num(u.pend) .. US .. instant(P, u.due) end
+  if not items and u.pub == OFFLINE and u.pend == nil then return false, dyn end
+  local rec = num(u.pub)
+  if u.mexp > 0 then rec = rec .. MANUAL_EXPIRES .. fmt(u.mexp) end
+  return rec, dyn
 end
 
 -- store writes back the user's records, manual status and due index, and
@@ -412,11 +461,8 @@ local function store(u, P)
   if u.mexp > 0 and live(u, P) > 0 then take(u.mexp) end
   if u.pend ~= nil then take(u.due) end
   u.nxt = nxt
-  local rec, dyn = false, US
-  if u.pend ~= nil then dyn = num(u.pend) .. US .. fmt(u.due) end
-  if #parts > 0 or u.pub ~= OFFLINE or u.pend ~= nil then
-    rec = num(u.pub)
-    if u.mexp > 0 then rec = rec .. MANUAL_EXPIRES .. fmt(u.mexp) end
+  local rec, dyn = heads(u, #parts > 0, P)
+  if rec then
     if #parts > 0 then rec = rec .. IS .. table.concat(parts, IS) end
     if #dparts > 0 then dyn = dyn .. IS .. table.concat(dparts, IS) end
   end
@@ -467,15 +513,17 @@ local function emit(P, kind, fields)
     seq, epoch = tonumber(h[1] or '0') + 1, h[2]
     if not epoch then epoch = P.nows end
   end
-  local id = string.match(P.ob, '{([^}]*)}') .. '.' .. epoch .. '.' .. fmt(seq)
+  if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
+  local seqs = fmt(seq)
+  local id = P.obTag .. '.' .. epoch .. '.' .. seqs
   local entry = kind .. US .. table.concat(fields, US)
   if B then
     B.seq, B.epoch = seq, epoch
-    B.ob[#B.ob + 1] = fmt(seq)
+    B.ob[#B.ob + 1] = seqs
     B.ob[#B.ob + 1] = entry
     return id
   end
-  redis.call('HSET', P.ob, '#', fmt(seq), '@', epoch, fmt(seq), entry)
+  redis.call('HSET', P.ob, '#', seqs, '@', epoch, seqs, entry)
   if seq > OUTBOX_MAX then redis.call('HDEL', P.ob, fmt(seq - OUTBOX_MAX)) end
   redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
   return id
@@ -495,7 +543,8 @@ local function batchStart(P, key, users)
     local got = redis.call('HMGET', P.man, unpack(names))
     for j = 1, #names do manual[names[j]] = got[j] end
   end
-  P.batch = { key = key, manual = manual, set = {}, del = {}, cnt = {}, ob = {} }
+  P.batch = { key = key, manual = manual, set = {}, del = {}, cnt = {}, ob = {},
+    gone = { mexp = 0, where = key } }
 end
 
 local function batchEnd(P)
@@ -524,9 +573,23 @@ local function batchEnd(P)
   end
 end
 
--- settle observes the user's current status and stores everything; a
--- published change goes to the outbox and is appended to events as user,
--- from, to, outbox ID.
+-- announce counts the user's published change ev {from, to}, records it
+-- in the outbox and appends it to events as user, from, to, outbox ID.
+local function announce(u, ev, P, events)
+  -- the counts follow the published statuses, in the same script
+  local B = P.batch
+  if B then
+    if ev[1] ~= OFFLINE then B.cnt[ev[1]] = (B.cnt[ev[1]] or 0) - 1 end
+    if ev[2] ~= OFFLINE then B.cnt[ev[2]] = (B.cnt[ev[2]] or 0) + 1 end
+  else
+    if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
+    if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+  end
+  events[#events + 1] = u.user
+  events[#events + 1] = ev[1]
+  events[#events + 1] = ev[2]
+  events[#events + 1] = emit(P, 'c', { u.user, num(ev[1]), num(ev[2]), P.nows })
+end
 
 -- settle observes the user's current status and stores everything; a
 -- published change goes to the outbox and is appended to events as user,
@@ -534,21 +597,41 @@ end
 local function settle(u, cause, P, events)
   local ev = observe(u, aggregate(u, P), cause, P)
   store(u, P)
-  if ev then
-    -- the counts follow the published statuses, in the same script
-    local B = P.batch
-    if B then
-      if ev[1] ~= OFFLINE then B.cnt[ev[1]] = (B.cnt[ev[1]] or 0) - 1 end
-      if ev[2] ~= OFFLINE then B.cnt[ev[2]] = (B.cnt[ev[2]] or 0) + 1 end
-    else
-      if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
-      if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+  if ev then announce(u, ev, P, events) end
+end
+
+-- settleGone settles user of the page being visited (P.batch, page
+-- number page) without a load, when its records rec and dyn hold at most
+-- one device, gone (above), no fence and no manual expiry, and it has no
+-- manual status: so is every expired device of a sweep. It does what
+-- settle does for such a user (it has no device, so its status is
+-- OFFLINE) and returns the next instant it needs a sweep, or nil; for any
+-- other user it returns false and does nothing.
+local function settleGone(user, rec, dyn, page, P, events)
+  local B = P.batch
+  if not dyn or B.manual[user] or string.byte(rec, 2) == MANUAL_EXPIRES_BYTE then return false end
+  if #rec > 1 then
+    local cut = string.find(dyn, IS, 1, true)
+    if not cut or string.byte(rec, 3) == FENCE_BYTE or string.find(rec, IS, 3, true)
+      or not gone(rec, dyn, P, 3, cut + 1) then
+      return false
     end
-    events[#events + 1] = u.user
-    events[#events + 1] = ev[1]
-    events[#events + 1] = ev[2]
-    events[#events + 1] = emit(P, 'c', { u.user, num(ev[1]), num(ev[2]), P.nows })
   end
+  -- one table for every such user of the visit: a table each would cost
+  -- more than the rest of the user's settling
+  local u = B.gone
+  u.user, u.pub, u.pend, u.due, u.raw, u.dynRaw, u.page = user, string.byte(rec, 1) - 48, nil, 0, rec, dyn, page
+  if string.byte(dyn, 1) ~= US_BYTE then
+    local pend, due = string.match(dyn, '^(%d)\031(%d+)')
+    if not pend then return false end
+    u.pend, u.due = pend + 0, due + 0
+  end
+  local ev = observe(u, OFFLINE, 'leave', P)
+  local r, d = heads(u, false, P)
+  place(u, r, d, P)
+  if ev then announce(u, ev, P, events) end
+  if u.pend ~= nil then return u.due end
+  return nil
 end
 
 local function set(u, id, r)
