@@ -41,6 +41,7 @@ server.`)
 	backlogs := fs.String("backlogs", "", "comma-separated expired backlogs to sweep (default 50000,1000000; brief 5000)")
 	stallDevices := fs.Int("stall-devices", 0, "expired devices swept while another client PINGs (stall group; default 200000; brief 5000)")
 	stallMembers := fs.Int("stall-members", 0, "expired scope members swept while another client PINGs (stall group; default 1000000; brief 10000)")
+	shardSize := fs.Int("shard-size", 0, "members a compact shard holds on average before a split (ScopeClass.ShardSize; default the engine's, 128): fewer cost memory, and save sweeps reads when few members expire")
 	brief := fs.Bool("brief", false, "a few seconds per group, for CI")
 	clock := fs.String("clock", benchkit.ClockServer, "how the throughput engines read \"now\": server (serverclock's offset of the server's clock) or script (each script reads TIME)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file (\"-\": stdout, instead of the table)")
@@ -52,7 +53,7 @@ server.`)
 		return err
 	}
 	s := benchkit.Suite{URL: *url, Concurrency: *conc, BatchConcurrency: *bconc, Batch: *batch, Duration: *dur,
-		Users: *users, MemoryItems: *memItems, StallDevices: *stallDevices, StallMembers: *stallMembers, Brief: *brief, Clock: *clock,
+		Users: *users, MemoryItems: *memItems, StallDevices: *stallDevices, StallMembers: *stallMembers, ShardSize: *shardSize, Brief: *brief, Clock: *clock,
 		Adapters: splitList(*adapters), Only: splitList(*only)}
 	if !*quiet {
 		s.Log = stderr

@@ -350,7 +350,7 @@ func (c *comparison) reads(ctx context.Context, load benchkit.Load, add func(ben
 		// LastGoodCounts -1: a count the engine remembers and serves when
 		// Redis fails (Count.Stale) is no read of Redis; it must fail the
 		// row, not swell it.
-		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("room-" + a), Classes: benchkit.BenchClasses(0), LastGoodCounts: -1}, c.o.clock)
+		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("room-" + a), Classes: benchkit.BenchClasses(0, 0), LastGoodCounts: -1}, c.o.clock)
 		if err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func (r *runner) cache(ctx context.Context) error {
 	}
 	defer plain.Close()
 	prefix := r.prefix("cache")
-	cfg := core.Config{Prefix: prefix, Classes: BenchClasses(0)}
+	cfg := core.Config{Prefix: prefix, Classes: BenchClasses(0, 0)}
 	e, err := core.New(conn.Store, cfg)
 	if err != nil {
 		return err

@@ -79,7 +79,7 @@ func (r *runner) compact(ctx context.Context) error {
 // warmScripts loads every script once, on a prefix of its own, so that
 // the script cache is not part of any memory delta.
 func (r *runner) warmScripts(ctx context.Context, store core.Store) error {
-	warm, err := core.New(store, core.Config{Prefix: r.prefix("warm"), Classes: BenchClasses(0)})
+	warm, err := core.New(store, core.Config{Prefix: r.prefix("warm"), Classes: BenchClasses(0, 0)})
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class string, shards, n int, member func(int) string) error {
 	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards)})
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards, r.st.ShardSize)})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func (r *runner) stallSweep(ctx context.Context, store core.Store, kind string, 
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	clk := NewVirtualClock(time.Now())
-	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk, KeyGrace: time.Hour, Classes: BenchClasses(shards)}
+	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk, KeyGrace: time.Hour, Classes: BenchClasses(shards, r.st.ShardSize)}
 	e, err := core.New(Quiet(store), cfg)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (r *runner) stallSweep(ctx context.Context, store core.Store, kind string, 
 // loop for Duration, while the other client PINGs.
 func (r *runner) stallLoop(ctx context.Context, store core.Store) error {
 	const n = core.MaxBatch
-	cfg := core.Config{Prefix: r.prefix("stall-loop"), Classes: BenchClasses(0)}
+	cfg := core.Config{Prefix: r.prefix("stall-loop"), Classes: BenchClasses(0, r.st.ShardSize)}
 	e, err := core.New(Quiet(store), cfg)
 	if err != nil {
 		return err

@@ -72,6 +72,9 @@ type Suite struct {
 	// members swept while another client PINGs (the stall group). Default
 	// 200,000 and 1,000,000; brief 5,000 and 10,000.
 	StallDevices, StallMembers int
+	// ShardSize is the compact class's core.ScopeClass.ShardSize, for
+	// weighing memory against sweep reads. Default 0: the engine's.
+	ShardSize int
 	// Brief shrinks the defaults for a smoke run (CI).
 	Brief bool
 	// Miniredis says the target is the embedded miniredis: the server-side
@@ -94,6 +97,7 @@ type Settings struct {
 	Backlogs         []int         `json:"backlogs"`
 	StallDevices     int           `json:"stall_devices"`
 	StallMembers     int           `json:"stall_members"`
+	ShardSize        int           `json:"shard_size,omitempty"`
 	Brief            bool          `json:"brief"`
 	Clock            string        `json:"clock"`
 }
@@ -107,7 +111,7 @@ var ErrUnknownGroup = errors.New("benchkit: unknown workload group")
 func (s *Suite) settings() (Settings, error) {
 	st := Settings{
 		Adapters: s.Adapters, Groups: s.Only, Concurrency: s.Concurrency, BatchConcurrency: s.BatchConcurrency,
-		Batch: s.Batch, Duration: s.Duration, Users: s.Users, MemoryItems: s.MemoryItems, Backlogs: s.Backlogs, StallDevices: s.StallDevices, StallMembers: s.StallMembers, Brief: s.Brief,
+		Batch: s.Batch, Duration: s.Duration, Users: s.Users, MemoryItems: s.MemoryItems, Backlogs: s.Backlogs, StallDevices: s.StallDevices, StallMembers: s.StallMembers, ShardSize: s.ShardSize, Brief: s.Brief,
 		Clock: cmp.Or(s.Clock, ClockServer),
 	}
 	pick := func(v *int, def, brief int) {
@@ -259,12 +263,12 @@ const (
 )
 
 // BenchClasses returns the scope classes of the workloads; compact scopes
-// get shards shards (0: the core's default).
-func BenchClasses(shards int) map[string]core.ScopeClass {
+// get shards shards and shardSize (0: the core's defaults).
+func BenchClasses(shards, shardSize int) map[string]core.ScopeClass {
 	w := 10 * time.Minute
 	return map[string]core.ScopeClass{
 		ClassExact:   {Layout: core.LayoutExact, Window: w},
-		ClassCompact: {Layout: core.LayoutCompact, Window: w, Shards: shards},
+		ClassCompact: {Layout: core.LayoutCompact, Window: w, Shards: shards, ShardSize: shardSize},
 		ClassApprox:  {Layout: core.LayoutApprox, Window: w},
 	}
 }

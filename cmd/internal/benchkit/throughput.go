@@ -88,7 +88,7 @@ func (r *runner) throughputOf(ctx context.Context, adapter string) error {
 	defer conn.Close()
 	// LastGoodCounts -1: a count the engine remembers and serves when Redis
 	// fails (Count.Stale) is no read of Redis; it must fail the row.
-	cfg := core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0), LastGoodCounts: -1}
+	cfg := core.Config{Prefix: r.prefix(adapter), Classes: BenchClasses(0, 0), LastGoodCounts: -1}
 	e, err := NewEngine(ctx, conn.Store, cfg, r.st.Clock)
 	if err != nil {
 		return err
