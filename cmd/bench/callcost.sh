@@ -40,10 +40,20 @@ done
 
 items=$(go run ./cmd/bench/callcost -redis "127.0.0.1:$port" -pid "$pid" "$@")
 sleep 1
-dump=$(ls "$dir"/cg.*.1 2>/dev/null | head -1)
-if [ -z "$dump" ]; then
+total=0
+parts=()
+i=1
+while dump=$(ls "$dir"/cg.*."$i" 2>/dev/null | head -1) && [ -n "$dump" ]; do
+  n=$(awk '/^totals:/ {print $2}' "$dump")
+  total=$((total + n))
+  parts+=("$((n / items))")
+  i=$((i + 1))
+done
+if [ "$i" -eq 1 ]; then
   echo "cmd/bench/callcost.sh: callgrind wrote no dump" >&2
   exit 1
 fi
-total=$(awk '/^totals:/ {print $2}' "$dump")
-echo "callcost $*: $total instructions for $items items, $((total / items)) an item"
+# a sweep dumps once a visit: the devices found gone, then OFFLINE published
+detail=""
+if [ "${#parts[@]}" -gt 1 ]; then detail=" (visits: ${parts[*]})"; fi
+echo "callcost $*: $total instructions for $items items, $((total / items)) an item$detail"

@@ -88,9 +88,9 @@ func run(args []string) error {
 	for i := range users {
 		users[i] = benchkit.UserID(i)
 	}
-	// instrument switches callgrind's counting on, or dumps what it counted;
-	// without callgrind (-pid 0) it reports the server's CPU time in
-	// scripts over the workload instead, from INFO commandstats
+	// instrument switches callgrind's counting on, or dumps what it counted
+	// since its last dump; without callgrind (-pid 0) it reports the
+	// server's CPU time in scripts instead, from INFO commandstats
 	plain := redis.NewClient(&redis.Options{Addr: *addr})
 	defer plain.Close()
 	instrument := func(on bool) error {
@@ -107,7 +107,7 @@ func run(args []string) error {
 					fmt.Fprintln(os.Stderr, strings.TrimSpace(line))
 				}
 			}
-			return nil
+			return plain.ConfigResetStat(ctx).Err() // each report covers what followed the last
 		}
 		args := []string{"-d", strconv.Itoa(*pid)}
 		if on {
@@ -204,17 +204,19 @@ func sweep(ctx context.Context, store core.Store, users []string, device func(in
 	if err := instrument(true); err != nil {
 		return err
 	}
+	// one dump a visit: the first finds the devices gone and sets the
+	// OFFLINE change pending for LeaveDelay, the second publishes it
 	offline := 0
 	for range 2 {
 		r, err := e.SweepUsers(ctx)
 		if err != nil {
 			return err
 		}
+		if err := instrument(false); err != nil {
+			return err
+		}
 		offline += len(r.Changes)
 		clk.t = clk.t.Add(time.Minute)
-	}
-	if err := instrument(false); err != nil {
-		return err
 	}
 	if offline != len(users) {
 		return fmt.Errorf("the sweeps published %d changes for %d expired devices", offline, len(users))
