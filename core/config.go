@@ -141,7 +141,12 @@ type ScopeClass struct {
 	// under a quarter of it), so that every shard stays in Redis's compact
 	// listpack encoding (at most 512 entries by default) at any size.
 	// Default 128, 1 to 200 (a shard not yet split holds about twice the
-	// average: 200 keeps it under 512). Counts do not depend on it.
+	// average: 200 keeps it under 512). Counts do not depend on it. A
+	// sweep reads whole every shard holding an expired member, so when
+	// few members expire at a time, smaller shards are read less at the
+	// cost of a key each (about 70 B): at a million members, 1 % expired,
+	// 128 reads 31 % of what a full pass does at 14.4 B a member, 8 reads
+	// 18 % at 33.9 B (docs/performance.md).
 	ShardSize int
 	// Spread puts each compact shard in its own cluster slot, so that the
 	// writes of a very hot scope spread over the masters; counts are the

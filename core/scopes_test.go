@@ -81,6 +81,13 @@ func TestScopeCounters(t *testing.T) {
 			{73 * sec, sweepScopes, "removed=0 released=0"},
 			{73 * sec, count(video), "0"},
 		}},
+		{"compact: a sweep keeps a member to the last instant of its window", []step{
+			{0, touch(video, "a"), "ok"},
+			{1 * sec, touch(video, "b"), "ok"},
+			// a's window passed 1 s ago; b's ends now, to the millisecond
+			{61 * sec, sweepScopes, "removed=1 released=0"},
+			{61 * sec, count(video), "1"},
+		}},
 		{"approx: unique members over the window's buckets", []step{
 			{0, touch(live, "a", "b", "c"), "ok"},
 			{5 * sec, touch(live, "a", "d"), "ok"},

@@ -50,6 +50,10 @@ end
 
 local function shardCount(c) return c.p + c.sp end
 
+-- dueAt is the instant after the window (win ms) of a member with stamp v
+-- passes, as a shard's due score holds it.
+local function dueAt(now, v, win) return now - age(now, v) + win + 1 end
+
 -- shardOf is the shard of a member whose memberHash is h.
 local function shardOf(c, h)
   local n = h % c.p
@@ -65,9 +69,10 @@ local function setSize(c, n, size)
 end
 
 -- moveMembers moves the members of flat (member, stamp, ...) to shard key
--- dst with the later of the two keys' expiries and the earlier of their
--- due scores. Returns how many moved.
-local function moveMembers(c, flat, src, dst, from, to)
+-- dst with the later of the two keys' expiries and, unless the caller
+-- indexes them itself (indexed), the earlier of their due scores. Returns
+-- how many moved.
+local function moveMembers(c, flat, src, dst, from, to, indexed)
   if #flat == 0 then return 0 end
   -- expiries before the moves: a source emptied by them is gone
   local ttl, ttl2 = redis.call('PTTL', src), redis.call('PTTL', dst)
@@ -81,25 +86,39 @@ local function moveMembers(c, flat, src, dst, from, to)
     redis.call('HDEL', src, unpack(names, i, math.min(i + 3999, #names)))
   end
   if ttl > 0 then redis.call('PEXPIRE', dst, ttl) end
+  if indexed then return #names end
   local a, b = redis.call('ZSCORE', c.idx, from), redis.call('ZSCORE', c.idx, to)
   if a and (not b or a + 0 < b + 0) then redis.call('ZADD', c.idx, a, to) end
   return #names
 end
 
 -- splitShard splits shard s into s and s + 2^L and moves the split
--- pointer. Returns the entries it read.
-local function splitShard(c)
+-- pointer. Each half is indexed at its members' earliest deadline (window
+-- win ms), read from their stamps: a half that inherited the shard's score
+-- would be visited for the other half's members, and each of its own
+-- splits would pass the score on, so that a scope grown from a few early
+-- members would have every shard due at their deadline. Returns the
+-- entries it read.
+local function splitShard(c, now, win)
   local from, to = c.sp, c.sp + c.p
   local src, dst = c.prefix .. from .. c.tail, c.prefix .. to .. c.tail
   local flat = redis.call('HGETALL', src)
   local moved = {}
+  local due = {}
   for i = 1, #flat, 2 do
+    local n = from
     if memberHash(flat[i]) % (2 * c.p) == to then
+      n = to
       moved[#moved + 1] = flat[i]
       moved[#moved + 1] = flat[i + 1]
     end
+    local at = dueAt(now, flat[i + 1], win)
+    if not due[n] or at < due[n] then due[n] = at end
   end
-  local k = moveMembers(c, moved, src, dst, from, to)
+  local k = moveMembers(c, moved, src, dst, from, to, true)
+  for _, n in ipairs({ from, to }) do
+    if due[n] then redis.call('ZADD', c.idx, fmt(due[n]), n) else redis.call('ZREM', c.idx, n) end
+  end
   setSize(c, from, #flat / 2 - k)
   setSize(c, to, k)
   c.sp = c.sp + 1
@@ -148,12 +167,11 @@ local function sweepDue(c, n, win, now)
   local flat = redis.call('HGETALL', key)
   local dead, first = {}, nil
   for i = 1, #flat, 2 do
-    local a = age(now, flat[i + 1])
-    if a > win then
+    local at = dueAt(now, flat[i + 1], win)
+    if at <= now then
       dead[#dead + 1] = flat[i]
-    else
-      local at = now - a + win + 1
-      if not first or at < first then first = at end
+    elseif not first or at < first then
+      first = at
     end
   end
   local removed = 0

@@ -57,7 +57,7 @@ for i = 0, tonumber(ARGV[ARG_TOUCHES]) - 1 do
       redis.call('ZADD', c.idx, 'LT', now + win + 1, n)
       c.t = c.t + 1
       local size = tonumber(ARGV[a + TOUCH_SIZE])
-      while c.t > size * shardCount(c) and shardCount(c) < MAX_SHARDS do splitShard(c) end
+      while c.t > size * shardCount(c) and shardCount(c) < MAX_SHARDS do splitShard(c, now, win) end
     end
   elseif layout == '2' then
     local b = math.floor(now / bucket) * bucket
