@@ -43,9 +43,8 @@ var plantedBugs = []plantBug{
 	{
 		name:    "a sweep that takes a live device for gone",
 		scripts: []string{"sweep_users"},
-		// The check by which a sweep settles a user without loading it,
-		// and leaves a device out of a load, finds every device past its
-		// deadline.
+		// The check by which a sweep settles a user without loading it
+		// finds every device past its deadline.
 		edits: []edit{{"return P.now > deadlineOf(", "return P.now >= 0 or deadlineOf("}},
 	},
 	{
