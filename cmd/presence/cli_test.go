@@ -84,7 +84,7 @@ var subcommands = []struct {
 	badFlag []string // a valid flag with a value it refuses
 }{
 	{[]string{"bench"}, []string{"redis", "allow-miniredis", "adapters", "only", "concurrency", "batch-concurrency",
-		"batch", "duration", "users", "memory-items", "backlogs", "stall-devices", "stall-members", "brief", "clock", "json", "quiet", "markdown",
+		"batch", "duration", "users", "memory-items", "backlogs", "stall-devices", "stall-members", "shard-size", "brief", "clock", "json", "quiet", "markdown",
 		"cpuprofile", "memprofile"}, `(default "server")`, []string{"--concurrency", "many"}},
 	{[]string{"conform"}, []string{"redis", "sequences", "steps", "race", "seed", "adapters", "no-client-cache"},
 		"(default 2000)", []string{"--race", "long"}},
