@@ -77,21 +77,23 @@ type job struct {
 	wake  chan struct{} // cap 1: the outcome is ready, or the lead is ours
 }
 
-// jobs are reused once their caller has read the outcome.
-var jobs = sync.Pool{New: func() any { return &job{wake: make(chan struct{}, 1)} }}
-
-func newJob(ctx context.Context, kind jobKind, op string) *job {
-	j := jobs.Get().(*job)
+// newJob takes a job from the engine's pool: jobs are reused once their
+// caller has read the outcome (release).
+func (c *combiner) newJob(ctx context.Context, kind jobKind, op string) *job {
+	j, _ := c.jobs.Get().(*job)
+	if j == nil {
+		j = &job{wake: make(chan struct{}, 1)}
+	}
 	j.ctx, j.kind, j.op = ctx, kind, op
 	return j
 }
 
 // release returns j to the pool; only its caller does, after the outcome,
 // when no leader holds it any more.
-func (j *job) release() {
+func (c *combiner) release(j *job) {
 	wake := j.wake
 	*j = job{wake: wake}
-	jobs.Put(j)
+	c.jobs.Put(j)
 }
 
 // combiner is an Engine's group commit.
@@ -100,6 +102,7 @@ type combiner struct {
 	lanes int // leaders on the wire at most (Config.GroupCommit); 0: off
 	out   int // leaders on the wire
 	queue []*job
+	jobs  sync.Pool // of *job, reused
 }
 
 // commit carries j out for its caller. It returns the error of a caller
@@ -356,11 +359,11 @@ func (e *Engine) exec(ctx context.Context, p Stepper) error {
 		e.drive(ctx, p)
 		return nil
 	}
-	j := newJob(ctx, jobPlan, p.machine().cur.op)
+	j := e.comb.newJob(ctx, jobPlan, p.machine().cur.op)
 	j.plan = p
 	if err := e.commit(j); err != nil {
 		return err
 	}
-	j.release()
+	e.comb.release(j)
 	return nil
 }

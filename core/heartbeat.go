@@ -10,13 +10,13 @@ import "context"
 // only extends a live session, takes one round trip; any other takes two.
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	if e.groupCommit() && e.plans.checkHeartbeat(hb) == nil {
-		j := newJob(ctx, jobBeat, "heartbeat")
+		j := e.comb.newJob(ctx, jobBeat, "heartbeat")
 		j.hb = hb
 		if err := e.commit(j); err != nil {
 			return Ack{}, err
 		}
 		ack, err := j.ack, j.err
-		j.release()
+		e.comb.release(j)
 		return ack, err
 	}
 	p := e.plans.heartbeat(e.nowArg(), hb)

@@ -8,13 +8,13 @@ import (
 // Status returns one user's status and live devices.
 func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
 	if e.groupCommit() && checkID("user", user) == nil {
-		j := newJob(ctx, jobStatus, "status")
+		j := e.comb.newJob(ctx, jobStatus, "status")
 		j.user = user
 		if err := e.commit(j); err != nil {
 			return UserStatus{}, err
 		}
 		st, err := j.st, j.err
-		j.release()
+		e.comb.release(j)
 		return st, err
 	}
 	p := e.Planner().Status(e.nowArg(), user)
