@@ -112,6 +112,7 @@ export class Presence {
   async start() {
     if (this.running) return;
     this.running = true;
+    this._began = Date.now();
     let info;
     try {
       info = await this.info();
@@ -124,6 +125,7 @@ export class Presence {
     this._classes = Object.fromEntries((info.classes || []).map((c) => [c.name, c.window_ms]));
     this._bc = globalThis.BroadcastChannel ? new BroadcastChannel(this.key) : null;
     if (this._bc) this._bc.onmessage = (m) => this._message(m.data);
+    if (this._endedHere()) return;
     this._onAct = () => this.active();
     this._onVis = () => this._vis();
     this._onHide = () => this._hide();
@@ -173,8 +175,19 @@ export class Presence {
     if (!(now - (this._told || 0) < this._iv / 2)) { this._told = now; this._post({ t: "active" }); }
   }
 
+  // _endedHere ends this tab's session if another tab ended it since this
+  // tab started: a message on the channel can arrive after this tab was
+  // granted the lock, or before its channel was open, and a tab that then
+  // beat would log in again a session just kicked or logged out.
+  _endedHere() {
+    const e = load(this.key).ended;
+    if (!e || !(e.at >= this._began)) return false;
+    this._end(e.why, e.detail, true);
+    return true;
+  }
+
   _lead() {
-    if (!this.running) return this._release?.();
+    if (!this.running || this._endedHere()) return this._release?.();
     this.leader = true;
     this._post({ t: "who" });
     this._emit("leader", true);
@@ -204,6 +217,7 @@ export class Presence {
         ack = await this.request("POST", "/v1/heartbeat", body);
       } catch (e) {
         if (e.code !== "no_session") throw e;
+        if (!this.leader || !this.running) return; // ended meanwhile: no new session
         const login = await this.request("POST", "/v1/login", { user: this.user, device: this.device, kind: this.o.kind, policy: this.o.policy, background: body.background, meta: this.o.meta });
         this._emit("login", login);
         ack = await this.request("POST", "/v1/heartbeat", { ...body, token: login.token });
@@ -229,8 +243,9 @@ export class Presence {
     if (!this.running) return;
     if (!told) {
       const s = load(this.key);
-      save(this.key, { device: s.device });
-      this._post({ t: "end", why, detail: detail && { message: detail.message, code: detail.code } });
+      const d = detail && { message: detail.message, code: detail.code };
+      save(this.key, { device: s.device, ended: { why, detail: d, at: Date.now() } });
+      this._post({ t: "end", why, detail: d });
     }
     this.stop();
     this._emit(why, detail);

@@ -1,6 +1,7 @@
 // Unit tests of presence.js in Node (node --test), with fetch, storage and
 // the document stubbed: the token-refresh hook, the backoff and
-// Retry-After, session_replaced, and the event stream's parsing.
+// Retry-After, session_replaced, a session ended in another tab, and the
+// event stream's parsing.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
@@ -84,4 +85,45 @@ test("the event stream is parsed, deduplicated by ID, and resumed with Last-Even
   assert.deepEqual(got, ["b OFFLINE", "b ONLINE", "b AWAY"]);
   assert.deepEqual(opened.slice(0, 2), ["", "5-1"]);
   assert.ok(idLess("5-1", "6-0") && idLess("5-1", "5-2") && !idLess("10-0", "9-9"));
+});
+
+test("a tab that takes the lead after another tab ended the session does not log in again", async () => {
+  const sent = [];
+  globalThis.fetch = async (url) => {
+    sent.push(url);
+    return url.endsWith("/v1/info") ? json(200, { intervals_ms: { web: 1000 } }) : json(409, { error: { code: "no_session", message: "none" } });
+  };
+  const ender = new Presence({ user: "t6" }), late = new Presence({ user: "t6" });
+  const ends = [];
+  late.on("kicked", (e) => ends.push(e.code));
+  late.running = true;
+  late._began = Date.now() - 1;
+  late._schedule = () => { sent.push("a beat scheduled"); };
+  ender.running = true;
+  ender._end("kicked", { code: "session_replaced", message: "replaced" }); // its message has not reached late yet
+  late._lead(); // the lock, granted before the message
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(ends, ["session_replaced"]);
+  assert.equal(late.running, false);
+  assert.deepEqual(sent, []);
+  const next = new Presence({ user: "t6" }); // a page opened after the end starts a session
+  next._began = Date.now() + 1;
+  next.running = true;
+  assert.equal(next._endedHere(), false);
+});
+
+test("a beat that learns of no session after its tab stopped does not log in", async () => {
+  const sent = [];
+  let p;
+  globalThis.fetch = async (url) => {
+    sent.push(url.replace(/.*\/v1\//, ""));
+    if (url.endsWith("/v1/heartbeat")) p.stop(); // the end arrives while the beat is in flight
+    return json(409, { error: { code: "no_session", message: "none" } });
+  };
+  p = new Presence({ user: "t7" });
+  p._iv = 1000;
+  p.running = p.leader = true;
+  p._schedule = () => assert.fail("a stopped tab scheduled a beat");
+  await p._beat();
+  assert.deepEqual(sent, ["heartbeat"]);
 });

@@ -14,7 +14,7 @@ const me = (state, text) => { $("#me").dataset.state = state; $("#me").textConte
 presence.on("leader", (on) => me("on", on ? "online, this tab beats for the browser" : "online, another tab beats"));
 presence.on("kicked", () => me("kicked", "signed in elsewhere: this session ended"));
 presence.on("logout", () => me("logout", "logged out"));
-presence.start().then(() => me("on", presence.leader ? "online, this tab beats for the browser" : "online, another tab beats"));
+presence.start().then(() => presence.running && me("on", presence.leader ? "online, this tab beats for the browser" : "online, another tab beats"));
 
 // The test harness reads what the page saw.
 const seen = [];
