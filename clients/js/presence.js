@@ -178,7 +178,8 @@ export class Presence {
   // _endedHere ends this tab's session if another tab ended it since this
   // tab started: a message on the channel can arrive after this tab was
   // granted the lock, or before its channel was open, and a tab that then
-  // beat would log in again a session just kicked or logged out.
+  // beat would log in again a session just kicked or logged out. A beat
+  // refused because another tab logged out ends with that tab's reason.
   _endedHere() {
     const e = load(this.key).ended;
     if (!e || !(e.at >= this._began)) return false;
@@ -229,7 +230,7 @@ export class Presence {
       this._emit("beat", ack);
     } catch (e) {
       this.stats.failures++;
-      if (e.code === "session_replaced") return this._end("kicked", e);
+      if (e.code === "session_replaced") return this._endedHere() || this._end("kicked", e);
       this._emit("error", e);
       if (transient(e)) delay = this._backoff(++this._fails, e.retryAfter);
       this._active = true;
@@ -241,19 +242,25 @@ export class Presence {
   // tabs of the browser): why is "kicked" or "logout".
   _end(why, detail, told) {
     if (!this.running) return;
-    if (!told) {
-      const s = load(this.key);
-      const d = detail && { message: detail.message, code: detail.code };
-      save(this.key, { device: s.device, ended: { why, detail: d, at: Date.now() } });
-      this._post({ t: "end", why, detail: d });
-    }
+    if (!told) this._post({ t: "end", why, detail: this._mark(why, detail) });
     this.stop();
     this._emit(why, detail);
+  }
+
+  // _mark records in storage that the session ended, and why, for the
+  // other tabs; it returns the detail as recorded.
+  _mark(why, detail) {
+    const d = detail && { message: detail.message, code: detail.code };
+    save(this.key, { device: load(this.key).device, ended: { why, detail: d, at: Date.now() } });
+    return d;
   }
 
   /** logout ends the session on the server and in every tab of this browser. */
   async logout() {
     const s = load(this.key);
+    // recorded first: a tab whose beat the server refuses once the session
+    // is gone then knows it was a logout, not a kick
+    this._mark("logout");
     try {
       if (s.token) await this.request("POST", "/v1/logout", { user: this.user, device: this.device, token: s.token });
     } finally {

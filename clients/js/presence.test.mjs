@@ -127,3 +127,20 @@ test("a beat that learns of no session after its tab stopped does not log in", a
   await p._beat();
   assert.deepEqual(sent, ["heartbeat"]);
 });
+
+test("a beat refused after another tab logged out ends with a logout, not a kick", async () => {
+  globalThis.fetch = async () => json(409, { error: { code: "session_replaced", message: "replaced" } });
+  const out = new Presence({ user: "t8" }), beating = new Presence({ user: "t8" });
+  const ends = [];
+  beating.on("kicked", () => ends.push("kicked"));
+  beating.on("logout", () => ends.push("logout"));
+  beating._iv = 1000;
+  beating._began = Date.now() - 1;
+  beating.running = beating.leader = true;
+  beating._schedule = () => {};
+  out.running = true;
+  await out.logout(); // its message has not reached the beating tab yet
+  await beating._beat();
+  assert.deepEqual(ends, ["logout"]);
+  assert.equal(beating.running, false);
+});
