@@ -80,7 +80,8 @@ func (r *runner) stallSweep(ctx context.Context, store core.Store, kind string, 
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	clk := NewVirtualClock(time.Now())
-	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk, KeyGrace: time.Hour, Classes: BenchClasses(shards, r.st.ShardSize)}
+	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay,
+		Classes: BenchClasses(shards, r.st.ShardSize)}
 	e, err := core.New(Quiet(store), cfg)
 	if err != nil {
 		return err
@@ -97,7 +98,7 @@ func (r *runner) stallSweep(ctx context.Context, store core.Store, kind string, 
 	row := StallRow{Workload: "sweep " + kind, Items: n, Shards: shards}
 	err = r.stalled(ctx, &row, func(ctx context.Context) (int, error) {
 		if kind == "users" {
-			_, err := se.SweepUsers(ctx)
+			_, _, _, err := sweepUsersBoth(ctx, se, clk)
 			return 1, err
 		}
 		_, err := se.SweepScopes(ctx)
