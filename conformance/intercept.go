@@ -21,9 +21,10 @@ type Interceptor struct {
 }
 
 // Intercept returns a Store that sends s's traffic through in. It has
-// exactly the optional capabilities of s (core.Publisher, core.Subscriber,
+// the optional capabilities of s (core.Publisher, core.Subscriber,
 // core.CachedReader), so that an engine built on it behaves as one built on
-// s would, apart from what in rewrites.
+// s would, apart from what in rewrites, but for core.BatchPublisher: its
+// engine publishes one message at a time, so that in.Publish sees each.
 func Intercept(s core.Store, in Interceptor) core.Store {
 	w := &wrapped{s: s, in: in}
 	pub, isPub := s.(core.Publisher)

@@ -166,7 +166,11 @@ func (e *Engine) report(ctx context.Context, m *machine) {
 // is logged and counted, not returned.
 func (e *Engine) publish(ctx context.Context, pubs []Publication) (delivered []string) {
 	ok := true
-	if e.pub != nil {
+	switch {
+	case e.pub == nil:
+	case e.batchPub != nil && len(pubs) > 1:
+		ok = e.sendBatch(ctx, pubs)
+	default:
 		for _, p := range pubs {
 			ok = e.send(ctx, p.Kind, p.Channel, p.Payload) && ok
 		}

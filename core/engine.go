@@ -18,11 +18,13 @@ type Engine struct {
 	settings *settings
 	scripts  scriptSet
 
-	store   Store
-	cache   CachedReader
-	pub     Publisher
-	metrics Metrics
-	log     logger
+	store Store
+	cache CachedReader
+	pub   Publisher
+	// batchPub is the store's BatchPublisher, or nil
+	batchPub BatchPublisher
+	metrics  Metrics
+	log      logger
 
 	lastNow atomic.Pointer[msArg] // nowArg's latest
 
@@ -52,6 +54,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 	s := p.settings
 	e.cache, _ = store.(CachedReader)
 	e.pub, _ = store.(Publisher)
+	e.batchPub, _ = store.(BatchPublisher)
 	if s.lastGood > 0 {
 		e.lastGood = make(map[Scope]Count)
 	}

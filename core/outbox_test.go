@@ -165,3 +165,88 @@ func TestOutboxRedeliveredOncePerPass(t *testing.T) {
 		t.Fatalf("a pass of %d steps delivered bob's waiting change %d times, want once", r.Steps, online)
 	}
 }
+
+// batchPublisher is a goredis Store that publishes through PublishBatch
+// alone, fails while down is set, and records each batch's size.
+type batchPublisher struct {
+	core.Store
+	down    bool
+	batches []int
+	single  int // messages sent through Publish
+}
+
+func (p *batchPublisher) Publish(context.Context, string, []byte) error {
+	p.single++
+	return nil
+}
+
+func (p *batchPublisher) PublishBatch(_ context.Context, msgs []core.Message) error {
+	if p.down {
+		return errors.New("publish: connection refused")
+	}
+	p.batches = append(p.batches, len(msgs))
+	return nil
+}
+
+// TestOutboxBatchPublish: an engine whose store is a core.BatchPublisher
+// publishes the changes of one call in one batch; a failed batch leaves
+// every event of it in the outbox, for a later sweep to deliver.
+func TestOutboxBatchPublish(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	pub := &batchPublisher{Store: goredis.New(c)}
+	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users = 30
+	beats := make([]core.Heartbeat, users)
+	for i := range beats {
+		beats[i] = core.Heartbeat{User: "u" + strconv.Itoa(i), Device: "web", Kind: core.KindWeb, Active: true}
+	}
+	published := func() int {
+		n := 0
+		for _, b := range pub.batches {
+			n += b
+		}
+		return n
+	}
+	steps := []struct {
+		name      string
+		do        func()
+		batches   int // PublishBatch calls that went through
+		published int
+		waiting   int // events in the outbox after the step
+	}{
+		{"t0: a batch of beats brings 30 users online: one batch of 30", func() {
+			if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, users, 0},
+		{"t0+2m: publishing fails while a sweep finds them all gone", func() {
+			pub.down = true
+			clk.advance(mr, 2*time.Minute)
+			if _, err := e.SweepUsers(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, users, users},
+		{"t0+2m+RedeliverAfter+1s: a sweep delivers the 30 OFFLINE changes", func() {
+			pub.down = false
+			clk.advance(mr, core.RedeliverAfter+time.Second)
+			if _, err := e.SweepUsers(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, 2 * users, 0},
+	}
+	for _, s := range steps {
+		s.do()
+		if len(pub.batches) != s.batches || published() != s.published || outboxEntries(t, mr) != s.waiting || pub.single != 0 {
+			t.Fatalf("%s: batches %v (%d published), %d waiting, %d sent one by one; want %d batches, %d published, %d waiting, none one by one",
+				s.name, pub.batches, published(), outboxEntries(t, mr), pub.single, s.batches, s.published, s.waiting)
+		}
+	}
+}

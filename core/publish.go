@@ -120,6 +120,30 @@ func (e *Engine) send(ctx context.Context, kind, channel string, msg []byte) boo
 	return true
 }
 
+// sendBatch publishes pubs in one round trip (BatchPublisher), and
+// reports whether all went out.
+func (e *Engine) sendBatch(ctx context.Context, pubs []Publication) bool {
+	msgs := make([]Message, len(pubs))
+	for i, p := range pubs {
+		msgs[i] = Message{Channel: p.Channel, Payload: p.Payload}
+	}
+	if err := e.batchPub.PublishBatch(ctx, msgs); err != nil {
+		e.metrics.Error("publish", err)
+		if e.log != nil {
+			e.log.WarnContext(ctx, "presence: publish failed", "messages", len(msgs), "err", err)
+		}
+		return false
+	}
+	sent := map[string]int{}
+	for _, p := range pubs {
+		sent[p.Kind]++
+	}
+	for kind, n := range sent {
+		e.metrics.Published(kind, n)
+	}
+	return true
+}
+
 // LoggedChange is one entry of the change log: a status change or, when
 // Kick is set, a kick.
 type LoggedChange struct {

@@ -56,6 +56,20 @@ type Publisher interface {
 	Publish(ctx context.Context, channel string, message []byte) error
 }
 
+// BatchPublisher is an optional capability of a Publisher: publishing
+// several messages in one round trip (per node, in a cluster), each on its
+// channel, the messages of one channel in order. The engine publishes what
+// one call decided through it, and one message at a time through Publish
+// without it: a sweep that settles thousands of users then pays a round
+// trip per page, not per user. An error means some messages may not have
+// gone out; the engine leaves them all to the outbox, which delivers them
+// again (readers drop repeats by ID). A type that embeds a Store and wraps
+// its Publish must wrap PublishBatch too, or the engine bypasses the
+// wrapper.
+type BatchPublisher interface {
+	PublishBatch(ctx context.Context, msgs []Message) error
+}
+
 // Subscriber is an optional capability of a Store: receiving messages
 // published on channels until ctx ends or the returned stop is called.
 // Subscribe returns once the server confirmed every channel; messages of

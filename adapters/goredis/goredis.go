@@ -18,9 +18,10 @@ import (
 
 // Interface checks.
 var (
-	_ core.Store      = (*Store)(nil)
-	_ core.Publisher  = (*Store)(nil)
-	_ core.Subscriber = (*Store)(nil)
+	_ core.Store          = (*Store)(nil)
+	_ core.Publisher      = (*Store)(nil)
+	_ core.BatchPublisher = (*Store)(nil)
+	_ core.Subscriber     = (*Store)(nil)
 )
 
 // Store is a core.Store over a go-redis client. It is safe for concurrent use
@@ -190,6 +191,39 @@ func (s *Store) Publish(ctx context.Context, channel string, message []byte) err
 		c = node
 	}
 	return core.ClassifyError(c.Publish(ctx, channel, message).Err())
+}
+
+// PublishBatch sends msgs with PUBLISH in one pipeline: on a
+// *redis.ClusterClient one pipeline per master, each message through the
+// master that serves its channel's slot, as Publish does.
+func (s *Store) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	pipes := map[string]redis.Pipeliner{} // by node address
+	var order []redis.Pipeliner
+	cc, cluster := s.c.(*redis.ClusterClient)
+	for _, m := range msgs {
+		var c redis.UniversalClient = s.c
+		addr := ""
+		if cluster {
+			node, err := cc.MasterForKey(ctx, m.Channel)
+			if err != nil {
+				return core.ClassifyError(err)
+			}
+			c, addr = node, node.Options().Addr
+		}
+		p := pipes[addr]
+		if p == nil {
+			p = c.Pipeline()
+			pipes[addr] = p
+			order = append(order, p)
+		}
+		p.Publish(ctx, m.Channel, m.Payload)
+	}
+	for _, p := range order {
+		if _, err := p.Exec(ctx); err != nil {
+			return core.ClassifyError(err)
+		}
+	}
+	return nil
 }
 
 // Subscribe subscribes to channels and returns once the server has confirmed

@@ -39,6 +39,48 @@ func (s *Store) Publish(ctx context.Context, channel string, message []byte) err
 	return core.ClassifyError(err)
 }
 
+// PublishBatch sends msgs with PUBLISH in one pipeline on one pooled
+// connection. In a cluster it publishes them one at a time, as Publish
+// does: redisc routes a connection by its first command, and the messages'
+// channels may live on different nodes.
+func (s *Store) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if s.cluster != nil {
+		for _, m := range msgs {
+			if err := s.Publish(ctx, m.Channel, m.Payload); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return connError(err)
+	}
+	defer conn.Close()
+	for _, m := range msgs {
+		if err := conn.Send("PUBLISH", m.Channel, m.Payload); err != nil {
+			return connError(err)
+		}
+	}
+	// an empty command flushes and reads every pending reply
+	replies, err := redis.Values(redis.DoContext(conn, ctx, ""))
+	if err != nil {
+		return connError(err)
+	}
+	for _, r := range replies {
+		if rerr, ok := r.(redis.Error); ok {
+			return core.ClassifyError(rerr)
+		}
+	}
+	return nil
+}
+
 // Subscribe subscribes to channels on a connection of its own and returns
 // once the server has confirmed every subscription, so that a message
 // published after Subscribe returns is received. Messages arrive on the

@@ -15,9 +15,10 @@ import (
 
 // Interface checks.
 var (
-	_ core.Store      = (*Store)(nil)
-	_ core.Publisher  = (*Store)(nil)
-	_ core.Subscriber = (*Store)(nil)
+	_ core.Store          = (*Store)(nil)
+	_ core.Publisher      = (*Store)(nil)
+	_ core.BatchPublisher = (*Store)(nil)
+	_ core.Subscriber     = (*Store)(nil)
 )
 
 // Redirections and TRYAGAIN replies a cluster call follows before it gives up.

@@ -18,10 +18,11 @@ import (
 
 // Interface checks.
 var (
-	_ core.Store        = (*Store)(nil)
-	_ core.CachedReader = (*Store)(nil)
-	_ core.Publisher    = (*Store)(nil)
-	_ core.Subscriber   = (*Store)(nil)
+	_ core.Store          = (*Store)(nil)
+	_ core.CachedReader   = (*Store)(nil)
+	_ core.Publisher      = (*Store)(nil)
+	_ core.BatchPublisher = (*Store)(nil)
+	_ core.Subscriber     = (*Store)(nil)
 )
 
 // DefaultCacheTTL is how long CachedGet keeps a key in the client-side cache
@@ -300,6 +301,22 @@ func (s *Store) Publish(ctx context.Context, channel string, message []byte) err
 	err := s.c.Do(ctx, cmd).Error()
 	if err != nil {
 		return classify(err)
+	}
+	return nil
+}
+
+// PublishBatch sends msgs with PUBLISH in one DoMulti: on a cluster,
+// rueidis pipelines each node's share, every message through the node that
+// serves its channel's slot, as Publish does.
+func (s *Store) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	cmds := make(rueidis.Commands, len(msgs))
+	for i, m := range msgs {
+		cmds[i] = s.c.B().Publish().Channel(m.Channel).Message(string(m.Payload)).Build().SetSlot(m.Channel)
+	}
+	for _, r := range s.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return classify(err)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -331,6 +333,50 @@ func RunPubSub(t *testing.T, s core.Store) {
 		waitClosed(t, msgs)
 		if err := stop(); err != nil {
 			t.Fatalf("second stop: %v", err)
+		}
+	})
+
+	t.Run("Batch", func(t *testing.T) {
+		bp, ok := s.(core.BatchPublisher)
+		if !ok {
+			t.Fatalf("%T does not implement core.BatchPublisher", s)
+		}
+		// a channel of another tag: in a cluster, most likely another node
+		ch3 := tag(t) + "three"
+		msgs, stop, err := sub.Subscribe(ctx, ch1, ch2, ch3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop()
+		if err := bp.PublishBatch(ctx, nil); err != nil {
+			t.Fatalf("an empty batch: %v", err)
+		}
+		want := map[string][]string{}
+		var sent []core.Message
+		for i := range 60 {
+			ch := []string{ch1, ch2, ch3}[i%3]
+			sent = append(sent, core.Message{Channel: ch, Payload: []byte(strconv.Itoa(i))})
+			want[ch] = append(want[ch], strconv.Itoa(i))
+		}
+		if err := bp.PublishBatch(ctx, sent); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for n := range sent {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					t.Fatalf("channel closed after %d messages", n)
+				}
+				got[m.Channel] = append(got[m.Channel], string(m.Payload))
+			case <-ctx.Done():
+				t.Fatalf("%d of %d messages received: %v", n, len(sent), got)
+			}
+		}
+		for ch, w := range want {
+			if !slices.Equal(got[ch], w) {
+				t.Errorf("on %q got %v, want %v in that order", ch, got[ch], w)
+			}
 		}
 	})
 

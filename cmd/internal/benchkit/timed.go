@@ -10,25 +10,29 @@ import (
 
 // TimedStore wraps a core.Store and times what the engine spends in script
 // calls and in publishing, so that a sweep's report can tell the two apart.
-// It always offers core.Publisher; where the wrapped store cannot publish,
-// Publish does nothing.
+// It always offers core.Publisher and core.BatchPublisher; where the
+// wrapped store cannot publish, they do nothing, and where it cannot
+// publish a batch, PublishBatch publishes one message at a time.
 type TimedStore struct {
 	inner core.Store
 	pub   core.Publisher
+	batch core.BatchPublisher
 
 	evalNs, pubNs atomic.Int64
 	evals, pubs   atomic.Int64
 }
 
 var (
-	_ core.Store     = (*TimedStore)(nil)
-	_ core.Publisher = (*TimedStore)(nil)
+	_ core.Store          = (*TimedStore)(nil)
+	_ core.Publisher      = (*TimedStore)(nil)
+	_ core.BatchPublisher = (*TimedStore)(nil)
 )
 
 // NewTimedStore wraps s.
 func NewTimedStore(s core.Store) *TimedStore {
 	t := &TimedStore{inner: s}
 	t.pub, _ = s.(core.Publisher)
+	t.batch, _ = s.(core.BatchPublisher)
 	return t
 }
 
@@ -50,6 +54,27 @@ func (t *TimedStore) Publish(ctx context.Context, channel string, message []byte
 	err := t.pub.Publish(ctx, channel, message)
 	t.pubNs.Add(int64(time.Since(t0)))
 	t.pubs.Add(1)
+	return err
+}
+
+// PublishBatch times and forwards messages published together.
+func (t *TimedStore) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	if t.pub == nil {
+		return nil
+	}
+	t0 := time.Now()
+	var err error
+	if t.batch != nil {
+		err = t.batch.PublishBatch(ctx, msgs)
+	} else {
+		for _, m := range msgs {
+			if err = t.pub.Publish(ctx, m.Channel, m.Payload); err != nil {
+				break
+			}
+		}
+	}
+	t.pubNs.Add(int64(time.Since(t0)))
+	t.pubs.Add(int64(len(msgs)))
 	return err
 }
 

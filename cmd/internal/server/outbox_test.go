@@ -31,6 +31,13 @@ func (p *refusingPublisher) Publish(ctx context.Context, channel string, msg []b
 	return p.Store.Publish(ctx, channel, msg)
 }
 
+func (p *refusingPublisher) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	if p.refuse.Load() {
+		return errors.New("test: publish refused")
+	}
+	return p.Store.PublishBatch(ctx, msgs)
+}
+
 // TestOutboxWaitingGauge: presence_outbox_waiting counts the events that
 // stay in the outboxes of several user buckets while publishing fails, and
 // drops back to 0 once a sweep has delivered and acknowledged them.
