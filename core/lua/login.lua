@@ -65,7 +65,7 @@ for _, id in ipairs(kicked) do
   out[#out + 1] = r.gw
   -- a session without a gateway has no channel to be kicked on: its kick
   -- is only logged, best effort, and has no outbox entry
-  if r.gw ~= '' then out[#out + 1] = emit(P, 'k', { user, id, r.kind, r.gw, P.nows }) else out[#out + 1] = '' end
+  if r.gw ~= '' then out[#out + 1] = emit(P, 'k' .. US .. user .. US .. id .. US .. r.kind .. US .. r.gw .. US .. P.nows) else out[#out + 1] = '' end
   if id ~= dev then
     -- the kicked session goes; its fence refuses its token, and any older one
     drop(u, id)

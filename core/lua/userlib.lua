@@ -288,7 +288,7 @@ local function aggregate(u, P)
 end
 
 -- observe applies the debounce of docs/design.md §7 and returns the
--- published change {from, to}, or nil. cause: 'change', 'leave' (disconnect
+-- published change as two values, from and to, or nothing. cause: 'change', 'leave' (disconnect
 -- or expiry: OFFLINE waits LeaveDelay from now, when it is seen, so that a
 -- sweep that comes late, or a clock that steps, gives heartbeats their
 -- chance) or 'logout'.
@@ -313,7 +313,7 @@ local function observe(u, cur, cause, P)
   if now >= u.due then
     local from = u.pub
     u.pub, u.pend, u.due = cur, nil, 0
-    return { from, cur }
+    return from, cur
   end
   return nil
 end
@@ -494,14 +494,15 @@ end
 -- is the bucket's hash tag (u0, u1, ...), SEQ
 -- counts the outbox's events and EPOCH is the instant the counter started,
 -- so that a counter restarted (the key expired, or Redis restarted empty)
--- never repeats an ID a reader may still remember. The entry is kind,
--- then the event's fields, joined by US; the engine deletes it once the
+-- never repeats an ID a reader may still remember. The entry (built by
+-- the caller, one concatenation) is kind, then the event's fields, joined
+-- by US; the engine deletes it once the
 -- event is delivered (outbox_ack.lua), a sweep delivers what is left
 -- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
 -- that large means nothing delivers (no sweeper, no engine) for long.
 local OUTBOX_MAX = 4096
 local OUTBOX_TTL = 86400000 -- ms an outbox outlives its last event
-local function emit(P, kind, fields)
+local function emit(P, entry)
   local B = P.batch
   local seq, epoch
   if B and B.seq then
@@ -514,7 +515,6 @@ local function emit(P, kind, fields)
   if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
   local seqs = fmt(seq)
   local id = P.obTag .. '.' .. epoch .. '.' .. seqs
-  local entry = kind .. US .. table.concat(fields, US)
   if B then
     B.seq, B.epoch = seq, epoch
     B.ob[#B.ob + 1] = seqs
@@ -571,31 +571,32 @@ local function batchEnd(P)
   end
 end
 
--- announce counts the user's published change ev {from, to}, records it
--- in the outbox and appends it to events as user, from, to, outbox ID.
-local function announce(u, ev, P, events)
+-- announce counts the user's published change from one status to
+-- another, records it in the outbox and appends it to events as user,
+-- from, to, outbox ID.
+local function announce(u, from, to, P, events)
   -- the counts follow the published statuses, in the same script
   local B = P.batch
   if B then
-    if ev[1] ~= OFFLINE then B.cnt[ev[1]] = (B.cnt[ev[1]] or 0) - 1 end
-    if ev[2] ~= OFFLINE then B.cnt[ev[2]] = (B.cnt[ev[2]] or 0) + 1 end
+    if from ~= OFFLINE then B.cnt[from] = (B.cnt[from] or 0) - 1 end
+    if to ~= OFFLINE then B.cnt[to] = (B.cnt[to] or 0) + 1 end
   else
-    if ev[1] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[1], -1) end
-    if ev[2] ~= OFFLINE then redis.call('HINCRBY', P.cnt, ev[2], 1) end
+    if from ~= OFFLINE then redis.call('HINCRBY', P.cnt, from, -1) end
+    if to ~= OFFLINE then redis.call('HINCRBY', P.cnt, to, 1) end
   end
   events[#events + 1] = u.user
-  events[#events + 1] = ev[1]
-  events[#events + 1] = ev[2]
-  events[#events + 1] = emit(P, 'c', { u.user, num(ev[1]), num(ev[2]), P.nows })
+  events[#events + 1] = from
+  events[#events + 1] = to
+  events[#events + 1] = emit(P, 'c' .. US .. u.user .. US .. num(from) .. US .. num(to) .. US .. P.nows)
 end
 
 -- settle observes the user's current status and stores everything; a
 -- published change goes to the outbox and is appended to events as user,
 -- from, to, outbox ID.
 local function settle(u, cause, P, events)
-  local ev = observe(u, aggregate(u, P), cause, P)
+  local from, to = observe(u, aggregate(u, P), cause, P)
   store(u, P)
-  if ev then announce(u, ev, P, events) end
+  if from then announce(u, from, to, P, events) end
 end
 
 -- settleGone settles user of the page being visited (P.batch, page
@@ -624,10 +625,10 @@ local function settleGone(user, rec, dyn, page, P, events)
     if not pend then return false end
     u.pend, u.due = pend + 0, due + 0
   end
-  local ev = observe(u, OFFLINE, 'leave', P)
+  local from, to = observe(u, OFFLINE, 'leave', P)
   local r, d = heads(u, false, P)
   place(u, r, d, P)
-  if ev then announce(u, ev, P, events) end
+  if from then announce(u, from, to, P, events) end
   if u.pend ~= nil then return u.due end
   return nil
 end

@@ -33,8 +33,11 @@ for i, d in ipairs(c.devices) do
   stored[i] = { static, dynamic }
 end
 local agg = aggregate(u, P)
-local ev = { -1, -1 }
-if c.cause ~= '' then ev = observe(u, agg, c.cause, P) or ev end
+local from, to = -1, -1
+if c.cause ~= '' then
+  local f, t = observe(u, agg, c.cause, P)
+  if f then from, to = f, t end
+end
 -- states after a comma, which keeps a JSON encoder from writing them as a number
 return cjson.encode({ states = ',' .. table.concat(states, ','), aggregate = agg, pub = u.pub, pend = u.pend or -1,
-  due = u.due, from = ev[1], to = ev[2], stored = stored })
+  due = u.due, from = from, to = to, stored = stored })
