@@ -4,8 +4,8 @@
 // *redis.ClusterClient for Redis Cluster (go-redis splits each pipeline per
 // node and follows MOVED and ASK itself), or a *redis.Ring or failover client.
 // Eval sends every call of a batch in one pipeline, so a batch costs one round
-// trip per node. The Store also implements core.Publisher and
-// core.Subscriber.
+// trip per node. The Store also implements core.Publisher,
+// core.BatchPublisher (a pipeline per node) and core.Subscriber.
 //
 // The package is named like its driver's module path, so import it under an
 // alias when the driver is imported too:

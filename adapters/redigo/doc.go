@@ -7,8 +7,9 @@
 // batch costs one round trip. NewCluster runs the calls of a batch one after
 // the other, each on a connection bound to the node that serves its keys and
 // following MOVED and ASK redirections (redisc.RetryConn): a batch costs one
-// round trip per call. Both Stores implement core.Publisher and
-// core.Subscriber.
+// round trip per call. Both Stores implement core.Publisher,
+// core.BatchPublisher (New: one pipeline; NewCluster: a message at a time)
+// and core.Subscriber.
 //
 // The package is named like its driver, so import it under an alias when the
 // driver is imported too:

@@ -5,7 +5,8 @@
 // Eval sends every call of a batch with one DoMulti. The Store also
 // implements core.CachedReader, reading keys through rueidis' client-side
 // cache (RESP3 CLIENT TRACKING: the server tells the client when a cached key
-// changes), and core.Publisher and core.Subscriber. FenceCache gives the
+// changes), and core.Publisher, core.BatchPublisher (one DoMulti) and
+// core.Subscriber. FenceCache gives the
 // Store's own writes read-your-writes through that cache: the server's
 // invalidation of a key a script rewrote may arrive after the script's
 // reply, and the fence waits for it (see fence.go).
