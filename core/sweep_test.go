@@ -334,3 +334,73 @@ func TestUserSweepStepsAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepBigHashUserTakesTwoVisits follows a user whose one device has a
+// 36-byte ID, so that its records live in the big hash, through the two
+// sweep visits of its expiry: the first moves its short records to its
+// page and indexes the page, not the user, at the end of LeaveDelay; the
+// second publishes OFFLINE and leaves nothing behind.
+func TestSweepBigHashUserTakesTwoVisits(t *testing.T) {
+	ctx := context.Background()
+	e, _, clk, mr := newRecordedEngine(t, core.Config{UserBuckets: 1, LeaveDelay: 15 * time.Second, CoalesceWindow: -1})
+	k := e.Keys()
+	const user, device = "u", "0000002a-0000-4000-8000-000000052a56"
+	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: user, Device: device, Kind: core.KindWeb, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	page := "\x01" + fmt.Sprint(core.PageOf(user, 0, 0))
+	steps := []struct {
+		name    string
+		advance time.Duration
+		big     bool               // the user's records in the big hash
+		due     map[string]float64 // the due index, member → ms after t0
+		online  bool               // the user's published status ONLINE, as the counts say
+	}{
+		{"t0+1s: the ONLINE change published; the user indexed itself", time.Second, true, nil, true},
+		{"t0+61s: the device is gone; its page waits LeaveDelay", 60 * time.Second, false, map[string]float64{page: 76_000}, true},
+		{"t0+76s: OFFLINE published; nothing left", 15 * time.Second, false, map[string]float64{}, false},
+	}
+	for _, s := range steps {
+		clk.advance(mr, s.advance)
+		if _, err := e.SweepUsers(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := mr.Exists(k.Big(0)) && mr.HGet(k.Big(0), user) != ""; got != s.big {
+			t.Errorf("%s: user in the big hash %v, want %v", s.name, got, s.big)
+		}
+		if s.due != nil {
+			got := map[string]float64{}
+			if mr.Exists(k.Due(0)) {
+				members, err := mr.ZMembers(k.Due(0))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range members {
+					score, _ := mr.ZScore(k.Due(0), m)
+					got[m] = score - float64(t0.UnixMilli())
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(s.due) {
+				t.Errorf("%s: due index %v, want %v", s.name, got, s.due)
+			}
+		}
+		online, err := e.Online(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if s.online {
+			want = 1
+		}
+		if online[core.StatusOnline] != want {
+			t.Errorf("%s: %d users published ONLINE, want %d", s.name, online[core.StatusOnline], want)
+		}
+	}
+	if keys := mr.Keys(); len(keys) > 0 {
+		for _, key := range keys {
+			if key == k.Page(0, 0) || key == k.Big(0) {
+				t.Errorf("left behind: %s", key)
+			}
+		}
+	}
+}

@@ -93,10 +93,21 @@ for i = 1, #due do
     visited = visited + #users / 2
     if low then redis.call('ZADD', KEYS[2], instant(P, low), m) else redis.call('ZREM', KEYS[2], m) end
   else
-    local u = load(m, P)
-    settle(u, 'leave', P, events)
-    -- an entry of a user no longer in the big hash is stale
-    if u.where ~= P.big then redis.call('ZREM', KEYS[2], m) end
+    -- a user of the big hash, in a batch of its own, so that an expired
+    -- device is settled without a load (settleGone) as a page's are
+    local got = redis.call('HMGET', P.big, m, DYN .. m)
+    if got[1] then
+      batchStart(P, P.big, { m, got[1] })
+      if settleGone(m, got[1], got[2], nil, P, events) == false then
+        settle(load(m, P, got[1], got[2] or nil, P.big), 'leave', P, events)
+      end
+      batchEnd(P)
+    else
+      -- an entry of a user no longer in the big hash is stale
+      local u = load(m, P)
+      settle(u, 'leave', P, events)
+      if u.where ~= P.big then redis.call('ZREM', KEYS[2], m) end
+    end
     visited = visited + 1
   end
   taken = i

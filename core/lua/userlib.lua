@@ -416,6 +416,28 @@ local function heads(u, items, P)
   return rec, dyn
 end
 
+-- reindex keeps the due index of a user whose records were at was and are
+-- now at at (nil: none), and whose next sweep is due at nxt (nil: none):
+-- a user of the big hash has an entry of its own, a page's users share
+-- the page's, which a page visit sets itself (P.visiting).
+local function reindex(u, was, at, nxt, P)
+  if at == P.big then
+    local idx = redis.call('ZSCORE', P.due, u.user)
+    if nxt == nil then
+      if idx then redis.call('ZREM', P.due, u.user) end
+    elseif not idx or nxt < idx + 0 or idx + 0 <= P.now then
+      redis.call('ZADD', P.due, fmt(nxt), u.user)
+    end
+    return
+  end
+  if was == P.big then redis.call('ZREM', P.due, u.user) end
+  if at and nxt ~= nil and not P.visiting then
+    local pm = PAGE .. u.page
+    local score = redis.call('ZSCORE', P.due, pm)
+    if not score or nxt < score + 0 then redis.call('ZADD', P.due, fmt(nxt), pm) end
+  end
+end
+
 -- store writes back the user's records, manual status and due index, and
 -- sets u.nxt, the next instant the user needs a sweep (nil: none). A
 -- device's fence is written only when it says more than the device's
@@ -467,21 +489,7 @@ local function store(u, P)
   local was = u.where
   local at = place(u, rec, dyn, P)
   u.where = at
-  if at == P.big then
-    local idx = redis.call('ZSCORE', P.due, u.user)
-    if nxt == nil then
-      if idx then redis.call('ZREM', P.due, u.user) end
-    elseif not idx or nxt < idx + 0 or idx + 0 <= now then
-      redis.call('ZADD', P.due, fmt(nxt), u.user)
-    end
-  else
-    if was == P.big then redis.call('ZREM', P.due, u.user) end
-    if at and nxt ~= nil and not P.visiting then
-      local pm = PAGE .. u.page
-      local score = redis.call('ZSCORE', P.due, pm)
-      if not score or nxt < score + 0 then redis.call('ZADD', P.due, fmt(nxt), pm) end
-    end
-  end
+  reindex(u, was, at, nxt, P)
   local man = false
   if u.manual ~= MANUAL_NONE then man = num(u.manual) .. US .. fmt(u.mexp) end
   if man ~= u.manRaw then
@@ -599,13 +607,13 @@ local function settle(u, cause, P, events)
   if from then announce(u, from, to, P, events) end
 end
 
--- settleGone settles user of the page being visited (P.batch, page
--- number page) without a load, when its records rec and dyn hold at most
--- one device, gone (above), no fence and no manual expiry, and it has no
--- manual status: so is every expired device of a sweep. It does what
--- settle does for such a user (it has no device, so its status is
--- OFFLINE) and returns the next instant it needs a sweep, or nil; for any
--- other user it returns false and does nothing.
+-- settleGone settles user of the batch's key (P.batch: the page being
+-- visited, number page, or the big hash, page nil) without a load, when
+-- its records rec and dyn hold at most one device, gone (above), no fence
+-- and no manual expiry, and it has no manual status: so is every expired
+-- device of a sweep. It does what settle does for such a user (it has no
+-- device, so its status is OFFLINE) and returns the next instant it needs
+-- a sweep, or nil; for any other user it returns false and does nothing.
 local function settleGone(user, rec, dyn, page, P, events)
   local B = P.batch
   if not dyn or B.manual[user] or string.byte(rec, 2) == MANUAL_EXPIRES_BYTE then return false end
@@ -627,10 +635,17 @@ local function settleGone(user, rec, dyn, page, P, events)
   end
   local from, to = observe(u, OFFLINE, 'leave', P)
   local r, d = heads(u, false, P)
-  place(u, r, d, P)
+  if r and not page then
+    -- from the big hash: records this short belong in the user's page
+    layout(P, true)
+    u.page = pageOf(hashOf(user), P.level, P.split)
+  end
+  local nxt = nil
+  if u.pend ~= nil then nxt = u.due end
+  local at = place(u, r, d, P)
+  if not page then reindex(u, B.key, at, nxt, P) end
   if from then announce(u, from, to, P, events) end
-  if u.pend ~= nil then return u.due end
-  return nil
+  return nxt
 end
 
 local function set(u, id, r)
