@@ -30,6 +30,18 @@ func (p *flakyPublisher) Publish(_ context.Context, _ string, msg []byte) error 
 	return nil
 }
 
+// outboxRig returns a miniredis at t0, a clock at t0 that moves it, and a
+// goredis Store over it.
+func outboxRig(t *testing.T) (*miniredis.Miniredis, *manualClock, core.Store) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return mr, clk, goredis.New(c)
+}
+
 // outboxEntries counts the undelivered events in every user bucket's
 // outbox (its fields but the counter and the epoch).
 func outboxEntries(t *testing.T, mr *miniredis.Miniredis) int {
@@ -53,12 +65,8 @@ func outboxEntries(t *testing.T, mr *miniredis.Miniredis) int {
 // by the first user sweep after it, with the same ID, and then only once.
 func TestOutboxDelivery(t *testing.T) {
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	clk := &manualClock{t: t0}
-	mr.SetTime(clk.t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	pub := &flakyPublisher{Store: goredis.New(c)}
+	mr, clk, store := outboxRig(t)
+	pub := &flakyPublisher{Store: store}
 	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -133,12 +141,8 @@ func TestRepeatsDropsSeenIDs(t *testing.T) {
 // delivers each of them once.
 func TestOutboxRedeliveredOncePerPass(t *testing.T) {
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	clk := &manualClock{t: t0}
-	mr.SetTime(clk.t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	pub := &flakyPublisher{Store: goredis.New(c)}
+	mr, clk, store := outboxRig(t)
+	pub := &flakyPublisher{Store: store}
 	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1, SweepBatch: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -193,12 +197,8 @@ func (p *batchPublisher) PublishBatch(_ context.Context, msgs []core.Message) er
 // every event of it in the outbox, for a later sweep to deliver.
 func TestOutboxBatchPublish(t *testing.T) {
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
-	clk := &manualClock{t: t0}
-	mr.SetTime(clk.t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	pub := &batchPublisher{Store: goredis.New(c)}
+	mr, clk, store := outboxRig(t)
+	pub := &batchPublisher{Store: store}
 	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1})
 	if err != nil {
 		t.Fatal(err)
