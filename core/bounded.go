@@ -19,6 +19,7 @@ const (
 	fullMicros   = 25 // a beat on the full path (heartbeat_full.lua)
 	hlenMicros   = 1  // a compact shard a count sums (count.lua)
 	ackMicros    = 1  // an outbox entry acknowledged (outbox_ack.lua)
+	logMicros    = 2  // an event appended to the change log (log_append.lua)
 )
 
 // Items per call of the split operations: callMicros of each.
@@ -28,6 +29,7 @@ const (
 	steadyChunk = callMicros / steadyMicros
 	fullChunk   = callMicros / fullMicros
 	ackChunk    = callMicros / ackMicros
+	logChunk    = callMicros / logMicros
 )
 
 // spans splits [0, count) into the fewest spans of at most n, of sizes as

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -351,5 +352,74 @@ func TestNoScriptInALaterWave(t *testing.T) {
 		if store.trips != 11 {
 			t.Errorf("flush before round trip %d: %d round trips, want 10 and one resend", n, store.trips)
 		}
+	}
+}
+
+// argCounter is a Store that records the most events a change log append
+// (a call on the key ending ":log") carried, and publishes through its
+// inner store.
+type argCounter struct {
+	core.Store
+	most int
+}
+
+func (c *argCounter) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	for _, call := range calls {
+		if len(call.Keys) == 1 && strings.HasSuffix(call.Keys[0], ":log") {
+			c.most = max(c.most, (len(call.Args)-1)/2)
+		}
+	}
+	return c.Store.Eval(ctx, calls)
+}
+
+func (c *argCounter) Publish(ctx context.Context, channel string, message []byte) error {
+	return c.Store.(core.Publisher).Publish(ctx, channel, message)
+}
+
+// TestChangeLogAppendIsBounded: the changes of one call, here a batch of
+// 1,000 users coming online, reach the change log in appends of at most
+// core.LogChunk events each (one call of them all would hold Redis for
+// as long as the batch is large), all of them and in order.
+func TestChangeLogAppendIsBounded(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	clk := &manualClock{t: t0}
+	mr.SetTime(clk.t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	store := &argCounter{Store: goredis.New(c)}
+	e, err := core.New(store, core.Config{Clock: clk, UserBuckets: 1, ChangeLog: 10_000, CoalesceWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats := make([]core.Heartbeat, core.MaxBatch)
+	for i := range beats {
+		beats[i] = core.Heartbeat{User: fmt.Sprintf("user-%04d", i), Device: "web", Kind: core.KindWeb, Active: true}
+	}
+	if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
+		t.Fatal(err)
+	}
+	if store.most == 0 || store.most > core.LogChunk {
+		t.Fatalf("a change log append of %d events, want 1 to %d", store.most, core.LogChunk)
+	}
+	var logged []string
+	for after := ""; ; {
+		entries, _, err := e.ChangeLogAfter(ctx, after, core.MaxPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		for _, en := range entries {
+			logged = append(logged, en.Change.User)
+		}
+		after = entries[len(entries)-1].ID
+	}
+	if len(logged) != len(beats) {
+		t.Fatalf("%d changes logged, want %d", len(logged), len(beats))
+	}
+	if !sort.StringsAreSorted(logged) {
+		t.Errorf("changes logged out of order: %v…", logged[:10])
 	}
 }

@@ -11,3 +11,6 @@ func GroupQueued(e *Engine) int {
 func PageOf(user string, level, split int) int {
 	return int(userPage(user, uint(level), uint32(split)))
 }
+
+// LogChunk is the most events one change log append carries (logChunk).
+const LogChunk = logChunk

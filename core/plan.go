@@ -504,7 +504,8 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 	if p.settings.changeLog == 0 {
 		return nil, err
 	}
-	return &round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks, ids)},
+	calls, costs := p.logAppendCalls(changes, kicks, ids)
+	return &round{op: "change log", calls: calls, costs: costs,
 		next: func([]Value) (*round, error) { return nil, err },
 		onErr: func(logErr error) (*round, error) {
 			m.note(note{kind: noteLogFailed, err: logErr})

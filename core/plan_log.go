@@ -53,7 +53,8 @@ func (pl *Planner) AppendLog(changes []Change, kicks []Kick) *Plan[struct{}] {
 		plan.m.fail(nil)
 		return plan
 	}
-	plan.m.settle(&round{op: "change log", calls: []Call{p.logAppendCall(changes, kicks, make([]string, len(changes)+len(kicks)))},
+	calls, costs := p.logAppendCalls(changes, kicks, make([]string, len(changes)+len(kicks)))
+	plan.m.settle(&round{op: "change log", calls: calls, costs: costs,
 		next: func([]Value) (*round, error) { return nil, nil }}, nil)
 	return plan
 }

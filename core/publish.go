@@ -211,19 +211,32 @@ func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err
 	return entries, gap, nil
 }
 
-// logAppendCall is the call of lua/log_append.lua that appends changes
-// and kicks to the change log.
-// ids are the events' outbox IDs, changes first.
-func (p *planner) logAppendCall(changes []Change, kicks []Kick, ids []string) Call {
-	args := make([]string, 0, 1+2*(len(changes)+len(kicks)))
-	args = append(args, itoa(int64(p.settings.changeLog)))
+// logAppendCalls are the calls of lua/log_append.lua that append changes
+// and kicks to the change log, in order, logChunk events a call, with
+// their estimated costs: a sweep that settles a large backlog logs it in
+// bounded calls. ids are the events' outbox IDs, changes first.
+func (p *planner) logAppendCalls(changes []Change, kicks []Kick, ids []string) ([]Call, []int) {
+	kinds := make([]string, 0, len(changes)+len(kicks))
+	jsons := make([]string, 0, len(changes)+len(kicks))
 	for i, c := range changes {
-		args = append(args, "c", string(marshalChange(c, ids[i])))
+		kinds, jsons = append(kinds, "c"), append(jsons, string(marshalChange(c, ids[i])))
 	}
 	for i, k := range kicks {
-		args = append(args, "k", string(marshalKick(k, ids[len(changes)+i])))
+		kinds, jsons = append(kinds, "k"), append(jsons, string(marshalKick(k, ids[len(changes)+i])))
 	}
-	return Call{SHA: p.scripts.logAppend.sha, Keys: []string{p.settings.keys.logKey()}, Args: args}
+	maxLen := itoa(int64(p.settings.changeLog))
+	sp := spans(len(kinds), logChunk)
+	calls, costs := make([]Call, len(sp)), make([]int, len(sp))
+	for n, s := range sp {
+		args := make([]string, 0, 1+2*(s[1]-s[0]))
+		args = append(args, maxLen)
+		for i := s[0]; i < s[1]; i++ {
+			args = append(args, kinds[i], jsons[i])
+		}
+		calls[n] = Call{SHA: p.scripts.logAppend.sha, Keys: []string{p.settings.keys.logKey()}, Args: args}
+		costs[n] = (s[1] - s[0]) * logMicros
+	}
+	return calls, costs
 }
 
 // validStreamID reports whether id looks like "ms-seq".
