@@ -93,6 +93,10 @@ func decodeDevices(static, dynamic string) (map[string]record, error) {
 		return recs, nil
 	}
 	items, dyns := strings.Split(static, itemSep), strings.Split(dynamic, itemSep)
+	// the header starts with the published status, one digit
+	if h := items[0]; h == "" || h[0] < '0' || !Status(h[0]-'0').Valid() {
+		return nil, replyErr("user record header %q", items[0])
+	}
 	d := 1 // past the pending change
 	for _, item := range items[1:] {
 		if strings.HasPrefix(item, fencePrefix) {

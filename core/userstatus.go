@@ -40,9 +40,11 @@ func (p *planner) decodeStatus(user string, v Value, now int64) (UserStatus, err
 	}
 	manual, err1 := f[0].AsInt()
 	manualUntil, err2 := f[1].AsInt()
+	// the records are strings as stored, never numbers
 	static, err3 := f[2].AsString()
 	dynamic, err4 := f[3].AsString()
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !inRange(manual, len(manualNames)) || manualUntil < 0 {
+	strs := f[2].Kind == ValueString && f[3].Kind == ValueString
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !strs || !inRange(manual, len(manualNames)) || manualUntil < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)
 	}
 	recs, err := decodeDevices(static, dynamic)
