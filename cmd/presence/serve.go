@@ -11,6 +11,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -82,7 +83,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drain, "drain-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.BoolVar(&f.sweep, "sweep", true, "run the sweeper in this process (keep it on unless another process sweeps)")
 	fs.BoolVar(&f.history, "history", true, "record the online history (online users by status, the busiest scopes) in --history-db every --history-every")
-	fs.StringVar(&f.historyDB, "history-db", "presence-history.db", "the online history's database: an SQLite file, or a postgres:// DSN for PostgreSQL")
+	fs.StringVar(&f.historyDB, "history-db", defaultHistoryDB(), "the online history's database: an SQLite file, or a postgres:// DSN for PostgreSQL")
 	fs.DurationVar(&f.historyEvery, "history-every", time.Minute, "the online history's snapshot interval")
 	fs.IntVar(&f.historyTop, "history-top", 10, "how many of each scope class's busiest scopes the online history records")
 	fs.BoolVar(&f.historyUsers, "history-users", false, "record the list of online users with their status in the online history too")
@@ -341,6 +342,9 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 		if f.historyDB == "" || f.historyEvery < time.Second || f.historyTop < 1 || f.historyRetention <= 0 {
 			return server.Config{}, usageError{msg: "--history needs --history-db, --history-every of at least 1s, --history-top of at least 1 and a positive --history-retention (or --history=false)"}
 		}
+		if err := makeHistoryDir(f.historyDB); err != nil {
+			return server.Config{}, err
+		}
 		cfg.History = history.Config{DSN: f.historyDB, Every: f.historyEvery, TopN: f.historyTop, Users: f.historyUsers,
 			Retention: f.historyRetention}
 	}
@@ -422,4 +426,33 @@ set by the environment, as for serve.`)
 	}
 	_, err = fmt.Fprintln(stdout, tok)
 	return err
+}
+
+// defaultHistoryDB is the SQLite file presence serve records its online
+// history in unless --history-db names another: presence/history.db in the
+// user's state directory ($XDG_STATE_HOME, else ~/.local/state), never the
+// working directory, which is often a source checkout.
+func defaultHistoryDB() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "presence", "history.db")
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "presence", "history.db")
+}
+
+// makeHistoryDir creates the directory of an SQLite history file, so that
+// the default path works on a fresh machine; a PostgreSQL DSN needs none.
+func makeHistoryDir(dsn string) error {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return nil
+	}
+	dir := filepath.Dir(strings.TrimPrefix(dsn, "sqlite:"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("presence serve: the online history's directory: %w", err)
+	}
+	return nil
 }

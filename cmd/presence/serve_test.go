@@ -367,3 +367,34 @@ func TestServeTLSAndAdminAddr(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+// TestDefaultHistoryDB: the online history's default file is in the user's
+// state directory, never in the working directory (a source checkout), and
+// its directory is made on a fresh machine.
+func TestDefaultHistoryDB(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, tc := range []struct {
+		name, state, want string
+	}{
+		{"XDG_STATE_HOME unset", "", filepath.Join(home, ".local", "state", "presence", "history.db")},
+		{"XDG_STATE_HOME set", filepath.Join(home, "st"), filepath.Join(home, "st", "presence", "history.db")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_STATE_HOME", tc.state)
+			got := defaultHistoryDB()
+			if got != tc.want {
+				t.Fatalf("defaultHistoryDB() = %q, want %q", got, tc.want)
+			}
+			if err := makeHistoryDir(got); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Stat(filepath.Dir(got)); err != nil || !fi.IsDir() {
+				t.Fatalf("the history's directory was not made: %v", err)
+			}
+		})
+	}
+	if err := makeHistoryDir("postgres://u@127.0.0.1:1/db"); err != nil {
+		t.Fatalf("a PostgreSQL DSN needs no directory, got %v", err)
+	}
+}
