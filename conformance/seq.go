@@ -135,6 +135,8 @@ type system struct {
 	feed   *core.Feed
 	cancel context.CancelFunc
 	calls  atomic.Int64 // Eval calls the engine made
+	// marks are the instants earlier steps set, which edges start from
+	marks []time.Time
 
 	n        int
 	log      []string
@@ -232,11 +234,30 @@ func (sys *system) do(o op) stepResult {
 	at := sys.x.rel(sys.x.now())
 	if a, ok := o.(advanceOp); ok {
 		now := sys.x.clock.advance(a.d)
-		if sys.s.be.SetTime != nil {
-			sys.s.be.SetTime(now)
-		}
+		sys.setClock(now)
 		sys.logf("%3d. %-9s %s → now %s", sys.n, at, o, sys.x.rel(now))
 		return stepResult{ok: true}
+	}
+	if e, ok := o.(edgeOp); ok {
+		// to the edge first; back to an even instant after (see gen.go's
+		// timing): the sweep is the one step at an odd instant
+		var state []time.Time
+		if e.state {
+			state = sys.model.edges(sys.x.now(), sys.cfg.config("", true), e.scopes)
+		}
+		t := e.edgeTarget(sys.marks, state, sys.x.now(), sys.s.be.virtual())
+		sys.setClock(t)
+		at = sys.x.rel(t)
+		defer func() {
+			if t.UnixMilli()%2 != 0 {
+				sys.setClock(t.Add(time.Millisecond))
+			}
+		}()
+	} else {
+		sys.marks = append(sys.marks, sys.x.now())
+		if m, ok := o.(marker); ok {
+			sys.marks = append(sys.marks, m.marks(sys.x.now())...)
+		}
 	}
 	ctx, cancel := context.WithTimeout(sys.x.ctx, stepTimeout)
 	defer cancel()
@@ -267,6 +288,16 @@ func (sys *system) do(o op) stepResult {
 	return stepResult{ok: true}
 }
 
+// setClock moves the sequence's clock, and the backend's, to t (not back).
+func (sys *system) setClock(t time.Time) {
+	if d := t.Sub(sys.x.now()); d > 0 {
+		sys.x.clock.advance(d)
+	}
+	if sys.s.be.SetTime != nil {
+		sys.s.be.SetTime(sys.x.now())
+	}
+}
+
 func render(o obs) string {
 	if len(o.approx) == 0 {
 		return o.text
@@ -277,7 +308,8 @@ func render(o obs) string {
 // opKind names the kind of a step for property names.
 func opKind(o op) string {
 	s := o.String()
-	for _, p := range []string{"heartbeat batch", "touch batch", "count twice", "active within", "sweep users", "sweep scopes"} {
+	for _, p := range []string{"heartbeat batch", "touch batch", "count twice", "active within", "sweep users", "sweep scopes",
+		"edge sweep users", "edge sweep scopes"} {
 		if strings.HasPrefix(s, p) {
 			return p
 		}

@@ -48,6 +48,15 @@ var plantedBugs = []plantBug{
 		edits: []edit{{"return P.now > deadlineOf(", "return P.now >= 0 or deadlineOf("}},
 	},
 	{
+		name:    "a sweep that takes a device for gone 1 ms before its deadline",
+		scripts: []string{"sweep_users"},
+		// The same check off by one: at a device's deadline, its last
+		// live millisecond, the sweep settles its user as if it were gone.
+		// Only a sweep at exactly that instant sees it (edgeOp).
+		edits:     []edit{{"return P.now > deadlineOf(", "return P.now + 1 > deadlineOf("}},
+		raceBlind: "its operations seldom run a sweep at a device's exact deadline",
+	},
+	{
 		name:    "a scope sweep that keeps expired members",
 		scripts: []string{"sweep_scopes"},
 		// A due compact shard keeps its expired members, counted, and is
