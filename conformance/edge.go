@@ -156,6 +156,8 @@ func (o beatOp) marks(now time.Time) []time.Time {
 	return ms
 }
 
+func (o concOp) marks(now time.Time) []time.Time { return beatOp{beats: o.beats}.marks(now) }
+
 func (o manualOp) marks(now time.Time) []time.Time {
 	if o.ttl > 0 {
 		return []time.Time{now.Add(o.ttl)}
@@ -181,7 +183,7 @@ func (o *oracle) edges(now time.Time, cfg core.Config, scopes bool) []time.Time 
 		}
 		return out
 	}
-	sts, err := o.m.Statuses(ctx, genUsers)
+	sts, err := o.m.Statuses(ctx, append(append([]string(nil), genUsers...), concUsers...))
 	if err != nil {
 		return nil
 	}

@@ -55,8 +55,8 @@ func randomConfig(r *rand.Rand) seqConfig {
 }
 
 // nextOp draws the next step of a sequence of configuration c: now and
-// then an edge of a rule (edgeOp), else a step of randomOp or
-// randomFocusedOp.
+// then an edge of a rule (edgeOp) or, over every user, a concurrent step
+// (concOp), else a step of randomOp or randomFocusedOp.
 func (c seqConfig) nextOp(r *rand.Rand) op {
 	n := r.Intn(100)
 	if c.Focus {
@@ -70,6 +70,8 @@ func (c seqConfig) nextOp(r *rand.Rand) op {
 		return c.randomEdgeOp(r, false)
 	case n < 6:
 		return c.randomEdgeOp(r, true)
+	case n < 9:
+		return randomConcOp(r)
 	}
 	return randomOp(r)
 }

@@ -135,6 +135,8 @@ type system struct {
 	feed   *core.Feed
 	cancel context.CancelFunc
 	calls  atomic.Int64 // Eval calls the engine made
+	// gate holds a concurrent step's round trips (concOp); nil otherwise
+	gate atomic.Pointer[gate]
 	// marks are the instants earlier steps set, which edges start from
 	marks []time.Time
 
@@ -181,6 +183,9 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 	}
 	store = Intercept(store, Interceptor{Eval: func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
 		sys.calls.Add(int64(len(calls)))
+		if g := sys.gate.Load(); g != nil {
+			g.enter(ctx, calls)
+		}
 		return next(ctx, calls)
 	}})
 	sys.store = store
@@ -265,12 +270,26 @@ func (sys *system) do(o op) stepResult {
 	x.ctx = ctx
 	before := sys.calls.Load()
 	mo := sys.model.run(&x, o)
-	eo := o.run(&x, sys.engine)
+	xe := x
+	var g *gate
+	if _, ok := o.(concOp); ok {
+		if _, isEngine := sys.engine.(*core.Engine); isEngine {
+			g = newGate()
+			xe.gate = g
+			sys.gate.Store(g)
+		}
+	}
+	eo := o.run(&xe, sys.engine)
+	sys.gate.Store(nil)
 	sys.x.book.record(mo.issued)
 	sys.logf("%3d. %-9s %s\n        → %s", sys.n, at, o, render(mo))
 	if ok, why := agree(mo, eo, sys.s.be.tolerance); !ok {
 		sys.logf("        target: %s", render(eo))
 		sys.fail("agrees with the model: "+opKind(o), why)
+		return stepResult{ok: false}
+	}
+	if g != nil && !g.wasCombined() {
+		sys.fail("group commit combines concurrent calls", "no caller's round trip carried another caller's call")
 		return stepResult{ok: false}
 	}
 	if _, ok := o.(invalidOp); ok {
