@@ -157,6 +157,8 @@ type gate struct {
 	opened   bool
 	held     int  // round trips waiting for open
 	combined bool // a goroutine sent another caller's call
+
+	stacks []byte // openWhenQueued's buffer for goroutine dumps
 }
 
 func newGate() *gate {
@@ -212,7 +214,7 @@ func (g *gate) openWhenQueued(ctx context.Context, n int) {
 		g.mu.Lock()
 		held := g.held
 		g.mu.Unlock()
-		if held+queuedCalls() >= n {
+		if held+g.queuedCalls() >= n {
 			break
 		}
 		time.Sleep(pause)
@@ -235,15 +237,18 @@ func (g *gate) wasCombined() bool {
 // core's Engine.wait itself): the engine keeps its queue to
 // itself, and its callers' stacks are the only outside view of it. A rename
 // of Engine.wait makes concurrent steps wait queueWait and fail, loudly.
-func queuedCalls() int {
-	buf := make([]byte, 1<<20)
+func (g *gate) queuedCalls() int {
+	if g.stacks == nil {
+		g.stacks = make([]byte, 64<<10)
+	}
+	var buf []byte
 	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
+		n := runtime.Stack(g.stacks, true)
+		if n < len(g.stacks) {
+			buf = g.stacks[:n]
 			break
 		}
-		buf = make([]byte, 2*len(buf))
+		g.stacks = make([]byte, 2*len(g.stacks))
 	}
 	count := 0
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
