@@ -54,10 +54,24 @@ func randomConfig(r *rand.Rand) seqConfig {
 	}
 }
 
-// nextOp draws the next step of a sequence of configuration c.
+// nextOp draws the next step of a sequence of configuration c: now and
+// then an edge of a rule (edgeOp) or, over every user, a concurrent step
+// (concOp), else a step of randomOp or randomFocusedOp.
 func (c seqConfig) nextOp(r *rand.Rand) op {
+	n := r.Intn(100)
 	if c.Focus {
+		if n < 10 {
+			return c.randomEdgeOp(r, false)
+		}
 		return randomFocusedOp(r)
+	}
+	switch {
+	case n < 4:
+		return c.randomEdgeOp(r, false)
+	case n < 6:
+		return c.randomEdgeOp(r, true)
+	case n < 9:
+		return randomConcOp(r)
 	}
 	return randomOp(r)
 }

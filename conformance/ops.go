@@ -29,6 +29,9 @@ type runner struct {
 	t0    time.Time
 	clock *clock
 	book  *book
+	// gate, on the engine's side of a concurrent step, holds its round
+	// trips until its calls have queued (concOp); nil elsewhere.
+	gate *gate
 }
 
 func (x *runner) now() time.Time { return x.clock.Now() }

@@ -135,6 +135,10 @@ type system struct {
 	feed   *core.Feed
 	cancel context.CancelFunc
 	calls  atomic.Int64 // Eval calls the engine made
+	// gate holds a concurrent step's round trips (concOp); nil otherwise
+	gate atomic.Pointer[gate]
+	// marks are the instants earlier steps set, which edges start from
+	marks []time.Time
 
 	n        int
 	log      []string
@@ -179,6 +183,9 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 	}
 	store = Intercept(store, Interceptor{Eval: func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
 		sys.calls.Add(int64(len(calls)))
+		if g := sys.gate.Load(); g != nil {
+			g.enter(ctx, calls)
+		}
 		return next(ctx, calls)
 	}})
 	sys.store = store
@@ -232,11 +239,30 @@ func (sys *system) do(o op) stepResult {
 	at := sys.x.rel(sys.x.now())
 	if a, ok := o.(advanceOp); ok {
 		now := sys.x.clock.advance(a.d)
-		if sys.s.be.SetTime != nil {
-			sys.s.be.SetTime(now)
-		}
+		sys.setClock(now)
 		sys.logf("%3d. %-9s %s → now %s", sys.n, at, o, sys.x.rel(now))
 		return stepResult{ok: true}
+	}
+	if e, ok := o.(edgeOp); ok {
+		// to the edge first; back to an even instant after (see gen.go's
+		// timing): the sweep is the one step at an odd instant
+		var state []time.Time
+		if e.state {
+			state = sys.model.edges(sys.x.now(), sys.cfg.config("", true), e.scopes)
+		}
+		t := e.edgeTarget(sys.marks, state, sys.x.now(), sys.s.be.virtual())
+		sys.setClock(t)
+		at = sys.x.rel(t)
+		defer func() {
+			if t.UnixMilli()%2 != 0 {
+				sys.setClock(t.Add(time.Millisecond))
+			}
+		}()
+	} else {
+		sys.marks = append(sys.marks, sys.x.now())
+		if m, ok := o.(marker); ok {
+			sys.marks = append(sys.marks, m.marks(sys.x.now())...)
+		}
 	}
 	ctx, cancel := context.WithTimeout(sys.x.ctx, stepTimeout)
 	defer cancel()
@@ -244,12 +270,26 @@ func (sys *system) do(o op) stepResult {
 	x.ctx = ctx
 	before := sys.calls.Load()
 	mo := sys.model.run(&x, o)
-	eo := o.run(&x, sys.engine)
+	xe := x
+	var g *gate
+	if _, ok := o.(concOp); ok {
+		if _, isEngine := sys.engine.(*core.Engine); isEngine {
+			g = newGate()
+			xe.gate = g
+			sys.gate.Store(g)
+		}
+	}
+	eo := o.run(&xe, sys.engine)
+	sys.gate.Store(nil)
 	sys.x.book.record(mo.issued)
 	sys.logf("%3d. %-9s %s\n        → %s", sys.n, at, o, render(mo))
 	if ok, why := agree(mo, eo, sys.s.be.tolerance); !ok {
 		sys.logf("        target: %s", render(eo))
 		sys.fail("agrees with the model: "+opKind(o), why)
+		return stepResult{ok: false}
+	}
+	if g != nil && !g.wasCombined() {
+		sys.fail("group commit combines concurrent calls", "no caller's round trip carried another caller's call")
 		return stepResult{ok: false}
 	}
 	if _, ok := o.(invalidOp); ok {
@@ -267,6 +307,16 @@ func (sys *system) do(o op) stepResult {
 	return stepResult{ok: true}
 }
 
+// setClock moves the sequence's clock, and the backend's, to t (not back).
+func (sys *system) setClock(t time.Time) {
+	if d := t.Sub(sys.x.now()); d > 0 {
+		sys.x.clock.advance(d)
+	}
+	if sys.s.be.SetTime != nil {
+		sys.s.be.SetTime(sys.x.now())
+	}
+}
+
 func render(o obs) string {
 	if len(o.approx) == 0 {
 		return o.text
@@ -277,7 +327,8 @@ func render(o obs) string {
 // opKind names the kind of a step for property names.
 func opKind(o op) string {
 	s := o.String()
-	for _, p := range []string{"heartbeat batch", "touch batch", "count twice", "active within", "sweep users", "sweep scopes"} {
+	for _, p := range []string{"heartbeat batch", "touch batch", "count twice", "active within", "sweep users", "sweep scopes",
+		"edge sweep users", "edge sweep scopes"} {
 		if strings.HasPrefix(s, p) {
 			return p
 		}

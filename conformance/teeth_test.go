@@ -27,6 +27,8 @@ type plantBug struct {
 	scripts []string // script names; empty: every script that contains the text
 	edits   []edit
 	publish func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error
+	// eval, if set, rewrites round trips after the edits.
+	eval func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result
 	// raceBlind says why the race suite is not expected to catch the bug;
 	// "" means it must.
 	raceBlind string
@@ -46,6 +48,15 @@ var plantedBugs = []plantBug{
 		// The check by which a sweep settles a user without loading it
 		// finds every device past its deadline.
 		edits: []edit{{"return P.now > deadlineOf(", "return P.now >= 0 or deadlineOf("}},
+	},
+	{
+		name:    "a sweep that takes a device for gone 1 ms before its deadline",
+		scripts: []string{"sweep_users"},
+		// The same check off by one: at a device's deadline, its last
+		// live millisecond, the sweep settles its user as if it were gone.
+		// Only a sweep at exactly that instant sees it (edgeOp).
+		edits:     []edit{{"return P.now > deadlineOf(", "return P.now + 1 > deadlineOf("}},
+		raceBlind: "its operations seldom run a sweep at a device's exact deadline",
 	},
 	{
 		name:    "a scope sweep that keeps expired members",
@@ -87,6 +98,16 @@ var plantedBugs = []plantBug{
 		edits: []edit{{"and pub ~= best then return false end", "and false then return false end"},
 			{"and pub ~= st then break end", "and false then break end"}},
 		raceBlind: "its rounds seldom let one device's instant pass unseen while another of its user beats steadily",
+	},
+	{
+		name: "a group commit that hands two callers each other's results",
+		// Only the engine's group commit sends the calls of several
+		// operations, of several scripts, in one round trip; there two
+		// calls of one script, or two users' parts of one status reply,
+		// trade results, as a batch whose outcomes went to the wrong
+		// callers would. One call at a time never shows it (concOp does).
+		eval:      swapCombined,
+		raceBlind: "each race worker calls an engine of its own one call at a time, so its group commit never combines",
 	},
 	{
 		name: "a publisher that sends every event twice, as two events",
@@ -138,11 +159,73 @@ func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
 						out[i] = core.Call{Source: src, Keys: c.Keys, Args: c.Args}
 					}
 				}
+				if b.eval != nil {
+					return b.eval(ctx, out, next)
+				}
 				return next(ctx, out)
 			},
 			Publish: b.publish,
 		})
 	}
+}
+
+// swapCombined is the round trip of a group commit that mixes up its
+// callers: in a round trip that carries calls of more than one script, the
+// results of the first two calls of one script trade places or, if no
+// script has two, the first two users' parts of a status reply do.
+func swapCombined(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
+	res := next(ctx, calls)
+	if len(res) != len(calls) || !mixed(calls) {
+		return res
+	}
+	first := map[string]int{}
+	for i, c := range calls {
+		if j, ok := first[scriptOf(c)]; ok {
+			res[i], res[j] = res[j], res[i]
+			return res
+		}
+		first[scriptOf(c)] = i
+	}
+	for i, c := range calls {
+		if c.SHA != statusSHA || res[i].Err != nil || res[i].Value.Kind != core.ValueArray || len(res[i].Value.Array) != 2 {
+			continue
+		}
+		parts := res[i].Value.Array[1]
+		if parts.Kind == core.ValueArray && len(parts.Array) >= 2 {
+			swapped := append([]core.Value(nil), parts.Array...)
+			swapped[0], swapped[1] = swapped[1], swapped[0]
+			res[i].Value = core.ArrayValue(res[i].Value.Array[0], core.ArrayValue(swapped...))
+			return res
+		}
+	}
+	return res
+}
+
+// statusSHA is the SHA of status.lua, whose reply swapCombined rewrites.
+var statusSHA = func() string {
+	for _, s := range core.Scripts() {
+		if s.Name() == "status" {
+			return s.SHA()
+		}
+	}
+	return ""
+}()
+
+func scriptOf(c core.Call) string {
+	if c.SHA != "" {
+		return c.SHA
+	}
+	return c.Source
+}
+
+// mixed reports whether calls are of more than one script.
+func mixed(calls []core.Call) bool {
+	for _, c := range calls[1:] {
+		if scriptOf(c) != scriptOf(calls[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(xs []string, x string) bool {

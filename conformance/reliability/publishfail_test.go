@@ -1,0 +1,248 @@
+package reliability_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/conformance"
+	"github.com/presencekit/presence/conformance/reliability/internal/rig"
+	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
+)
+
+// A publish that fails is the outbox's third case besides a lost reply and
+// a crash (outbox_test.go): the Store answers the publish with an error.
+// The state change is committed, so the call succeeds (docs/design.md §7:
+// a failed publish is logged and counted, not returned); its events stay in
+// the outbox, unacknowledged, and a user sweep past core.RedeliverAfter
+// delivers each once, under the outbox ID it had. An engine that
+// acknowledged them anyway would drop them for good.
+
+// errPublish is what the failing publisher answers.
+var errPublish = errors.New("publish refused by the test")
+
+// failingPublish refuses every publication while on is set, and records the
+// outbox IDs of the messages it refused.
+type failingPublish struct {
+	on atomic.Bool
+
+	mu      sync.Mutex
+	refused []string // outbox IDs
+}
+
+func (f *failingPublish) refuse(msgs ...[]byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range msgs {
+		f.refused = append(f.refused, messageID(m))
+	}
+	return errPublish
+}
+
+func (f *failingPublish) refusedIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.refused)
+}
+
+// batchFailing is a Store whose Publish and PublishBatch (core.BatchPublisher)
+// fail while f is on, and pass through to pub otherwise.
+type batchFailing struct {
+	core.Store
+	pub   core.BatchPublisher
+	one   core.Publisher
+	f     *failingPublish
+	batch atomic.Int64 // PublishBatch calls refused
+}
+
+func (s *batchFailing) Publish(ctx context.Context, channel string, msg []byte) error {
+	if s.f.on.Load() {
+		return s.f.refuse(msg)
+	}
+	return s.one.Publish(ctx, channel, msg)
+}
+
+func (s *batchFailing) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	if s.f.on.Load() {
+		s.batch.Add(1)
+		payloads := make([][]byte, len(msgs))
+		for i, m := range msgs {
+			payloads[i] = m.Payload
+		}
+		return s.f.refuse(payloads...)
+	}
+	return s.pub.PublishBatch(ctx, msgs)
+}
+
+// outboxIDs returns the outbox fields (event sequence numbers) of every
+// user bucket under prefix, as "key/field": what is still undelivered.
+func outboxIDs(t *testing.T, srv *redistest.Instance, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range rig.Keys(t, srv) {
+		if !strings.HasPrefix(k, prefix+":{u") || !strings.HasSuffix(k, "}:ob") {
+			continue
+		}
+		fields, _ := rig.Do(t, srv, "HKEYS", k).([]any)
+		for _, f := range fields {
+			if s := fmt.Sprint(f); s != "#" && s != "@" { // the counter and the epoch
+				out = append(out, k+"/"+s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestFailedPublishLeftToTheSweep: on each driver, with Publish (one
+// message at a time) or PublishBatch failing, a heartbeat batch that
+// brings three users online returns their changes without an error; the
+// three events stay in the outbox; once publishing works again, a user
+// sweep past core.RedeliverAfter delivers each to a subscriber once, with
+// the outbox ID of the message that failed, and acknowledges them.
+func TestFailedPublishLeftToTheSweep(t *testing.T) {
+	srv := redistest.Server(t)
+	loadScripts(t, srv)
+	users := []string{"a", "b", "c"}
+	ways := []struct {
+		name string
+		// wrap returns the failing Store and a count of the publish calls
+		// it refused that went the way under test
+		wrap func(core.Store, *failingPublish) (core.Store, func() int64)
+	}{
+		{"publish", func(s core.Store, f *failingPublish) (core.Store, func() int64) {
+			// Intercept drops BatchPublisher: the engine publishes one
+			// message at a time, through Publish
+			var n atomic.Int64
+			return conformance.Intercept(s, conformance.Interceptor{
+				Publish: func(ctx context.Context, ch string, msg []byte, next func(context.Context, string, []byte) error) error {
+					if f.on.Load() {
+						n.Add(1)
+						return f.refuse(msg)
+					}
+					return next(ctx, ch, msg)
+				},
+			}), n.Load
+		}},
+		{"batch publish", func(s core.Store, f *failingPublish) (core.Store, func() int64) {
+			b := &batchFailing{Store: s, pub: s.(core.BatchPublisher), one: s.(core.Publisher), f: f}
+			return b, b.batch.Load
+		}},
+	}
+	for _, a := range rig.Adapters() {
+		for _, w := range ways {
+			t.Run(a.Name+"/"+w.name, func(t *testing.T) {
+				prefix := "pf-" + a.Name + "-" + strings.ReplaceAll(w.name, " ", "-")
+				ctx := bounded(t, settle)
+				clk := rig.NewClock(rig.T0)
+				cfg := outboxConfig(clk)
+				cfg.Prefix = prefix
+				f := &failingPublish{}
+				f.on.Store(true)
+				store, refusedCalls := w.wrap(a.Open(t, srv.Addr), f)
+				eng := rig.Engine(t, store, cfg)
+
+				// the subscriber: on a direct connection, on the raw channel
+				// (a Feed would hide a repeat)
+				direct := rig.OpenGoredis(t, srv.Addr)
+				channel := rig.Engine(t, direct, core.Config{Prefix: prefix}).ChangeChannel()
+				msgs, stop, err := direct.(core.Subscriber).Subscribe(ctx, channel)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { stop() })
+
+				beats := make([]core.Heartbeat, len(users))
+				for i, u := range users {
+					beats[i] = core.Heartbeat{User: u, Device: "web", Kind: core.KindWeb, Active: true}
+				}
+				acks, err := eng.HeartbeatBatch(ctx, beats)
+				if err != nil {
+					t.Fatalf("the heartbeat batch failed with its publish: %v (the change is committed: it must succeed)", err)
+				}
+				for i, ack := range acks {
+					if ack.Err != nil || len(ack.Changes) != 1 || ack.Changes[0].To != core.StatusOnline {
+						t.Fatalf("%s: ack %+v, want the change to ONLINE", users[i], ack)
+					}
+				}
+				if refusedCalls() == 0 {
+					t.Fatalf("no %s was refused: the test did not test", w.name)
+				}
+				refused := f.refusedIDs()
+				if len(refused) != len(users) || slices.Contains(refused, "") {
+					t.Fatalf("refused messages with IDs %q, want one outbox ID for each of %d users", refused, len(users))
+				}
+				if left := outboxIDs(t, srv, prefix); len(left) != len(users) {
+					t.Fatalf("after the failed publish the outbox holds %v, want the %d events", left, len(users))
+				}
+
+				f.on.Store(false)
+				clk.Add(core.RedeliverAfter + time.Second)
+				for range 2 { // the second sweep finds them acknowledged
+					if _, err := eng.SweepUsers(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if left := outboxIDs(t, srv, prefix); len(left) != 0 {
+					t.Errorf("after the sweeps the outbox still holds %v", left)
+				}
+				got := deliveredIDs(t, ctx, msgs, eng, users)
+				slices.Sort(got)
+				slices.Sort(refused)
+				if !slices.Equal(got, refused) {
+					t.Fatalf("the subscriber got the events with IDs %q, want each of the refused IDs %q once", got, refused)
+				}
+			})
+		}
+	}
+}
+
+// deliveredIDs reads msgs until a sentinel change, published after
+// everything the test did (messages of one channel arrive in order), and
+// returns the outbox IDs of the changes of users before it, repeats
+// included.
+func deliveredIDs(t *testing.T, ctx context.Context, msgs <-chan core.Message, eng *core.Engine, users []string) []string {
+	t.Helper()
+	const sentinel = "sentinel-user"
+	if _, err := eng.Login(ctx, core.Login{User: sentinel, Device: "web", Kind: core.KindWeb}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no sentinel: %v (IDs so far: %q)", ctx.Err(), got)
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatalf("the subscription ended (IDs so far: %q)", got)
+			}
+			c, err := core.UnmarshalChange(m.Payload)
+			if err != nil {
+				t.Fatalf("message %s: %v", m.Payload, err)
+			}
+			switch {
+			case c.User == sentinel:
+				return got
+			case slices.Contains(users, c.User):
+				got = append(got, messageID(m.Payload))
+			}
+		}
+	}
+}
+
+// messageID returns a published message's outbox ID ("" for none).
+func messageID(msg []byte) string {
+	var w struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(msg, &w) // a message that is no JSON has no ID
+	return w.ID
+}
