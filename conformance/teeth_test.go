@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
@@ -238,12 +237,13 @@ func contains(xs []string, x string) bool {
 }
 
 // TestTeethSequences plants each bug under the model-based sequences on
-// miniredis (go-redis) and checks that the suite fails.
+// miniredis (go-redis) and checks that the suite fails within the everyday
+// tier's number of sequences.
 func TestTeethSequences(t *testing.T) {
 	for _, b := range plantedBugs {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			opts := conformance.Options{Sequences: 500, MaxShrinks: 100, Seed: 1, Wrap: b.wrap(t)}
+			opts := conformance.Options{Sequences: everydaySequences, MaxShrinks: 100, Seed: 1, Wrap: b.wrap(t)}
 			r := conformance.Check(context.Background(), conformance.MiniredisTargets()[0], opts)
 			if r.Err != nil {
 				t.Fatal(r.Err)
@@ -257,7 +257,7 @@ func TestTeethSequences(t *testing.T) {
 }
 
 // TestTeethRace plants each bug under the race suite on a real server and
-// checks that it fails.
+// checks that it fails within half the everyday tier's race run.
 func TestTeethRace(t *testing.T) {
 	srv := redistest.Server(t)
 	for _, b := range plantedBugs {
@@ -265,7 +265,7 @@ func TestTeethRace(t *testing.T) {
 			if b.raceBlind != "" {
 				t.Skip("not a race-suite catch: " + b.raceBlind)
 			}
-			opts := conformance.Options{RaceDuration: 5 * time.Second, Seed: 1, Wrap: b.wrap(t)}
+			opts := conformance.Options{RaceDuration: everydayRace / 2, Seed: 1, Wrap: b.wrap(t)}
 			r := conformance.CheckRace(context.Background(), conformance.AdapterTargets(srv.Addr), opts)
 			if r.Err != nil {
 				t.Fatal(r.Err)

@@ -7,7 +7,8 @@ import (
 	"github.com/presencekit/presence/conformance"
 )
 
-// CI sizes of the conformance runs on the cluster, before envScale.
+// Sizes of the conformance runs on the cluster at the deep tier; the
+// everyday tier runs a fifth of them (scale).
 const (
 	ciSequences = 1000
 	ciRace      = 10 * time.Second

@@ -222,7 +222,7 @@ func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, sto
 
 	// Let the run settle, then fence: everything the victim acknowledged
 	// before fenceAt has reached its replica once WAIT returns 1.
-	if !poll(scaledDur(10*time.Second), 20*time.Millisecond, func() bool { return len(log.all()) >= 400 }) {
+	if !poll(scaledBound(10*time.Second), 20*time.Millisecond, func() bool { return len(log.all()) >= 400 }) {
 		t.Fatalf("the workers acknowledged only %d heartbeats", len(log.all()))
 	}
 	fenceAt := time.Now()
@@ -231,7 +231,7 @@ func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, sto
 	}
 	// More heartbeats go out, acknowledged but maybe not yet replicated.
 	before := len(log.all())
-	poll(scaledDur(5*time.Second), 5*time.Millisecond, func() bool { return len(log.all()) >= before+100 })
+	poll(scaledBound(5*time.Second), 5*time.Millisecond, func() bool { return len(log.all()) >= before+100 })
 
 	victim.Kill()
 	killedAt := time.Now()

@@ -14,18 +14,22 @@ import (
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/testtier"
 )
 
-// envScale multiplies the CI sizes of this package's tests (sequences per
+// envScale multiplies the sizes of this package's tests (sequences per
 // adapter, race and heartbeat durations): PRESENCE_CLUSTER_SCALE=10.
 const envScale = "PRESENCE_CLUSTER_SCALE"
 
-// scale returns the factor of envScale, 1 when unset or invalid.
+// scale returns the factor of envScale; when unset or invalid, 1 at the deep
+// tier (PRESENCE_DEEP=1) and a fifth at the everyday tier, whose sequences
+// on a cluster check the slots of every call while the planted bugs of the
+// scripts are caught on a single node (package conformance).
 func scale() float64 {
 	if s, err := strconv.ParseFloat(os.Getenv(envScale), 64); err == nil && s > 0 {
 		return s
 	}
-	return 1
+	return testtier.Pick(0.2, 1)
 }
 
 // scaled returns n times the scale, at least 1.
@@ -33,6 +37,10 @@ func scaled(n int) int { return max(1, int(float64(n)*scale())) }
 
 // scaledDur returns d times the scale.
 func scaledDur(d time.Duration) time.Duration { return time.Duration(float64(d) * scale()) }
+
+// scaledBound returns a wait bound d, longer at a scale above 1 and never
+// shorter.
+func scaledBound(d time.Duration) time.Duration { return time.Duration(float64(d) * max(1, scale())) }
 
 // slotGuard wraps Stores and records every call that would be a cluster
 // error: keys of one call in more than one slot (checked with core.SameSlot

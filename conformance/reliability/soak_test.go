@@ -17,6 +17,7 @@ import (
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/testtier"
 )
 
 var soakFlag = flag.Duration("soak", 0, "how long the soak runs on each adapter (default 10s, or $PRESENCE_SOAK)")
@@ -88,6 +89,9 @@ func sample(tb testing.TB, srv *redistest.Instance) memory {
 // process's live heap and the server's memory must level off. It reports
 // the rate, the latency quantiles and the memory drift.
 func TestSoak(t *testing.T) {
+	if *soakFlag == 0 && os.Getenv("PRESENCE_SOAK") == "" {
+		testtier.SkipUnlessDeep(t, "a soak runs for its full duration on each adapter (or set -soak or PRESENCE_SOAK)")
+	}
 	d := soakDuration(t)
 	for _, a := range rig.Adapters() {
 		t.Run(a.Name, func(t *testing.T) { soak(t, a, d) })
