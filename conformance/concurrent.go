@@ -199,7 +199,7 @@ func (g *gate) enter(ctx context.Context, calls []core.Call) {
 }
 
 // queueWait bounds how long a step waits for its calls to queue; past it,
-// the gate opens anyway and the step fails if nothing combined.
+// the gate opens anyway; a run in which no step combined fails (Check).
 const queueWait = 10 * time.Second
 
 // openWhenQueued opens the gate once each of the step's n calls is either
