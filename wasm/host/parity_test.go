@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/testtier"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -368,7 +369,7 @@ func (s *paritySeq) step(i int) {
 }
 
 func TestParity(t *testing.T) {
-	seeds, steps := 24, 250
+	seeds, steps := testtier.Pick(8, 24), 250
 	if testing.Short() || raceEnabled {
 		seeds, steps = 6, 150
 	}

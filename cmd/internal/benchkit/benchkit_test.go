@@ -11,6 +11,7 @@ import (
 
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/testtier"
 )
 
 func TestHistQuantiles(t *testing.T) {
@@ -125,7 +126,7 @@ func TestSuiteBrief(t *testing.T) {
 	}
 	srv := redistest.Server(t)
 	var log bytes.Buffer
-	s := benchkit.Suite{URL: "redis://" + srv.Addr, Brief: true, Duration: 250 * time.Millisecond, Users: 300,
+	s := benchkit.Suite{URL: "redis://" + srv.Addr, Brief: true, Duration: testtier.Pick(100*time.Millisecond, 250*time.Millisecond), Users: 300,
 		MemoryItems: 1000, Backlogs: []int{1000}, StallDevices: 500, StallMembers: 1000, Concurrency: 2, BatchConcurrency: 1, Batch: 50, Log: &log}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
