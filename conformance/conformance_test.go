@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,22 +11,27 @@ import (
 	"github.com/presencekit/presence/internal/testtier"
 )
 
-// Sizes of the everyday tier (the README's test command). The teeth tests
-// plant their bugs at these very sizes, so that the everyday suite is known
-// to catch each of them.
+// Sizes of the tiers. The teeth tests plant their bugs at the everyday
+// sizes, so that the everyday suite (the README's test command) is known to
+// catch each of them; the deep tier (PRESENCE_DEEP=1, with -race) doubles
+// the sequences and triples the race run.
 const (
 	everydaySequences = 500
 	everydayRace      = 10 * time.Second
+	deepSequences     = 1000
+	deepRace          = 30 * time.Second
 )
 
-// tierOptions are the suite's options at the tier that runs: the everyday
-// sizes, or at the deep tier (PRESENCE_DEEP=1) those of DefaultOptions, at
-// least 2,000 sequences per target and a 30-second race run. Either way
-// PRESENCE_CONFORMANCE_SCALE, when set, multiplies DefaultOptions instead.
+// tierOptions are the suite's options at the tier that runs, multiplied by
+// PRESENCE_CONFORMANCE_SCALE when it is set (to a positive number), with
+// the seed of PRESENCE_CONFORMANCE_SEED.
 func tierOptions() conformance.Options {
 	o := conformance.DefaultOptions()
-	if !testtier.Deep() && os.Getenv(conformance.EnvScale) == "" {
-		o.Sequences, o.RaceDuration = everydaySequences, everydayRace
+	o.Sequences = testtier.Pick(everydaySequences, deepSequences)
+	o.RaceDuration = testtier.Pick(everydayRace, deepRace)
+	if s, err := strconv.ParseFloat(os.Getenv(conformance.EnvScale), 64); err == nil && s > 0 {
+		o.Sequences = max(1, int(float64(o.Sequences)*s))
+		o.RaceDuration = time.Duration(float64(o.RaceDuration) * s)
 	}
 	return o
 }
