@@ -7,8 +7,8 @@ import (
 	"github.com/presencekit/presence/conformance"
 )
 
-// Sizes of the conformance runs on the cluster at the deep tier; the
-// everyday tier runs a fifth of them (scale).
+// Sizes of the conformance runs on the cluster at scale 1; the everyday
+// tier runs a fifth of them and the deep tier half (scale).
 const (
 	ciSequences = 1000
 	ciRace      = 10 * time.Second

@@ -21,15 +21,15 @@ import (
 // adapter, race and heartbeat durations): PRESENCE_CLUSTER_SCALE=10.
 const envScale = "PRESENCE_CLUSTER_SCALE"
 
-// scale returns the factor of envScale; when unset or invalid, 1 at the deep
-// tier (PRESENCE_DEEP=1) and a fifth at the everyday tier, whose sequences
-// on a cluster check the slots of every call while the planted bugs of the
+// scale returns the factor of envScale; when unset or invalid, a half at the
+// deep tier (PRESENCE_DEEP=1) and a fifth at the everyday tier: sequences on
+// a cluster check the slots of every call, while the planted bugs of the
 // scripts are caught on a single node (package conformance).
 func scale() float64 {
 	if s, err := strconv.ParseFloat(os.Getenv(envScale), 64); err == nil && s > 0 {
 		return s
 	}
-	return testtier.Pick(0.2, 1)
+	return testtier.Pick(0.2, 0.5)
 }
 
 // scaled returns n times the scale, at least 1.
