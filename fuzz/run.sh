@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of ./fuzz for a short time each (go fuzzes one
 # target per invocation). CI calls it; locally, FUZZTIME=5m for longer.
-#   FUZZTIME      time per target (default 10s)
+#   FUZZTIME      time per target (default 10s; 2m at the deep tier,
+#                 PRESENCE_DEEP=1)
 #   FUZZPARALLEL  fuzzing workers (default 2)
 # A failing input is written to fuzz/testdata/fuzz/<target>/ and fails the
 # run; commit it so that go test ./fuzz replays it from then on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fuzztime="${FUZZTIME:-10s}"
+if [ "${PRESENCE_DEEP:-}" = 1 ]; then
+  fuzztime="${FUZZTIME:-2m}"
+else
+  fuzztime="${FUZZTIME:-10s}"
+fi
 parallel="${FUZZPARALLEL:-2}"
 
 targets=$(go test ./fuzz -list '^Fuzz' | grep '^Fuzz' || true)
