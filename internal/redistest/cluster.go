@@ -23,7 +23,8 @@ type ClusterInstance struct {
 // Cluster starts a Redis Cluster of masters nodes (at least 3, as redis-cli
 // requires) without replicas and waits until every node reports
 // cluster_state:ok. It skips the test where redis-server or redis-cli is not
-// installed, and stops every node when the test ends.
+// installed (see Server for where they are looked up), and stops every node
+// when the test ends.
 func Cluster(tb testing.TB, masters int) *ClusterInstance {
 	tb.Helper()
 	return ClusterWithReplicas(tb, masters, 0)
@@ -32,8 +33,8 @@ func Cluster(tb testing.TB, masters int) *ClusterInstance {
 // ClusterWithReplicas starts a Redis Cluster of masters nodes (at least 3),
 // each with replicasPerMaster replicas, and waits until every node reports
 // cluster_state:ok and every replica's link to its master is up. It skips the
-// test where redis-server or redis-cli is not installed, and stops every node
-// when the test ends.
+// test where redis-server or redis-cli is not installed (see Server for where
+// they are looked up), and stops every node when the test ends.
 func ClusterWithReplicas(tb testing.TB, masters, replicasPerMaster int) *ClusterInstance {
 	tb.Helper()
 	if masters < 3 || replicasPerMaster < 0 {
