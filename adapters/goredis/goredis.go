@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,7 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 			// command, but do not read a missing reply as a nil one.
 			err = execErr
 		}
-		results[i] = result(val, err)
+		results[i] = s.result(val, err)
 		if errors.Is(results[i].Err, core.ErrUnavailable) {
 			s.reloadSlots(ctx)
 		}
@@ -104,18 +105,48 @@ func (s *Store) reloadSlots(ctx context.Context) {
 }
 
 // result maps one go-redis reply to a core.Result.
-func result(val any, err error) core.Result {
+func (s *Store) result(val any, err error) core.Result {
 	if errors.Is(err, redis.Nil) {
 		return core.Result{Value: core.NilValue()}
 	}
 	if err != nil {
-		return core.Result{Err: core.ClassifyError(err)}
+		return core.Result{Err: s.classify(err)}
 	}
 	v, err := toValue(val)
 	if err != nil {
 		return core.Result{Err: err}
 	}
 	return core.Result{Value: v}
+}
+
+// errClusterNoNodes is the text of go-redis' unexported error for a cluster
+// client whose slot map has no node left, which it reports while no node it
+// knows answers (during a failover, until the map is reloaded).
+const errClusterNoNodes = "redis: cluster has no nodes"
+
+// classify is core.ClassifyError, plus go-redis' own errors for a pool or a
+// cluster that cannot serve a call just now, matched by type where go-redis
+// exports one (its helpers see through errors that hooks wrap, which core's
+// match of a reply's first word does not). Through a cluster client a MOVED
+// or ASK reply means the slot moved more often than
+// ClusterOptions.MaxRedirects follows, as a failover or a resharding does:
+// the call did not run, and a later one finds the new owner. Through a
+// single-node client it means the client points at a cluster node, which no
+// retry mends.
+func (s *Store) classify(err error) error {
+	if err == nil || errors.Is(err, core.ErrUnavailable) {
+		return err
+	}
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	_, cluster := s.c.(*redis.ClusterClient)
+	if errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsLoadingError(err) ||
+		redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		strings.Contains(err.Error(), errClusterNoNodes) || (cluster && (moved || ask)) {
+		return fmt.Errorf("%w: %w", core.ErrUnavailable, err)
+	}
+	return core.ClassifyError(err)
 }
 
 // toValue maps a reply as go-redis decodes it. RESP3-only types only appear
@@ -186,11 +217,11 @@ func (s *Store) Publish(ctx context.Context, channel string, message []byte) err
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		node, err := cc.MasterForKey(ctx, channel)
 		if err != nil {
-			return core.ClassifyError(err)
+			return s.classify(err)
 		}
 		c = node
 	}
-	return core.ClassifyError(c.Publish(ctx, channel, message).Err())
+	return s.classify(c.Publish(ctx, channel, message).Err())
 }
 
 // PublishBatch sends msgs with PUBLISH in one pipeline: on a
@@ -206,7 +237,7 @@ func (s *Store) PublishBatch(ctx context.Context, msgs []core.Message) error {
 		if cluster {
 			node, err := cc.MasterForKey(ctx, m.Channel)
 			if err != nil {
-				return core.ClassifyError(err)
+				return s.classify(err)
 			}
 			c, addr = node, node.Options().Addr
 		}
@@ -220,7 +251,7 @@ func (s *Store) PublishBatch(ctx context.Context, msgs []core.Message) error {
 	}
 	for _, p := range order {
 		if _, err := p.Exec(ctx); err != nil {
-			return core.ClassifyError(err)
+			return s.classify(err)
 		}
 	}
 	return nil
@@ -245,7 +276,7 @@ func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.
 		msg, err := ps.Receive(ctx)
 		if err != nil {
 			ps.Close()
-			return nil, nil, core.ClassifyError(err)
+			return nil, nil, s.classify(err)
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:

@@ -91,19 +91,9 @@ func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.
 	if len(channels) == 0 {
 		return nil, nil, errors.New("redigo: subscribe: no channels")
 	}
-	var conn redis.Conn
-	if s.cluster != nil {
-		// Pub/sub messages reach every node; any one will do.
-		conn = s.cluster.Get()
-		if err := redisc.BindConn(conn); err != nil {
-			conn.Close()
-			return nil, nil, connError(err)
-		}
-	} else {
-		var err error
-		if conn, err = s.dialSubscriber(ctx); err != nil {
-			return nil, nil, connError(err)
-		}
+	conn, err := s.dialSubscriber(ctx)
+	if err != nil {
+		return nil, nil, connError(err)
 	}
 	psc := redis.PubSubConn{Conn: conn}
 	args := make([]any, len(channels))
@@ -206,11 +196,27 @@ func (s *Store) Subscribe(ctx context.Context, channels ...string) (<-chan core.
 }
 
 // dialSubscriber opens a connection of its own for a subscription, with
-// the pool's dial function: a connection that was subscribed never goes
-// back to the pool, where the replies left over from leaving pub/sub mode
-// could answer another caller's command. A pool without a dial function
-// lends one of its connections.
+// the pool's dial function or, in a cluster, with Cluster.Dial (the
+// Cluster's DialOptions) to any node, as pub/sub messages reach every node.
+// A connection that was subscribed never goes back to a pool: the replies
+// left over from leaving pub/sub mode could answer another caller's command,
+// and redigo's pooled connection, which does not notice the UNSUBSCRIBE sent
+// on it, unsubscribes again when closed, which servers that refuse
+// UNSUBSCRIBE outside pub/sub mode (Valkey 8: NOSUB) answer with an error.
+// A pool without a dial function lends one of its connections.
 func (s *Store) dialSubscriber(ctx context.Context) (redis.Conn, error) {
+	if s.cluster != nil {
+		conn, err := s.cluster.Dial()
+		if err != nil {
+			return nil, err
+		}
+		// With no keys, Bind picks a random node.
+		if err := redisc.BindConn(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
 	switch {
 	case s.pool.DialContext != nil:
 		return s.pool.DialContext(ctx)

@@ -41,7 +41,10 @@ func New(p *redis.Pool) *Store { return &Store{pool: p} }
 // NewCluster returns a Store over a Redis Cluster. c should have CreatePool
 // set, so that connections are pooled per node, and may have been refreshed
 // (c.Refresh) already; otherwise the first calls learn the slot map through
-// redirections. The Store does not own c: closing c is the caller's job.
+// redirections. Subscribe dials a connection of its own with c.Dial, so
+// whatever it needs to connect (timeouts, a password) belongs in
+// c.DialOptions as well as in CreatePool. The Store does not own c: closing
+// c is the caller's job.
 func NewCluster(c *redisc.Cluster) *Store { return &Store{cluster: c} }
 
 // Eval runs the calls and returns one Result per call, in order. A call

@@ -142,10 +142,22 @@ func result(resp rueidis.RedisResult) core.Result {
 	return core.Result{Value: v}
 }
 
-// classify is core.ClassifyError, plus rueidis' own word for a client that
-// cannot reach its server.
+// classify is core.ClassifyError, plus rueidis' own words for a client that
+// cannot reach a server just now: ErrClosing and ErrDoCacheAborted for a
+// lost connection, ErrNoSlot for a slot whose master left the slot map (a
+// failover, until the replica's promotion reaches the map) and ErrNoAddr for
+// a cluster client that found no node alive. Server replies are matched by
+// their kind (TRYAGAIN, LOADING, CLUSTERDOWN) and then by core's list.
 func classify(err error) error {
-	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDoCacheAborted) {
+	if err == nil || errors.Is(err, core.ErrUnavailable) {
+		return err
+	}
+	if errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrDoCacheAborted) ||
+		errors.Is(err, rueidis.ErrNoSlot) || errors.Is(err, rueidis.ErrNoAddr) {
+		return fmt.Errorf("%w: %w", core.ErrUnavailable, err)
+	}
+	var re *rueidis.RedisError
+	if errors.As(err, &re) && (re.IsTryAgain() || re.IsLoading() || re.IsClusterDown()) {
 		return fmt.Errorf("%w: %w", core.ErrUnavailable, err)
 	}
 	return core.ClassifyError(err)

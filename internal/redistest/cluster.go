@@ -23,7 +23,8 @@ type ClusterInstance struct {
 // Cluster starts a Redis Cluster of masters nodes (at least 3, as redis-cli
 // requires) without replicas and waits until every node reports
 // cluster_state:ok. It skips the test where redis-server or redis-cli is not
-// installed, and stops every node when the test ends.
+// installed (see Server for where they are looked up), and stops every node
+// when the test ends.
 func Cluster(tb testing.TB, masters int) *ClusterInstance {
 	tb.Helper()
 	return ClusterWithReplicas(tb, masters, 0)
@@ -32,8 +33,8 @@ func Cluster(tb testing.TB, masters int) *ClusterInstance {
 // ClusterWithReplicas starts a Redis Cluster of masters nodes (at least 3),
 // each with replicasPerMaster replicas, and waits until every node reports
 // cluster_state:ok and every replica's link to its master is up. It skips the
-// test where redis-server or redis-cli is not installed, and stops every node
-// when the test ends.
+// test where redis-server or redis-cli is not installed (see Server for where
+// they are looked up), and stops every node when the test ends.
 func ClusterWithReplicas(tb testing.TB, masters, replicasPerMaster int) *ClusterInstance {
 	tb.Helper()
 	if masters < 3 || replicasPerMaster < 0 {
@@ -101,10 +102,17 @@ func waitClusterNode(node *Instance, n int, deadline time.Time) error {
 				infoField(info, "cluster_known_nodes") == strconv.Itoa(n) {
 				repl, err := node.Do("INFO", "replication")
 				text, _ := repl.(string)
-				if err == nil && (infoField(text, "role") == "master" || infoField(text, "master_link_status") == "up") {
+				inbound, lerr := inboundLinks(node)
+				switch {
+				case err != nil || (infoField(text, "role") != "master" && infoField(text, "master_link_status") != "up"):
+					last = text
+				case lerr != nil:
+					last = lerr.Error()
+				case inbound < n-1:
+					last = fmt.Sprintf("%d of %d inbound cluster bus links identified", inbound, n-1)
+				default:
 					return nil
 				}
-				last = text
 			}
 		} else {
 			last = err.Error()
@@ -114,6 +122,29 @@ func waitClusterNode(node *Instance, n int, deadline time.Time) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// inboundLinks counts the cluster bus links from other nodes that node has
+// tied to their sender (CLUSTER LINKS, direction "from"). Until it has, a
+// Valkey 8.0 node closes a link whose first message is a light-header
+// PUBLISH, and the message is lost (valkey-io/valkey#2817): a cluster is
+// ready for pub/sub only once every node has one from every other.
+func inboundLinks(node *Instance) (int, error) {
+	reply, err := node.Do("CLUSTER", "LINKS")
+	if err != nil {
+		return 0, err
+	}
+	links, _ := reply.([]any)
+	inbound := 0
+	for _, l := range links {
+		fields, _ := l.([]any)
+		for k := 0; k+1 < len(fields); k += 2 {
+			if fields[k] == "direction" && fields[k+1] == "from" {
+				inbound++
+			}
+		}
+	}
+	return inbound, nil
 }
 
 func logs(nodes []*Instance) string {

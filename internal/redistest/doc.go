@@ -8,6 +8,15 @@
 // skip the test, so suites that use them still pass on a machine without
 // Redis; miniredis covers those.
 //
+// The environment variable PRESENCE_REDIS_BIN chooses the server instead: the
+// absolute path of a directory that holds redis-server and redis-cli, such as
+// a Redis 7.4 or Valkey 8 build. Where it is set the helpers take both
+// binaries from that directory and never from PATH, and where the directory
+// lacks one of them they skip the test with one line naming the variable and
+// the missing path. .ci/lanes runs the real-server suites so, once a server:
+//
+//	PRESENCE_REDIS_BIN=/opt/valkey-8.0.1/bin go test ./adapters/... ./conformance/...
+//
 // The package is driver-free on purpose: it speaks just enough RESP over a
 // net.Conn to wait for a node and to set a cluster up, so that it can test the
 // adapters of every driver without depending on any of them. Import it as

@@ -2,6 +2,9 @@ package redistest
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,5 +123,70 @@ func TestFreePort(t *testing.T) {
 				t.Fatalf("freePort(%v) = %d", cluster, port)
 			}
 		}
+	}
+}
+
+func TestBinDirMissing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(binEnv, dir)
+	_, err := binPath("redis-server")
+	if err == nil {
+		t.Fatal("binPath found redis-server in an empty directory")
+	}
+	want := binEnv + "=" + dir + " has no executable " + filepath.Join(dir, "redis-server")
+	if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+		t.Fatalf("binPath error %q, want one line containing %q", msg, want)
+	}
+
+	t.Setenv(binEnv, "shared/redis-servers/x/bin")
+	if _, err := binPath("redis-server"); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Fatalf("relative %s: %v", binEnv, err)
+	}
+}
+
+// TestBinDir checks that the servers come from the directory PRESENCE_REDIS_BIN
+// names: the lane's own where it is set, else a directory of links to PATH's
+// binaries.
+func TestBinDir(t *testing.T) {
+	dir := os.Getenv(binEnv)
+	if dir == "" {
+		dir = t.TempDir()
+		for _, name := range []string{"redis-server", "redis-cli"} {
+			p, err := exec.LookPath(name)
+			if err != nil {
+				t.Skipf("%s not installed; skipping real-server test", name)
+			}
+			if err := os.Symlink(p, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv(binEnv, dir)
+	}
+	out, err := exec.Command(filepath.Join(dir, "redis-server"), "--version").Output()
+	if err != nil {
+		t.Fatalf("redis-server --version: %v", err)
+	}
+	// "Redis server v=7.4.1 sha=…" or "Valkey server v=8.0.1 sha=…".
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 || !strings.HasPrefix(fields[2], "v=") {
+		t.Fatalf("redis-server --version: unexpected %q", out)
+	}
+	wantName, wantVersion := strings.ToLower(fields[0]), strings.TrimPrefix(fields[2], "v=")
+
+	srv := Server(t)
+	reply, err := srv.Do("INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := reply.(string)
+	name, version := "redis", infoField(info, "redis_version")
+	if n := infoField(info, "server_name"); n != "" {
+		name, version = n, infoField(info, n+"_version")
+	}
+	if name != wantName || version != wantVersion {
+		t.Fatalf("server reports %s %s, the binary in %s is %s %s", name, version, dir, wantName, wantVersion)
+	}
+	if exe := infoField(info, "executable"); filepath.Dir(exe) != filepath.Clean(dir) {
+		t.Fatalf("server runs %s, not a binary in %s", exe, dir)
 	}
 }

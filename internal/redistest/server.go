@@ -59,8 +59,9 @@ type process struct {
 // persistence (--save "" --appendonly no) and a temporary directory of its
 // own, waits until it answers, and stops it when the test ends. args are
 // appended to the command line and so override the defaults, for example
-// Server(t, "--maxmemory", "1mb"). Server skips the test where redis-server is
-// not installed.
+// Server(t, "--maxmemory", "1mb"). The binary comes from the directory named
+// by PRESENCE_REDIS_BIN, or from PATH where that is unset; Server skips the
+// test where it is not there.
 func Server(tb testing.TB, args ...string) *Instance {
 	tb.Helper()
 	bin := lookPath(tb, "redis-server", "redis-server not installed; skipping real-server test")
@@ -102,14 +103,51 @@ func launch(tb testing.TB, bin string, args []string, cluster bool) *Instance {
 	return nil
 }
 
-// lookPath returns the path of name or skips the test with msg.
+// binEnv names the environment variable that chooses the server the tests
+// run on: a directory holding redis-server and redis-cli (a Redis or Valkey
+// build of one's choosing). Unset, the binaries come from PATH.
+const binEnv = "PRESENCE_REDIS_BIN"
+
+// lookPath returns the path of name, from binEnv's directory where that is
+// set and from PATH otherwise, or skips the test with one line saying why.
 func lookPath(tb testing.TB, name, msg string) string {
 	tb.Helper()
-	p, err := exec.LookPath(name)
+	p, err := binPath(name)
 	if err != nil {
-		tb.Skip(msg)
+		if errors.Is(err, errNotInstalled) {
+			tb.Skip(msg)
+		}
+		tb.Skip(err.Error())
 	}
 	return p
+}
+
+// errNotInstalled means binEnv is unset and name is not on PATH.
+var errNotInstalled = errors.New("redistest: not installed")
+
+// binPath resolves name as lookPath does. A directory named in binEnv that
+// lacks name is an error of its own, naming the variable and the path, so
+// that a lane set up wrong does not quietly run on PATH's server instead.
+func binPath(name string) (string, error) {
+	dir := os.Getenv(binEnv)
+	if dir == "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s", errNotInstalled, name)
+		}
+		return p, nil
+	}
+	if !filepath.IsAbs(dir) {
+		// go test runs each package in its own directory, so a relative
+		// path would name a different place for every package.
+		return "", fmt.Errorf("redistest: %s=%s is not an absolute path; skipping real-server test", binEnv, dir)
+	}
+	p := filepath.Join(dir, name)
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("redistest: %s=%s has no executable %s; skipping real-server test", binEnv, dir, p)
+	}
+	return p, nil
 }
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago. A cluster
