@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
 )
@@ -57,10 +58,7 @@ func TestModuleSize(t *testing.T) {
 		t.Run(string(c.target), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			b, err := wasm.BuildBytes(ctx, c.target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := wasmtest.Module(t, c.target)
 			raw, gz := len(b), gzipSize(b)
 			t.Logf("%s: %d B raw (ceiling %d), %d B gzip -9 (ceiling %d)", c.target, raw, c.raw, gz, c.gzip9)
 			if raw <= c.raw && gz <= c.gzip9 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -33,7 +34,7 @@ func runtimeT(tb testing.TB) *host.Runtime {
 	buildOnce.Do(func() {
 		ctx := context.Background()
 		var b []byte
-		if b, buildErr = wasm.BuildBytes(ctx, wasm.WASI); buildErr != nil {
+		if b, buildErr = wasmtest.Bytes(wasm.WASI); buildErr != nil {
 			return
 		}
 		var opt host.Options

@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/presencekit/presence/cmd/internal/sim"
+	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -29,7 +30,7 @@ func sharedRuntime(tb testing.TB) *host.Runtime {
 	tb.Helper()
 	runtimeOnce.Do(func() {
 		ctx := context.Background()
-		module, err := wasm.BuildBytes(ctx, wasm.WASI)
+		module, err := wasmtest.Bytes(wasm.WASI)
 		if err != nil {
 			runtimeErr = err
 			return

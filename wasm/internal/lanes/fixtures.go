@@ -14,6 +14,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 )
 
@@ -67,21 +68,11 @@ func Node(t testing.TB) string {
 	return p
 }
 
-// Module builds the module for target into the test's temporary
-// directory and returns its path.
+// Module returns the path of the module for target, built once for every
+// lane of a test run (wasmtest).
 func Module(t testing.TB, target wasm.Target) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	name := "presence.wasm"
-	if target == wasm.JS {
-		name = "presence-js.wasm"
-	}
-	out := filepath.Join(t.TempDir(), name)
-	if err := wasm.Build(ctx, target, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return wasmtest.ModuleFile(t, target)
 }
 
 // Redis starts a redis-server for the test (skipping where there is
