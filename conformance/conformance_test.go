@@ -13,12 +13,15 @@ import (
 
 // Sizes of the tiers. The teeth tests plant their bugs at the everyday
 // sizes, so that the everyday suite (the README's test command) is known to
-// catch each of them; the deep tier (PRESENCE_DEEP=1, with -race) doubles
-// the sequences and triples the race run.
+// catch each of them; the deep tier (PRESENCE_DEEP=1) doubles the sequences
+// and triples the race run. Under the race detector, which multiplies a
+// sequence's CPU several times over and looks for data races rather than
+// rare rule mistakes, the deep tier runs deepRaceSequences instead.
 const (
 	everydaySequences = 500
 	everydayRace      = 10 * time.Second
 	deepSequences     = 1000
+	deepRaceSequences = 600
 	deepRace          = 30 * time.Second
 )
 
@@ -28,6 +31,9 @@ const (
 func tierOptions() conformance.Options {
 	o := conformance.DefaultOptions()
 	o.Sequences = testtier.Pick(everydaySequences, deepSequences)
+	if raceEnabled && testtier.Deep() {
+		o.Sequences = deepRaceSequences
+	}
 	o.RaceDuration = testtier.Pick(everydayRace, deepRace)
 	if s, err := strconv.ParseFloat(os.Getenv(conformance.EnvScale), 64); err == nil && s > 0 {
 		o.Sequences = max(1, int(float64(o.Sequences)*s))

@@ -114,13 +114,16 @@ func sourceKey(root string, target wasm.Target) (string, error) {
 			if err != nil {
 				return err
 			}
+			name := d.Name()
 			if d.IsDir() {
-				if name := d.Name(); name == "node_modules" || name == "testdata" {
+				if name == "node_modules" || name == "testdata" {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			if strings.HasSuffix(path, "_test.go") {
+			// a link (node_modules linked from another checkout) or any
+			// other non-regular file is no source of the module
+			if !d.Type().IsRegular() || strings.HasSuffix(name, "_test.go") {
 				return nil
 			}
 			return hashFile(h, root, path)

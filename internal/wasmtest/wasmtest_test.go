@@ -69,12 +69,19 @@ func TestKeyFollowsSources(t *testing.T) {
 	}{
 		{"a test file", "core/a_test.go", "package core\n", true},
 		{"a file in node_modules", "wasm/node_modules/x/index.js", "x", true},
+		{"node_modules linked from elsewhere", "", "", true},
 		{"a changed source", "core/a.go", "package core // changed\n", false},
 		{"a new Lua script", "core/lua/x.lua", "return 1", false},
 		{"a changed go.sum", "go.sum", "example.com/x v1.0.0 h1:x\n", false},
 	} {
 		before := key()
-		write(step.file, step.text)
+		if step.file == "" {
+			if err := os.Symlink(t.TempDir(), filepath.Join(root, "core", "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			write(step.file, step.text)
+		}
 		if after := key(); (after == before) != step.same {
 			t.Errorf("%s: key %s → %s, want it the same: %v", step.name, before, after, step.same)
 		}
