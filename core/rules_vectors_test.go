@@ -295,7 +295,7 @@ func newLuaRunner(t *testing.T, c *redis.Client) *luaRunner {
 	}
 	return &luaRunner{ctx: context.Background(), c: c,
 		eval:   luabuild.Inline(joinLua("recordlib", "userlib") + string(wrapper) + "\n"),
-		steady: loadScripts().beat.source}
+		steady: engineScripts().beat.Source()}
 }
 
 // commonArgs are the common ARGV of a user script (userlib.lua) for s at now.

@@ -280,7 +280,7 @@ func TestLuaArgNames(t *testing.T) {
 				t.Errorf("%s indexes ARGV by a bare number: %q", c.files[len(c.files)-1], m)
 			}
 			// the script sent holds the numbers (luabuild.Inline)
-			for _, line := range strings.Split(c.sc.source, "\n") {
+			for _, line := range strings.Split(c.sc.Source(), "\n") {
 				if _, _, _, _, ok := luabuild.Def(line); ok || strings.Contains(strings.SplitN(line, "--", 2)[0], "ARG_") {
 					t.Errorf("a named constant is left in the script sent: %q", line)
 				}

@@ -1,21 +1,23 @@
 package core
 
 import (
-	"crypto/sha1"
-	"embed"
-	"encoding/hex"
-
-	"github.com/presencekit/presence/core/internal/luabuild"
+	"strings"
+	"sync"
 )
 
-//go:embed lua/*.lua
-var luaFiles embed.FS
+//go:generate go run ./internal/genscripts
 
-// Script is one Lua script with its SHA1, as EVALSHA names it.
+// Script is one Lua script with its SHA1, as EVALSHA names it. Its source
+// is the texts of its files as go generate ./core writes them
+// (scripts_gen.go), joined when it is first sent whole: an engine sends
+// scripts by their SHA1, and their sources only after a NOSCRIPT.
 type Script struct {
-	name   string
+	name  string
+	sha   string
+	parts []string
+
+	once   sync.Once
 	source string
-	sha    string
 }
 
 // Name returns the name the engine's tools know the script by: its file's
@@ -24,7 +26,10 @@ type Script struct {
 func (s *Script) Name() string { return s.name }
 
 // Source returns the full source sent by EVAL.
-func (s *Script) Source() string { return s.source }
+func (s *Script) Source() string {
+	s.once.Do(func() { s.source = strings.Join(s.parts, "") })
+	return s.source
+}
 
 // SHA returns the hex SHA1 of the source, as EVALSHA takes it.
 func (s *Script) SHA() string { return s.sha }
@@ -32,7 +37,9 @@ func (s *Script) SHA() string { return s.sha }
 // scriptSet holds every script of the engine. Scripts that share helpers get
 // recordlib.lua, userlib.lua (and scopelib.lua) prepended, so each is
 // self-contained; the steady beat gets recordlib.lua alone, because whatever
-// a prepended file defines, the script builds on every call.
+// a prepended file defines, the script builds on every call. Which files a
+// script joins is written twice, here and in core/internal/luabuild, which
+// computes the SHA1s: TestScriptSources holds the two together.
 type scriptSet struct {
 	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
 	touch, leave, count, members, active, sweepScopes                  *Script
@@ -43,66 +50,48 @@ type scriptSet struct {
 	bySHA map[string]*Script
 }
 
-// loadScript joins the helper files libs and the script file, each named
-// without ".lua", into one script named after its file, its named
-// constants written as numbers (luabuild.Inline).
-func loadScript(file string, libs ...string) *Script {
-	src := luabuild.Inline(joinLua(append(libs, file)...))
-	sum := sha1.Sum([]byte(src))
-	return &Script{name: file, source: src, sha: hex.EncodeToString(sum[:])}
+// newScript returns the script named name whose SHA1 is sha and whose
+// source is parts joined.
+func newScript(name, sha string, parts ...string) *Script {
+	return &Script{name: name, sha: sha, parts: parts}
 }
 
-// joinLua joins the embedded files, each named without ".lua".
-func joinLua(files ...string) string {
-	var src []byte
-	for _, f := range files {
-		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
-		if err != nil {
-			panic("presence: missing embedded script " + f) // the embed pattern guarantees it
-		}
-		src = append(src, b...)
-		src = append(src, '\n')
+// engineScripts returns every script of the engine. They are built once per
+// process, and are read-only from then on, so that configuring an engine
+// costs nothing for them.
+var engineScripts = sync.OnceValue(func() *scriptSet {
+	s := &scriptSet{
+		beat:        newScript("beat", shaHeartbeatSteady, luaRecordlib, luaHeartbeatSteady),
+		heartbeat:   newScript("heartbeat", shaHeartbeatFull, luaRecordlib, luaUserlib, luaHeartbeatFull),
+		login:       newScript("login", shaLogin, luaRecordlib, luaUserlib, luaLogin),
+		logout:      newScript("logout", shaLogout, luaRecordlib, luaUserlib, luaLogout),
+		manual:      newScript("manual", shaManual, luaRecordlib, luaUserlib, luaManual),
+		status:      newScript("status", shaStatus, luaRecordlib, luaUserlib, luaStatus),
+		sweepUsers:  newScript("sweep_users", shaSweepUsers, luaRecordlib, luaUserlib, luaSweepUsers),
+		unlock:      newScript("unlock", shaUnlock, luaUnlock),
+		touch:       newScript("touch", shaTouch, luaRecordlib, luaUserlib, luaScopelib, luaTouch),
+		leave:       newScript("leave", shaLeave, luaRecordlib, luaUserlib, luaScopelib, luaLeave),
+		count:       newScript("count", shaCount, luaRecordlib, luaUserlib, luaScopelib, luaCount),
+		members:     newScript("members", shaMembers, luaRecordlib, luaUserlib, luaScopelib, luaMembers),
+		active:      newScript("active", shaActive, luaRecordlib, luaUserlib, luaScopelib, luaActive),
+		sweepScopes: newScript("sweep_scopes", shaSweepScopes, luaRecordlib, luaUserlib, luaScopelib, luaSweepScopes),
+		logAppend:   newScript("log_append", shaLogAppend, luaLogAppend),
+		logRead:     newScript("log_read", shaLogRead, luaLogRead),
+		outboxAck:   newScript("outbox_ack", shaOutboxAck, luaOutboxAck),
+		shardTouch:  newScript("shard_touch", shaShardTouch, luaRecordlib, luaUserlib, luaShardTouch),
+		shardLen:    newScript("shard_len", shaShardLen, luaShardLen),
+		shardSweep:  newScript("shard_sweep", shaShardSweep, luaRecordlib, luaUserlib, luaScopelib, luaShardSweep),
+		shardDrop:   newScript("shard_drop", shaShardDrop, luaShardDrop),
+		scopeFinish: newScript("scope_finish", shaScopeFinish, luaRecordlib, luaUserlib, luaScopelib, luaScopeFinish),
+		counts:      newScript("counts", shaCounts, luaCounts),
+		ping:        newScript("ping", shaPing, luaPing),
 	}
-	return string(src)
-}
-
-func loadScripts() scriptSet {
-	user := []string{"recordlib", "userlib"}
-	scope := []string{"recordlib", "userlib", "scopelib"}
-	s := scriptSet{
-		beat:        loadScript("heartbeat_steady", "recordlib"),
-		heartbeat:   loadScript("heartbeat_full", user...),
-		login:       loadScript("login", user...),
-		logout:      loadScript("logout", user...),
-		manual:      loadScript("manual", user...),
-		status:      loadScript("status", user...),
-		sweepUsers:  loadScript("sweep_users", user...),
-		unlock:      loadScript("unlock"),
-		touch:       loadScript("touch", scope...),
-		leave:       loadScript("leave", scope...),
-		count:       loadScript("count", scope...),
-		members:     loadScript("members", scope...),
-		active:      loadScript("active", scope...),
-		sweepScopes: loadScript("sweep_scopes", scope...),
-		logAppend:   loadScript("log_append"),
-		logRead:     loadScript("log_read"),
-		outboxAck:   loadScript("outbox_ack"),
-		shardTouch:  loadScript("shard_touch", user...),
-		shardLen:    loadScript("shard_len"),
-		shardSweep:  loadScript("shard_sweep", scope...),
-		shardDrop:   loadScript("shard_drop"),
-		scopeFinish: loadScript("scope_finish", scope...),
-		counts:      loadScript("counts"),
-		ping:        loadScript("ping"),
-	}
-	// the names the heartbeat's two scripts are known by (Name)
-	s.beat.name, s.heartbeat.name = "beat", "heartbeat"
 	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {
 		s.bySHA[sc.sha] = sc
 	}
 	return s
-}
+})
 
 func (s scriptSet) all() []*Script {
 	return []*Script{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
@@ -112,4 +101,4 @@ func (s scriptSet) all() []*Script {
 
 // Scripts returns every script the engine runs, for tools that preload them
 // (SCRIPT LOAD) or inspect them.
-func Scripts() []*Script { return loadScripts().all() }
+func Scripts() []*Script { return engineScripts().all() }

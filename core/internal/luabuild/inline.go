@@ -1,7 +1,9 @@
 // Package luabuild builds the Lua scripts of package core as Redis runs
 // them, from the files of core/lua: the helper files a script builds on
 // and the script, joined, with their named constants written as numbers
-// (Inline).
+// (Inline). go generate ./core writes the result into core/scripts_gen.go
+// (Generate), so that an engine takes its scripts and their SHA1s as
+// they are, without building them.
 package luabuild
 
 import (
@@ -105,8 +107,8 @@ func luaLineEnd(s string) bool {
 // instructions to make): the script sent holds the values instead. Each file stays valid Lua
 // as written, and means the same: a constant defined again (a scope script's
 // own ARG_NOW after userlib.lua's) applies from its definition on, as a
-// Lua local does. A constant defined from one not yet defined panics:
-// TestLuaArgNames loads every script.
+// Lua local does. A constant defined from one not yet defined panics, so
+// that go generate ./core stops there.
 func Inline(src string) string {
 	values := map[string]string{}
 	lines := strings.SplitAfter(src, "\n")
