@@ -60,8 +60,8 @@ func scriptList() []script {
 // lua<Name> (lua_name.lua's name in camel case), because a helper file
 // reads the same in every script that uses it (Generate fails if one does
 // not), and the SHA1 of each whole script as sha<Name>: the scripts whole
-// would hold each helper file again for every script that uses it, about
-// six times the size, in every binary and WebAssembly module.
+// would hold each helper file again for every script that uses it, in
+// every binary and WebAssembly module.
 func Generate(lua fs.FS) (_ []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil { // Inline's, on a constant used before its definition
