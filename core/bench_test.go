@@ -129,3 +129,14 @@ func BenchmarkModelHeartbeat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewPlanner measures configuring an engine's plans with the
+// default settings: what a WebAssembly module's configure does natively.
+func BenchmarkNewPlanner(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := core.NewPlanner(core.Config{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -363,7 +363,7 @@ func (m *machine) step(res []Result) error {
 			for j, i := range missing {
 				c := m.sent[i]
 				if s := m.scripts.bySHA[c.SHA]; s != nil {
-					c = Call{Source: s.source, Keys: c.Keys, Args: c.Args}
+					c = Call{Source: s.Source(), Keys: c.Keys, Args: c.Args}
 				}
 				again[j] = c
 			}
@@ -458,7 +458,7 @@ func newPlanner(cfg Config) (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{settings: s, scripts: loadScripts(), rand: cfg.Rand, hints: newPageHints(len(s.users))}
+	p := &planner{settings: s, scripts: *engineScripts(), rand: cfg.Rand, hints: newPageHints(len(s.users))}
 	if p.rand == nil {
 		p.rand = cryptoRand
 	}

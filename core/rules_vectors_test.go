@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/presencekit/presence/core/internal/luabuild"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -293,8 +294,8 @@ func newLuaRunner(t *testing.T, c *redis.Client) *luaRunner {
 		t.Fatal(err)
 	}
 	return &luaRunner{ctx: context.Background(), c: c,
-		eval:   inlineConstants(joinLua("recordlib", "userlib") + string(wrapper) + "\n"),
-		steady: loadScripts().beat.source}
+		eval:   luabuild.Inline(joinLua("recordlib", "userlib") + string(wrapper) + "\n"),
+		steady: engineScripts().beat.Source()}
 }
 
 // commonArgs are the common ARGV of a user script (userlib.lua) for s at now.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/presencekit/presence/core/internal/luabuild"
 )
 
 // The user scripts name their ARGV positions, and the statuses, manual
@@ -277,9 +279,9 @@ func TestLuaArgNames(t *testing.T) {
 			if m := bareARGV.FindString(joinLua(c.files...)); m != "" {
 				t.Errorf("%s indexes ARGV by a bare number: %q", c.files[len(c.files)-1], m)
 			}
-			// the script sent holds the numbers (inlineConstants)
-			for _, line := range strings.Split(c.sc.source, "\n") {
-				if _, _, _, _, ok := constantDef(line); ok || strings.Contains(strings.SplitN(line, "--", 2)[0], "ARG_") {
+			// the script sent holds the numbers (luabuild.Inline)
+			for _, line := range strings.Split(c.sc.Source(), "\n") {
+				if _, _, _, _, ok := luabuild.Def(line); ok || strings.Contains(strings.SplitN(line, "--", 2)[0], "ARG_") {
 					t.Errorf("a named constant is left in the script sent: %q", line)
 				}
 			}

@@ -147,6 +147,19 @@ func BenchmarkHeartbeatNative(b *testing.B) {
 	})
 }
 
+// BenchmarkConfigureWASM measures configuring an engine, with the default
+// settings, in an instance of the module that has been configured before.
+func BenchmarkConfigureWASM(b *testing.B) {
+	in := instanceT(b, &replayStore{cache: map[string]core.Result{}})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := in.Configure(ctx, core.Config{}, host.EngineOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkHeartbeatWASM is the same engine in the module, through ABI
 // v2 with the hot path in the compact form: the difference on the replay
 // store is the per-call overhead.

@@ -1,20 +1,22 @@
-package core
+package luabuild
 
 import (
+	"io/fs"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// constantDefRE is what constantDef matches.
-var constantDefRE = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|'(?:[^'\\\n]|\\[^\n])*'|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
+// defRE is what Def matches.
+var defRE = regexp.MustCompile(`^local ([A-Z][A-Z0-9_]*) = (\d+|'(?:[^'\\\n]|\\[^\n])*'|([A-Z][A-Z0-9_]*)(?: \+ (\d+))?)\s*(?:--.*)?$`)
 
-func checkConstantDef(t *testing.T, line string) {
+func checkDef(t *testing.T, line string) {
 	t.Helper()
-	name, num, base, plus, ok := constantDef(line)
-	m := constantDefRE.FindStringSubmatch(line)
+	name, num, base, plus, ok := Def(line)
+	m := defRE.FindStringSubmatch(line)
 	if ok != (m != nil) {
-		t.Fatalf("constantDef(%q): ok %v, the regular expression %v", line, ok, m != nil)
+		t.Fatalf("Def(%q): ok %v, the regular expression %v", line, ok, m != nil)
 	}
 	if !ok {
 		return
@@ -24,26 +26,27 @@ func checkConstantDef(t *testing.T, line string) {
 		wantNum = ""
 	}
 	if name != m[1] || num != wantNum || base != m[3] || plus != m[4] {
-		t.Fatalf("constantDef(%q) = %q %q %q %q, the regular expression %q", line, name, num, base, plus, m)
+		t.Fatalf("Def(%q) = %q %q %q %q, the regular expression %q", line, name, num, base, plus, m)
 	}
 }
 
-// TestConstantDef checks constantDef against the regular expression it
+// TestDef checks Def against the regular expression it
 // stands for, on every line of the Lua files and on lines made to differ.
-func TestConstantDef(t *testing.T) {
-	entries, err := luaFiles.ReadDir("lua")
+func TestDef(t *testing.T) {
+	lua := os.DirFS("../../lua")
+	entries, err := fs.ReadDir(lua, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defs := 0
 	for _, e := range entries {
-		b, err := luaFiles.ReadFile("lua/" + e.Name())
+		b, err := fs.ReadFile(lua, e.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			checkConstantDef(t, line)
-			if _, _, _, _, ok := constantDef(line); ok {
+			checkDef(t, line)
+			if _, _, _, _, ok := Def(line); ok {
 				defs++
 			}
 		}
@@ -60,14 +63,14 @@ func TestConstantDef(t *testing.T) {
 		"local A = Bc", "local A = B.c", "local A = 0x10", "local A = 'x'", "local A = '\\31' -- c", "local A = 'it\\'s'",
 		"local A = 'x", "local A = 'x' .. B", "local A = ''", "local A = 'a\\'", "local A = \"x\"", "local A = 'x'y'",
 	} {
-		checkConstantDef(t, line)
+		checkDef(t, line)
 	}
 }
 
-// FuzzConstantDef checks constantDef against the regular expression.
-func FuzzConstantDef(f *testing.F) {
+// FuzzDef checks Def against the regular expression.
+func FuzzDef(f *testing.F) {
 	for _, s := range []string{"local A = 1", "local A = B + 2 -- c", "local A = B\t"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, line string) { checkConstantDef(t, line) })
+	f.Fuzz(func(t *testing.T, line string) { checkDef(t, line) })
 }

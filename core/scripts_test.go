@@ -1,0 +1,72 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/presencekit/presence/core/internal/luabuild"
+)
+
+// luaFiles are the Lua files as written, for the tests that read them.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// joinLua joins the Lua files, each named without ".lua", as a script
+// holds them before its constants are written as numbers.
+func joinLua(files ...string) string {
+	var src []byte
+	for _, f := range files {
+		b, err := luaFiles.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic("presence: missing embedded script " + f) // the embed pattern guarantees it
+		}
+		src = append(append(src, b...), '\n')
+	}
+	return string(src)
+}
+
+// TestScriptsGenerated fails when scripts_gen.go is not what the Lua files
+// make: run go generate ./core.
+func TestScriptsGenerated(t *testing.T) {
+	lua, err := fs.Sub(luaFiles, "lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := luabuild.Generate(lua)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("scripts_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("core/scripts_gen.go is out of date: run go generate ./core")
+	}
+}
+
+// TestScriptSources checks that each script's source, its files' texts as
+// scripts.go joins them, has the SHA1 that the generator computed for the
+// files it joins, and that the scripts' SHA1s differ.
+func TestScriptSources(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range Scripts() {
+		sum := sha1.Sum([]byte(s.Source()))
+		if got := hex.EncodeToString(sum[:]); got != s.SHA() {
+			t.Errorf("%s: the source's SHA1 is %s, the generated one %s: scripts.go joins other files than core/internal/luabuild", s.Name(), got, s.SHA())
+		}
+		if other, ok := seen[s.SHA()]; ok {
+			t.Errorf("%s and %s have the same SHA1", s.Name(), other)
+		}
+		seen[s.SHA()] = s.Name()
+	}
+	if len(seen) != len(engineScripts().bySHA) {
+		t.Errorf("%d scripts, %d by SHA1", len(seen), len(engineScripts().bySHA))
+	}
+}
