@@ -69,8 +69,6 @@ type Config struct {
 	// sweep every 5 s) and "video" (compact, window 10 min, sweep every 60 s).
 	Classes map[string]ScopeClass
 
-	// SweepInterval is how often Run sweeps user buckets. Default 5 s.
-	SweepInterval time.Duration
 	// SweepBatch is the most users (or scopes) one sweep script call
 	// settles; a user step also stops early after about 0.5 ms of server
 	// time. Default 64.
@@ -218,7 +216,7 @@ type settings struct {
 	keys                               keyLayout
 	interval                           [len(kindNames)]int64
 	idle, push, leave, coalesce, grace int64
-	skew, countTTL, lease, sweepEvery  int64
+	skew, countTTL, lease              int64
 	fence                              int64
 	keep                               int64 // ms a user page lives past its last write (userKeep)
 	maxDevices, batch, budget, release int
@@ -321,7 +319,6 @@ func newSettings(cfg Config) (*settings, error) {
 		{"KickFence", cfg.KickFence, time.Hour, false, &s.fence},
 		{"CountTTL", cfg.CountTTL, 10 * time.Minute, false, &s.countTTL},
 		{"LockLease", cfg.LockLease, 30 * time.Second, false, &s.lease},
-		{"SweepInterval", cfg.SweepInterval, 5 * time.Second, false, &s.sweepEvery},
 	}
 	for _, d := range durations {
 		v := orDur(d.v, d.def)
