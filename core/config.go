@@ -70,7 +70,7 @@ type Config struct {
 	Classes map[string]ScopeClass
 
 	// SweepBatch is the most users (or scopes) one sweep script call
-	// settles; a user step also stops early after about 0.5 ms of server
+	// settles; a user step also stops early after about 0.3 ms of server
 	// time. Default 64.
 	SweepBatch int
 	// SweepBudget is about the most scope entries one sweep script call
@@ -141,10 +141,9 @@ type ScopeClass struct {
 	// Default 128, 1 to 200 (a shard not yet split holds about twice the
 	// average: 200 keeps it under 512). Counts do not depend on it. A
 	// sweep reads whole every shard holding an expired member, so when
-	// few members expire at a time, smaller shards are read less at the
-	// cost of a key each (about 70 B): at a million members, 1 % expired,
-	// 128 reads 31 % of what a full pass does at 14.4 B a member, 8 reads
-	// 18 % at 33.9 B (docs/performance.md).
+	// few members expire at a time, smaller shards mean less to read, at
+	// the memory of a key each: a trade of sweep CPU for memory, measured
+	// in docs/performance.md ("Sweeps").
 	ShardSize int
 	// Spread puts each compact shard in its own cluster slot, so that the
 	// writes of a very hot scope spread over the masters; counts are the
