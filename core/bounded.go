@@ -1,12 +1,13 @@
 package core
 
-// Bounded calls (issue 23, "no stall for others"): Redis runs one script
-// call, and a pipeline of them, without serving any other client, so the
-// operations that take many items split them into calls of about
-// callMicros of server time each, and send them in round trips of at
-// most roundMicros (round.costs), whatever the batch. The costs are
-// estimates, measured on Redis 7.0 (cmd/bench/results/2026-12-02-no-stall.md);
-// the outcome does not depend on them.
+// Bounded calls ("no stall for others"): Redis runs one script call, and a
+// pipeline of them, without serving any other client, so the operations
+// that take many items split them into calls of about callMicros of server
+// time each, and send them in round trips of at most roundMicros
+// (round.costs), whatever the batch. The costs are estimates, rounded up
+// from the benchmarks (docs/performance.md, "No stall for others"): they
+// decide only how calls are grouped, never what a call does, so an
+// estimate that is off makes round trips longer or shorter, not wrong.
 
 // callMicros is the server time one call of a split operation is sized for.
 const callMicros = 500

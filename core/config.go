@@ -69,10 +69,8 @@ type Config struct {
 	// sweep every 5 s) and "video" (compact, window 10 min, sweep every 60 s).
 	Classes map[string]ScopeClass
 
-	// SweepInterval is how often Run sweeps user buckets. Default 5 s.
-	SweepInterval time.Duration
 	// SweepBatch is the most users (or scopes) one sweep script call
-	// settles; a user step also stops early after about 0.5 ms of server
+	// settles; a user step also stops early after about 0.3 ms of server
 	// time. Default 64.
 	SweepBatch int
 	// SweepBudget is about the most scope entries one sweep script call
@@ -143,10 +141,9 @@ type ScopeClass struct {
 	// Default 128, 1 to 200 (a shard not yet split holds about twice the
 	// average: 200 keeps it under 512). Counts do not depend on it. A
 	// sweep reads whole every shard holding an expired member, so when
-	// few members expire at a time, smaller shards are read less at the
-	// cost of a key each (about 70 B): at a million members, 1 % expired,
-	// 128 reads 31 % of what a full pass does at 14.4 B a member, 8 reads
-	// 18 % at 33.9 B (docs/performance.md).
+	// few members expire at a time, smaller shards mean less to read, at
+	// the memory of a key each: a trade of sweep CPU for memory, measured
+	// in docs/performance.md ("Sweeps").
 	ShardSize int
 	// Spread puts each compact shard in its own cluster slot, so that the
 	// writes of a very hot scope spread over the masters; counts are the
@@ -218,7 +215,7 @@ type settings struct {
 	keys                               keyLayout
 	interval                           [len(kindNames)]int64
 	idle, push, leave, coalesce, grace int64
-	skew, countTTL, lease, sweepEvery  int64
+	skew, countTTL, lease              int64
 	fence                              int64
 	keep                               int64 // ms a user page lives past its last write (userKeep)
 	maxDevices, batch, budget, release int
@@ -321,7 +318,6 @@ func newSettings(cfg Config) (*settings, error) {
 		{"KickFence", cfg.KickFence, time.Hour, false, &s.fence},
 		{"CountTTL", cfg.CountTTL, 10 * time.Minute, false, &s.countTTL},
 		{"LockLease", cfg.LockLease, 30 * time.Second, false, &s.lease},
-		{"SweepInterval", cfg.SweepInterval, 5 * time.Second, false, &s.sweepEvery},
 	}
 	for _, d := range durations {
 		v := orDur(d.v, d.def)

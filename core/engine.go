@@ -119,36 +119,6 @@ func (p *planner) newToken() (string, error) {
 	return string(out[:11]), nil
 }
 
-// userArgs returns the common arguments of the user scripts of bucket b
-// at the engine's now; see planner.userArgs.
-func (e *Engine) userArgs(b uint32, more int) []string {
-	return e.planner().userArgs(e.nowArg(), b, more)
-}
-
-// planner returns the engine's planner, or one of its settings and
-// scripts for an engine made in a test without New.
-func (e *Engine) planner() *planner {
-	if e.plans != nil {
-		return e.plans
-	}
-	return &planner{settings: e.settings, scripts: e.scripts, rand: cryptoRand}
-}
-
-// decodeBeats is the planner's, for the engine's tests.
-func (e *Engine) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack) error {
-	return e.planner().decodeBeats(v, beats, run, acks, make([]string, len(beats)))
-}
-
-// decodeStatus is the planner's, for the engine's tests.
-func (e *Engine) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
-	return e.planner().decodeStatus(user, v, now)
-}
-
-// scopeKeys is the planner's, for the engine's tests.
-func (e *Engine) scopeKeys(field string, sc Scope) (scopeKeys, error) {
-	return e.planner().scopeKeys(field, sc)
-}
-
 // userArgs returns the common arguments of the user scripts of bucket b at
 // now (their order is documented in lua/userlib.lua), with room for more.
 func (p *planner) userArgs(now string, b uint32, more int) []string {

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"strconv"
 	"testing"
 )
@@ -15,6 +16,21 @@ func benchSettings(b *testing.B) *settings {
 	}
 	return s
 }
+
+// benchPlanner is the planner of an engine of the default configuration,
+// whose methods these benchmarks call as the engine's plans do.
+func benchPlanner(b *testing.B) *planner {
+	e, err := New(nopStore{}, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e.plans
+}
+
+// nopStore is a Store for an engine that never calls it.
+type nopStore struct{}
+
+func (nopStore) Eval(_ context.Context, calls []Call) []Result { return make([]Result, len(calls)) }
 
 func BenchmarkDebounce(b *testing.B) {
 	s := benchSettings(b)
@@ -42,11 +58,11 @@ func BenchmarkDeviceState(b *testing.B) {
 }
 
 func BenchmarkUserArgs(b *testing.B) {
-	e := &Engine{settings: benchSettings(b)}
+	p := benchPlanner(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		b := e.settings.keys.userBucket("user-1234")
-		_ = e.userArgs(b, 12)
+		b := p.settings.keys.userBucket("user-1234")
+		_ = p.userArgs("", b, 12)
 	}
 }
 
@@ -58,7 +74,7 @@ func BenchmarkShardHash(b *testing.B) {
 }
 
 func BenchmarkDecodeBeats(b *testing.B) {
-	e := &Engine{settings: benchSettings(b)}
+	p := benchPlanner(b)
 	beats := make([]Heartbeat, 100)
 	run := make([]int, 100)
 	items := make([]Value, 0, 500)
@@ -69,16 +85,17 @@ func BenchmarkDecodeBeats(b *testing.B) {
 	}
 	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...))
 	acks := make([]Ack, 100)
+	ids := make([]string, 100)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := e.decodeBeats(reply, beats, run, acks); err != nil {
+		if err := p.decodeBeats(reply, beats, run, acks, ids); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkDecodeStatus(b *testing.B) {
-	e := &Engine{settings: benchSettings(b)}
+	p := benchPlanner(b)
 	r := record{kind: KindWeb, gateway: "gw-1", token: "0123456789abcdef.0", loginAt: 1_700_000_000_000,
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
 	static := "web" + unitSep + "0" + unitSep + itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token +
@@ -87,7 +104,7 @@ func BenchmarkDecodeStatus(b *testing.B) {
 		StringValue(unitSep+itemSep+strconv.FormatInt(r.seen, 16)+unitSep+"0"))
 	b.ReportAllocs()
 	for b.Loop() {
-		st, err := e.decodeStatus("u", v, 1_700_000_001_000)
+		st, err := p.decodeStatus("u", v, 1_700_000_001_000)
 		if err != nil || st.Status != StatusOnline {
 			b.Fatal(st, err)
 		}

@@ -101,13 +101,13 @@ func (k KeyNames) selfSized(sc Scope) (scopeKeys, error) {
 
 // Count is the count key of sc, which sweeps refresh and readers read.
 func (k KeyNames) Count(sc Scope) (string, error) {
-	sk, err := k.engine.scopeKeys("scope", sc)
+	sk, err := k.engine.plans.scopeKeys("scope", sc)
 	return sk.count, err
 }
 
 // scope checks sc, and that its class has layout want.
 func (k KeyNames) scope(sc Scope, want Layout) (scopeKeys, error) {
-	sk, err := k.engine.scopeKeys("scope", sc)
+	sk, err := k.engine.plans.scopeKeys("scope", sc)
 	if err != nil {
 		return scopeKeys{}, err
 	}

@@ -111,7 +111,7 @@ func (e *Engine) Leave(ctx context.Context, sc Scope, member string) (bool, erro
 // store's client-side cache when it has one. When Redis cannot be reached
 // it returns the last good count marked Stale, or the error if it has none.
 func (e *Engine) Count(ctx context.Context, sc Scope) (Count, error) {
-	k, err := e.scopeKeys("scope", sc)
+	k, err := e.plans.scopeKeys("scope", sc)
 	if err != nil {
 		return Count{}, err
 	}

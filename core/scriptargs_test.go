@@ -172,7 +172,7 @@ func TestLuaArgNames(t *testing.T) {
 	live := Scope{Class: "live", ID: "7"}
 	e.Touch(ctx, live, "dave")
 	e.Count(ctx, live)
-	k, err := e.scopeKeys("scope", video)
+	k, err := e.plans.scopeKeys("scope", video)
 	if err != nil {
 		t.Fatal(err)
 	}

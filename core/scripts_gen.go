@@ -170,7 +170,7 @@ end
 -- (tokens hold no control characters); then, if the script read the
 -- bucket's page geometry, RS, its level, US and its split pointer, so that
 -- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at about five times the cost of a string.
+-- reply into RESP at several times the cost of a string.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's
@@ -555,9 +555,9 @@ local function deadline(r, P) return deadlineOf(r.gone, r.bg, r.iv, r.seen, r.ac
 
 -- gone tells, from a device's items, whether the device is past its
 -- deadline and its record implies no fence, so that a sweep may settle a
--- user whose only device it is without a load (settleGone). It costs about
--- two thirds of decodeItem: a load does not ask it first, since most
--- devices it reads are live. The items may start inside their strings, at
+-- user whose only device it is without a load (settleGone). It costs
+-- most of what decodeItem does, so a load does not ask it first: most
+-- devices a load reads are live. The items may start inside their strings, at
 -- si and di.
 local function gone(static, dynamic, P, si, di)
   local bits, iv = string.match(static, '^[^\031]*\031([0-7])\031[^\031]*\031[^\031]*\031[^\031]*\031(%d+)\031', si)
@@ -932,10 +932,11 @@ end
 
 -- A sweep visits a page's users in a batch (P.batch, batchStart): it reads
 -- their manual statuses at once, and gathers the writes to the page, the
--- counts and the outbox, which batchEnd makes, a command each; one at a
--- time they were most of what an expired device cost. Only writes to the
--- page being visited are gathered (a user moved elsewhere writes at once),
--- and nothing in the batch reads what it gathered.
+-- counts and the outbox, which batchEnd makes, a command each, because a
+-- redis.call per user for each would be most of what an expired device
+-- costs. Only writes to the page being visited are gathered (a user moved
+-- elsewhere writes at once), and nothing in the batch reads what it
+-- gathered.
 local function batchStart(P, key, users)
   local names = {}
   for j = 1, #users, 2 do names[#names + 1] = users[j] end
@@ -1829,9 +1830,9 @@ return gone
 -- missing count key returns count -1 (a spread scope's shards live in
 -- other slots: the core sums them).
 -- Reads never write (docs/design.md §9): only a sweep writes the count key,
--- so reading scopes nobody touched creates no key. This script used to write
--- the sum back with expiry CountTTL (count_set.lua did so for a spread
--- scope), letting any caller create a key per scope name it read.
+-- so reading scopes nobody touched creates no key. The sum is not written
+-- back, not even with an expiry: that would let any caller create a key
+-- per scope name it read.
 local now = clock(ARGV[1])
 local layout = ARGV[2]
 if layout == '1' then
@@ -2228,28 +2229,28 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "c756f32d245278dbedd16c211b730b6c4d901461"
-	shaHeartbeatFull   = "1e62664083ad21c5a47bcb1b19a8a4bfbf8c977f"
-	shaLogin           = "223eadb8ef77807f218793585eec403864c28725"
-	shaLogout          = "cd5f1d6c42f3f6fd7bd62e85caa3b55ea86b7f11"
-	shaManual          = "75c4bf2ea25081e18fc48d287045f48e4278d880"
-	shaStatus          = "ba5cd7549016d5a035d4fd875846bbce2b521ea6"
-	shaSweepUsers      = "fe8b3be66297a6677f39036f42a578841faddb5c"
+	shaHeartbeatSteady = "4c4a453db5a9c862ccaff96017a06058771a05d6"
+	shaHeartbeatFull   = "48cb7e437252375ce2c21bd2fccdeb85a5e189e9"
+	shaLogin           = "20aa41f0dc079ffba435d87579892d0990ecf29d"
+	shaLogout          = "6c3333aa3c9bc272359ead54a83bff94eeed78f6"
+	shaManual          = "c3fc53ef4da420978ffb8cf7e985d1e2bf6a852a"
+	shaStatus          = "02d73c602d9f08cd48751823b4bd01883c3794dd"
+	shaSweepUsers      = "05c9185cfe185eaa40b1d59d4892a516acc00344"
 	shaUnlock          = "cc4d30f1b0185065d850911c2eafc8082ae3a23e"
-	shaTouch           = "86cde8f7f9368a4ec9a02b1836f3281479000364"
-	shaLeave           = "395ae706f21bd452c0f758c4254b4920d4bedf50"
-	shaCount           = "2f5085c01f9a01deb496d54a96652aedce5afcae"
-	shaMembers         = "47eb3e7f8de09e81bb590c714fd06d8a3ce02010"
-	shaActive          = "a84742ffb6601980cf1fba6690a0733bd16740c4"
-	shaSweepScopes     = "c4bd740236c5766cc8e830c66bdc33ca3f1e88a4"
+	shaTouch           = "ae06ae5de80851fd3da1d9350d475ac396152e6d"
+	shaLeave           = "ab83f384911306f19fd95158c478aa715e6a360a"
+	shaCount           = "d73457e01c1a01248b981f0348e6d61ad3c74a7f"
+	shaMembers         = "1fcf17c20ac7450a96ba7fd59159dce03969308e"
+	shaActive          = "5ed86bd8d607b780c9a5bfca502ef2c10821fc95"
+	shaSweepScopes     = "e565ee15413c59d8bd7dcd920ad30d42de8643fd"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "b6301d009d50cf7460aa097cc1cb96eda81a3cae"
-	shaShardTouch      = "eac7310764dc9f2b2b45b6370b0788d66d88e4c9"
+	shaShardTouch      = "7dc8f2bdb97dc63908abfd54fa229217e7355621"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
-	shaShardSweep      = "80049a314d39e6d62679e72acb003839b82c24e2"
+	shaShardSweep      = "8352aaa144ea93f7ab0bb6d85a789af215047b3f"
 	shaShardDrop       = "c40a21c88b98ef27d274a4b89efdcbc5dff68646"
-	shaScopeFinish     = "fc7d968d0867daa49ee64755a10153086aa4a2b1"
+	shaScopeFinish     = "9f478229bc8980b52c2f9db15046a39a6e4a1143"
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )

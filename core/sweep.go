@@ -14,9 +14,10 @@ import (
 // for much more than 1 ms.
 const sweepStepMicros = 300
 
-// Estimated server costs of sweep steps (µs, Redis 7.0 on this project's
-// machine; docs/performance.md), by which the sweeps send their steps in
-// round trips of at most roundMicros.
+// Estimated server costs of sweep steps, in µs (from the benchmarks:
+// docs/performance.md), by which the sweeps send their steps in round trips
+// of at most roundMicros; as bounded.go's, they group calls and decide
+// nothing else.
 const (
 	sweepOverrunMicros  = 150 // a user step past its budget: its reads, the users until the next clock read
 	sweepUserMicros     = 40  // a swept user of one device

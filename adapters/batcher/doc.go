@@ -5,12 +5,15 @@
 //	...
 //	ack, err := b.Heartbeat(ctx, hb) // from any number of goroutines
 //
-// A *core.Engine needs none: its own Heartbeat merges concurrent calls
-// the same way (group commit, core.Config.GroupCommit), without the
-// batcher's goroutines, and combines statuses, logins, touches and the
-// rest too. The batcher remains for Beaters that do not combine calls
-// themselves (core.Model, the WebAssembly host's engine, an engine with
-// GroupCommit -1) and for callers who want a Linger.
+// When to use it: in front of a Beater that does not combine concurrent
+// calls itself (core.Model, the WebAssembly host's engine, a *core.Engine
+// made with GroupCommit -1), or when beats should wait a Linger for
+// company. Not in front of a *core.Engine with group commit on (the
+// default): its own Heartbeat merges concurrent calls the same way
+// (core.Config.GroupCommit), and it combines statuses, logins, touches
+// and the rest too. Stacked on
+// such an engine, a batcher adds a queue and a goroutine hand-off to every
+// beat and merges nothing the engine would not: call the engine directly.
 //
 // Each batch is one HeartbeatBatch call: one script call per user bucket
 // (up to about 0.5 ms of beats each) in a round trip of about 1 ms at

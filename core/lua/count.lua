@@ -14,9 +14,9 @@ local ARG_PEEK = 7     -- "peek": only read the count key
 -- missing count key returns count -1 (a spread scope's shards live in
 -- other slots: the core sums them).
 -- Reads never write (docs/design.md §9): only a sweep writes the count key,
--- so reading scopes nobody touched creates no key. This script used to write
--- the sum back with expiry CountTTL (count_set.lua did so for a spread
--- scope), letting any caller create a key per scope name it read.
+-- so reading scopes nobody touched creates no key. The sum is not written
+-- back, not even with an expiry: that would let any caller create a key
+-- per scope name it read.
 local now = clock(ARGV[ARG_NOW])
 local layout = ARGV[ARG_LAYOUT]
 if layout == '1' then

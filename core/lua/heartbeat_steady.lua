@@ -30,7 +30,7 @@ local BEAT_FIELDS = 6
 -- (tokens hold no control characters); then, if the script read the
 -- bucket's page geometry, RS, its level, US and its split pointer, so that
 -- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at about five times the cost of a string.
+-- reply into RESP at several times the cost of a string.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's

@@ -160,9 +160,9 @@ local EXPIRY_DYNAMIC = '^(%x+)\031(%-?%d+)$'
 
 -- gone tells, from a device's items, whether the device is past its
 -- deadline and its record implies no fence, so that a sweep may settle a
--- user whose only device it is without a load (settleGone). It costs about
--- two thirds of decodeItem: a load does not ask it first, since most
--- devices it reads are live. The items may start inside their strings, at
+-- user whose only device it is without a load (settleGone). It costs
+-- most of what decodeItem does, so a load does not ask it first: most
+-- devices a load reads are live. The items may start inside their strings, at
 -- si and di.
 local function gone(static, dynamic, P, si, di)
   local bits, iv = string.match(static, EXPIRY_STATIC, si)
@@ -537,10 +537,11 @@ end
 
 -- A sweep visits a page's users in a batch (P.batch, batchStart): it reads
 -- their manual statuses at once, and gathers the writes to the page, the
--- counts and the outbox, which batchEnd makes, a command each; one at a
--- time they were most of what an expired device cost. Only writes to the
--- page being visited are gathered (a user moved elsewhere writes at once),
--- and nothing in the batch reads what it gathered.
+-- counts and the outbox, which batchEnd makes, a command each, because a
+-- redis.call per user for each would be most of what an expired device
+-- costs. Only writes to the page being visited are gathered (a user moved
+-- elsewhere writes at once), and nothing in the batch reads what it
+-- gathered.
 local function batchStart(P, key, users)
   local names = {}
   for j = 1, #users, 2 do names[#names + 1] = users[j] end

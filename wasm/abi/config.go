@@ -34,7 +34,6 @@ type Config struct {
 	KeyGrace       Duration            `json:"key_grace_ms,omitempty"`
 	MaxSkew        Duration            `json:"max_skew_ms,omitempty"`
 	KickFence      Duration            `json:"kick_fence_ms,omitempty"`
-	SweepInterval  Duration            `json:"sweep_interval_ms,omitempty"`
 	CountTTL       Duration            `json:"count_ttl_ms,omitempty"`
 	LockLease      Duration            `json:"lock_lease_ms,omitempty"`
 	MaxDevices     int                 `json:"max_devices,omitempty"`
@@ -81,7 +80,7 @@ func FromConfig(c core.Config) Config {
 		Prefix: c.Prefix, IdleAfter: Duration(c.IdleAfter), PushWindow: Duration(c.PushWindow),
 		LeaveDelay: Duration(c.LeaveDelay), CoalesceWindow: Duration(c.CoalesceWindow), KeyGrace: Duration(c.KeyGrace),
 		MaxDevices: c.MaxDevices, KickFence: Duration(c.KickFence), MaxSkew: Duration(c.MaxSkew), Policy: Policy(c.Policy),
-		UserBuckets: c.UserBuckets, ScopeBuckets: c.ScopeBuckets, SweepInterval: Duration(c.SweepInterval),
+		UserBuckets: c.UserBuckets, ScopeBuckets: c.ScopeBuckets,
 		SweepBatch: c.SweepBatch, SweepBudget: c.SweepBudget, ReleaseAfter: c.ReleaseAfter,
 		CountTTL: Duration(c.CountTTL), LockLease: Duration(c.LockLease), LastGoodCounts: c.LastGoodCounts,
 		ChangeLog: c.ChangeLog, Clock: ClockServer,
@@ -123,7 +122,7 @@ func (w Config) Core() (core.Config, error) {
 		KeyGrace: time.Duration(w.KeyGrace), MaxDevices: w.MaxDevices, KickFence: time.Duration(w.KickFence),
 		MaxSkew: time.Duration(w.MaxSkew),
 		Policy:  core.Policy(w.Policy), UserBuckets: w.UserBuckets, ScopeBuckets: w.ScopeBuckets,
-		SweepInterval: time.Duration(w.SweepInterval), SweepBatch: w.SweepBatch, SweepBudget: w.SweepBudget,
+		SweepBatch: w.SweepBatch, SweepBudget: w.SweepBudget,
 		ReleaseAfter: w.ReleaseAfter, CountTTL: time.Duration(w.CountTTL), LockLease: time.Duration(w.LockLease),
 		LastGoodCounts: w.LastGoodCounts, ChangeLog: w.ChangeLog,
 	}

@@ -384,9 +384,6 @@ func (x Config) appendJSON(b []byte) []byte {
 	if x.KickFence != 0 {
 		w.raw("kick_fence_ms", x.KickFence.appendJSON(nil))
 	}
-	if x.SweepInterval != 0 {
-		w.raw("sweep_interval_ms", x.SweepInterval.appendJSON(nil))
-	}
 	if x.CountTTL != 0 {
 		w.raw("count_ttl_ms", x.CountTTL.appendJSON(nil))
 	}
@@ -448,8 +445,6 @@ func (x *Config) decodeJSON(r *reader) error {
 			err = x.MaxSkew.decodeJSON(r)
 		case "kick_fence_ms":
 			err = x.KickFence.decodeJSON(r)
-		case "sweep_interval_ms":
-			err = x.SweepInterval.decodeJSON(r)
 		case "count_ttl_ms":
 			err = x.CountTTL.decodeJSON(r)
 		case "lock_lease_ms":

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/presencekit/presence/adapters/batcher"
 	"github.com/presencekit/presence/core"
 )
 
@@ -98,24 +96,15 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, p Principal) 
 	if e := s.rateLimit(hb.User); e != nil {
 		return e
 	}
-	ack, err := s.beat(r.Context(), hb)
+	// The engine merges concurrent heartbeats into batch calls itself
+	// (group commit, core.Config.GroupCommit): no batcher in front of it.
+	ack, err := s.eng.Heartbeat(r.Context(), hb)
 	if err != nil {
 		return toAPIError(err, "")
 	}
 	s.users.note(hb.User)
 	writeJSON(w, http.StatusOK, HeartbeatResponse{Token: ack.Token, Changes: wireChanges(ack.Changes)})
 	return nil
-}
-
-// beat records hb through the batcher while Run runs, else directly.
-func (s *Server) beat(ctx context.Context, hb core.Heartbeat) (core.Ack, error) {
-	if b := s.beats.Load(); b != nil {
-		ack, err := b.Heartbeat(ctx, hb)
-		if !errors.Is(err, batcher.ErrClosed) {
-			return ack, err
-		}
-	}
-	return s.eng.Heartbeat(ctx, hb)
 }
 
 func (s *Server) heartbeats(w http.ResponseWriter, r *http.Request, p Principal) *Error {

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/presencekit/presence/adapters/batcher"
 	"github.com/presencekit/presence/adapters/sweeper"
 	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/core"
@@ -34,11 +33,6 @@ type Config struct {
 	// Backend describes the Redis for the logs and the dashboard, such as
 	// "embedded miniredis (state kept for the life of the process)".
 	Backend string
-
-	// Batcher configures how concurrent heartbeat requests are merged into
-	// batch calls while Run runs (package batcher); zero values mean its
-	// defaults.
-	Batcher batcher.Config
 
 	// RequestTimeout bounds the handling of every request but the streams.
 	// Default 5 s.
@@ -173,10 +167,6 @@ type Server struct {
 	snaps                               *history.Snapshotter // nil: no online history
 	mux                                 *http.ServeMux
 	started                             time.Time
-
-	// beats merges concurrent heartbeats into batch calls while Run runs;
-	// nil before and after, when heartbeats go to the engine one by one.
-	beats atomic.Pointer[batcher.Batcher]
 
 	draining atomic.Bool
 	drain    chan struct{} // closed by Drain: streams end
@@ -371,15 +361,6 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // (reading the change log), the sweeper, and the dashboard's refreshes. It
 // returns ctx's error.
 func (s *Server) Run(ctx context.Context) error {
-	beats, err := batcher.New(s.eng, s.cfg.Batcher)
-	if err != nil {
-		return err
-	}
-	s.beats.Store(beats)
-	defer func() {
-		s.beats.Store(nil)
-		beats.Close()
-	}()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.hub.run(ctx) })
 	wg.Go(func() { s.failures.run(ctx) })

@@ -103,9 +103,9 @@ func luaLineEnd(s string) bool {
 // numbers and separators they share with the engine once, as such
 // constants, but a local costs a script an instruction on every call and
 // each function that reads it an upvalue, which every call that defines
-// the function pays for (a closure of ten upvalues costs Redis about 1,700
-// instructions to make): the script sent holds the values instead. Each file stays valid Lua
-// as written, and means the same: a constant defined again (a scope script's
+// the function pays for (a closure is made again on every call, an upvalue
+// each): the script sent holds the values instead. Each file stays valid
+// Lua as written, and means the same: a constant defined again (a scope script's
 // own ARG_NOW after userlib.lua's) applies from its definition on, as a
 // Lua local does. A constant defined from one not yet defined panics, so
 // that go generate ./core stops there.
