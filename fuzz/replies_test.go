@@ -496,9 +496,11 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 			if !ok || !ck.inRange(f[0], 0, maxManual) || !ck.inRange(f[1], 0, math.MaxInt64) {
 				return false, nil
 			}
+			// the records are strings as stored, never numbers
 			static, ok1 := vStr(f[2])
 			dynamic, ok2 := vStr(f[3])
-			if !ok1 || !ok2 || !ck.recordsOK(static, dynamic) {
+			strs := f[2].Kind == core.ValueString && f[3].Kind == core.ValueString
+			if !ok1 || !ok2 || !strs || !ck.recordsOK(static, dynamic) {
 				return false, nil
 			}
 		}
