@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,9 +33,10 @@ func Cluster(tb testing.TB, masters int) *ClusterInstance {
 
 // ClusterWithReplicas starts a Redis Cluster of masters nodes (at least 3),
 // each with replicasPerMaster replicas, and waits until every node reports
-// cluster_state:ok and every replica's link to its master is up. It skips the
-// test where redis-server or redis-cli is not installed (see Server for where
-// they are looked up), and stops every node when the test ends.
+// cluster_state:ok, every replica's link to its master is up and every master
+// counts its replicas online. It skips the test where redis-server or
+// redis-cli is not installed (see Server for where they are looked up), and
+// stops every node when the test ends.
 func ClusterWithReplicas(tb testing.TB, masters, replicasPerMaster int) *ClusterInstance {
 	tb.Helper()
 	if masters < 3 || replicasPerMaster < 0 {
@@ -69,7 +71,7 @@ func ClusterWithReplicas(tb testing.TB, masters, replicasPerMaster int) *Cluster
 	c := &ClusterInstance{}
 	deadline := time.Now().Add(clusterTimeout)
 	for _, node := range nodes {
-		if err := waitClusterNode(node, n, deadline); err != nil {
+		if err := waitClusterNode(node, n, replicasPerMaster, deadline); err != nil {
 			tb.Fatalf("redistest: %v\nredis-cli output:\n%s\n%s", err, out, logs(nodes))
 		}
 		role, err := node.Do("ROLE")
@@ -90,8 +92,9 @@ func ClusterWithReplicas(tb testing.TB, masters, replicasPerMaster int) *Cluster
 }
 
 // waitClusterNode waits until node sees a healthy cluster of n nodes with
-// every slot assigned and, if it is a replica, an up link to its master.
-func waitClusterNode(node *Instance, n int, deadline time.Time) error {
+// every slot assigned and, if it is a replica, an up link to its master, or,
+// if it is a master, replicasPerMaster replicas online.
+func waitClusterNode(node *Instance, n, replicasPerMaster int, deadline time.Time) error {
 	var last string
 	for {
 		if reply, err := node.Do("CLUSTER", "INFO"); err == nil {
@@ -110,6 +113,11 @@ func waitClusterNode(node *Instance, n int, deadline time.Time) error {
 					last = lerr.Error()
 				case inbound < n-1:
 					last = fmt.Sprintf("%d of %d inbound cluster bus links identified", inbound, n-1)
+				case infoField(text, "role") == "master" && onlineReplicas(text) < replicasPerMaster:
+					// the replica's link may be up before its master counts it
+					// as online (the initial sync still under way): a test that
+					// picks a master with a live replica must find one
+					last = text
 				default:
 					return nil
 				}
@@ -214,4 +222,16 @@ func (c *ClusterInstance) Stop() {
 	for _, node := range c.Nodes() {
 		node.Stop()
 	}
+}
+
+// onlineReplicas counts the replicas a master's INFO replication lists as
+// online ("slave0:ip=…,port=…,state=online,…").
+func onlineReplicas(info string) int {
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, ",state=online,") {
+			n++
+		}
+	}
+	return n
 }

@@ -190,3 +190,19 @@ func TestBinDir(t *testing.T) {
 		t.Fatalf("server runs %s, not a binary in %s", exe, dir)
 	}
 }
+
+func TestOnlineReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name, info string
+		want       int
+	}{
+		{"none", "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n", 0},
+		{"one syncing", "role:master\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port=20001,state=wait_bgsave,offset=0,lag=0\r\n", 0},
+		{"one online", "role:master\r\nconnected_slaves:1\r\nslave0:ip=127.0.0.1,port=20001,state=online,offset=14,lag=0\r\n", 1},
+		{"two, one online", "role:master\r\nslave0:ip=127.0.0.1,port=20001,state=online,offset=14,lag=1\r\nslave1:ip=127.0.0.1,port=20002,state=send_bulk,offset=0,lag=0\r\n", 1},
+	} {
+		if got := onlineReplicas(tc.info); got != tc.want {
+			t.Errorf("%s: onlineReplicas = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
