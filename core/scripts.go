@@ -51,7 +51,7 @@ type scriptSet struct {
 }
 
 // newScript returns the script named name whose SHA1 is sha and whose
-// source is parts joined.
+// source is parts joined (parts<Name> of scripts_gen.go).
 func newScript(name, sha string, parts ...string) *Script {
 	return &Script{name: name, sha: sha, parts: parts}
 }
@@ -61,30 +61,30 @@ func newScript(name, sha string, parts ...string) *Script {
 // costs nothing for them.
 var engineScripts = sync.OnceValue(func() *scriptSet {
 	s := &scriptSet{
-		beat:        newScript("beat", shaHeartbeatSteady, luaRecordlib, luaHeartbeatSteady),
-		heartbeat:   newScript("heartbeat", shaHeartbeatFull, luaRecordlib, luaUserlib, luaHeartbeatFull),
-		login:       newScript("login", shaLogin, luaRecordlib, luaUserlib, luaLogin),
-		logout:      newScript("logout", shaLogout, luaRecordlib, luaUserlib, luaLogout),
-		manual:      newScript("manual", shaManual, luaRecordlib, luaUserlib, luaManual),
-		status:      newScript("status", shaStatus, luaRecordlib, luaUserlib, luaStatus),
-		sweepUsers:  newScript("sweep_users", shaSweepUsers, luaRecordlib, luaUserlib, luaSweepUsers),
-		unlock:      newScript("unlock", shaUnlock, luaUnlock),
-		touch:       newScript("touch", shaTouch, luaRecordlib, luaUserlib, luaScopelib, luaTouch),
-		leave:       newScript("leave", shaLeave, luaRecordlib, luaUserlib, luaScopelib, luaLeave),
-		count:       newScript("count", shaCount, luaRecordlib, luaUserlib, luaScopelib, luaCount),
-		members:     newScript("members", shaMembers, luaRecordlib, luaUserlib, luaScopelib, luaMembers),
-		active:      newScript("active", shaActive, luaRecordlib, luaUserlib, luaScopelib, luaActive),
-		sweepScopes: newScript("sweep_scopes", shaSweepScopes, luaRecordlib, luaUserlib, luaScopelib, luaSweepScopes),
-		logAppend:   newScript("log_append", shaLogAppend, luaLogAppend),
-		logRead:     newScript("log_read", shaLogRead, luaLogRead),
-		outboxAck:   newScript("outbox_ack", shaOutboxAck, luaOutboxAck),
-		shardTouch:  newScript("shard_touch", shaShardTouch, luaRecordlib, luaUserlib, luaShardTouch),
-		shardLen:    newScript("shard_len", shaShardLen, luaShardLen),
-		shardSweep:  newScript("shard_sweep", shaShardSweep, luaRecordlib, luaUserlib, luaScopelib, luaShardSweep),
-		shardDrop:   newScript("shard_drop", shaShardDrop, luaShardDrop),
-		scopeFinish: newScript("scope_finish", shaScopeFinish, luaRecordlib, luaUserlib, luaScopelib, luaScopeFinish),
-		counts:      newScript("counts", shaCounts, luaCounts),
-		ping:        newScript("ping", shaPing, luaPing),
+		beat:        newScript("beat", shaHeartbeatSteady, partsHeartbeatSteady...),
+		heartbeat:   newScript("heartbeat", shaHeartbeatFull, partsHeartbeatFull...),
+		login:       newScript("login", shaLogin, partsLogin...),
+		logout:      newScript("logout", shaLogout, partsLogout...),
+		manual:      newScript("manual", shaManual, partsManual...),
+		status:      newScript("status", shaStatus, partsStatus...),
+		sweepUsers:  newScript("sweep_users", shaSweepUsers, partsSweepUsers...),
+		unlock:      newScript("unlock", shaUnlock, partsUnlock...),
+		touch:       newScript("touch", shaTouch, partsTouch...),
+		leave:       newScript("leave", shaLeave, partsLeave...),
+		count:       newScript("count", shaCount, partsCount...),
+		members:     newScript("members", shaMembers, partsMembers...),
+		active:      newScript("active", shaActive, partsActive...),
+		sweepScopes: newScript("sweep_scopes", shaSweepScopes, partsSweepScopes...),
+		logAppend:   newScript("log_append", shaLogAppend, partsLogAppend...),
+		logRead:     newScript("log_read", shaLogRead, partsLogRead...),
+		outboxAck:   newScript("outbox_ack", shaOutboxAck, partsOutboxAck...),
+		shardTouch:  newScript("shard_touch", shaShardTouch, partsShardTouch...),
+		shardLen:    newScript("shard_len", shaShardLen, partsShardLen...),
+		shardSweep:  newScript("shard_sweep", shaShardSweep, partsShardSweep...),
+		shardDrop:   newScript("shard_drop", shaShardDrop, partsShardDrop...),
+		scopeFinish: newScript("scope_finish", shaScopeFinish, partsScopeFinish...),
+		counts:      newScript("counts", shaCounts, partsCounts...),
+		ping:        newScript("ping", shaPing, partsPing...),
 	}
 	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {

@@ -2254,3 +2254,31 @@ const (
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )
+
+// The texts each script joins, in order: its helper files, then its own.
+var (
+	partsHeartbeatSteady = []string{luaRecordlib, luaHeartbeatSteady}
+	partsHeartbeatFull   = []string{luaRecordlib, luaUserlib, luaHeartbeatFull}
+	partsLogin           = []string{luaRecordlib, luaUserlib, luaLogin}
+	partsLogout          = []string{luaRecordlib, luaUserlib, luaLogout}
+	partsManual          = []string{luaRecordlib, luaUserlib, luaManual}
+	partsStatus          = []string{luaRecordlib, luaUserlib, luaStatus}
+	partsSweepUsers      = []string{luaRecordlib, luaUserlib, luaSweepUsers}
+	partsUnlock          = []string{luaUnlock}
+	partsTouch           = []string{luaRecordlib, luaUserlib, luaScopelib, luaTouch}
+	partsLeave           = []string{luaRecordlib, luaUserlib, luaScopelib, luaLeave}
+	partsCount           = []string{luaRecordlib, luaUserlib, luaScopelib, luaCount}
+	partsMembers         = []string{luaRecordlib, luaUserlib, luaScopelib, luaMembers}
+	partsActive          = []string{luaRecordlib, luaUserlib, luaScopelib, luaActive}
+	partsSweepScopes     = []string{luaRecordlib, luaUserlib, luaScopelib, luaSweepScopes}
+	partsLogAppend       = []string{luaLogAppend}
+	partsLogRead         = []string{luaLogRead}
+	partsOutboxAck       = []string{luaOutboxAck}
+	partsShardTouch      = []string{luaRecordlib, luaUserlib, luaShardTouch}
+	partsShardLen        = []string{luaShardLen}
+	partsShardSweep      = []string{luaRecordlib, luaUserlib, luaScopelib, luaShardSweep}
+	partsShardDrop       = []string{luaShardDrop}
+	partsScopeFinish     = []string{luaRecordlib, luaUserlib, luaScopelib, luaScopeFinish}
+	partsCounts          = []string{luaCounts}
+	partsPing            = []string{luaPing}
+)

@@ -59,7 +59,7 @@ func TestScriptSources(t *testing.T) {
 	for _, s := range Scripts() {
 		sum := sha1.Sum([]byte(s.Source()))
 		if got := hex.EncodeToString(sum[:]); got != s.SHA() {
-			t.Errorf("%s: the source's SHA1 is %s, the generated one %s: scripts.go joins other files than core/internal/luabuild", s.Name(), got, s.SHA())
+			t.Errorf("%s: the source's SHA1 is %s, the generated one %s: go generate ./core", s.Name(), got, s.SHA())
 		}
 		if other, ok := seen[s.SHA()]; ok {
 			t.Errorf("%s and %s have the same SHA1", s.Name(), other)

@@ -19,7 +19,7 @@ type script struct {
 }
 
 // scriptList returns every script of the engine, with the helper files
-// that core/scripts.go sends before it. The steady beat builds on
+// joined before it; scripts_gen.go lists them as parts<Name>. The steady beat builds on
 // recordlib.lua alone, because whatever a prepended file defines, the
 // script builds on every call.
 func scriptList() []script {
@@ -70,8 +70,13 @@ func Generate(lua fs.FS) (_ []byte, err error) {
 	}()
 	texts := map[string]string{} // each file as the scripts hold it
 	var order []string           // the files, in the order of first use
-	var shas bytes.Buffer
+	var shas, parts bytes.Buffer
 	for _, s := range scriptList() {
+		names := make([]string, 0, len(s.libs)+1)
+		for _, f := range append(append([]string(nil), s.libs...), s.file) {
+			names = append(names, "lua"+camel(f))
+		}
+		fmt.Fprintf(&parts, "\tparts%s = []string{%s}\n", camel(s.file), strings.Join(names, ", "))
 		var joined []byte
 		prev := ""
 		for _, f := range append(append([]string(nil), s.libs...), s.file) {
@@ -114,6 +119,12 @@ const (
 const (
 `)
 	out.Write(shas.Bytes())
+	out.WriteString(`)
+
+// The texts each script joins, in order: its helper files, then its own.
+var (
+`)
+	out.Write(parts.Bytes())
 	out.WriteString(")\n")
 	return format.Source(out.Bytes())
 }
