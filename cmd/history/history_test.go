@@ -306,6 +306,12 @@ func firstLine(s, with string) string {
 func TestSQLite(t *testing.T) {
 	t.Run("ThreeSnapshotters", func(t *testing.T) { testThreeSnapshotters(t, sqliteDSN(t)) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, sqliteDSN(t)) })
+	t.Run("MissingDirectory", func(t *testing.T) {
+		// presence serve's default file is in a state directory that a
+		// fresh machine lacks
+		dsn := filepath.Join(t.TempDir(), "state", "presence", "history.db")
+		open(t, dsn).Close()
+	})
 	t.Run("Reopen", func(t *testing.T) {
 		dsn := sqliteDSN(t)
 		open(t, dsn).Close()

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +37,8 @@ type Store struct {
 // Open opens the history database named by dsn and brings its schema to
 // the current version. A dsn starting with postgres:// or postgresql://
 // is PostgreSQL (through pgx; its parameters as pgx takes them); anything
-// else is the path of an SQLite file, created if missing (a "sqlite:"
+// else is the path of an SQLite file, created with its directory if
+// missing (a "sqlite:"
 // prefix is allowed). Open fails when the database cannot be reached.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	var s *Store
@@ -51,6 +54,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		path := strings.TrimPrefix(dsn, "sqlite:")
 		if path == "" {
 			return nil, errors.New("history: empty database path")
+		}
+		// the file is created if missing, and so is its directory: the
+		// default path is in a state directory a fresh machine lacks
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("history: %w", err)
 		}
 		// Immediate transactions take the write lock at BEGIN, so that
 		// concurrent writers wait (busy_timeout) instead of failing on

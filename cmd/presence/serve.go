@@ -342,9 +342,6 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 		if f.historyDB == "" || f.historyEvery < time.Second || f.historyTop < 1 || f.historyRetention <= 0 {
 			return server.Config{}, usageError{msg: "--history needs --history-db, --history-every of at least 1s, --history-top of at least 1 and a positive --history-retention (or --history=false)"}
 		}
-		if err := makeHistoryDir(f.historyDB); err != nil {
-			return server.Config{}, err
-		}
 		cfg.History = history.Config{DSN: f.historyDB, Every: f.historyEvery, TopN: f.historyTop, Users: f.historyUsers,
 			Retention: f.historyRetention}
 	}
@@ -442,17 +439,4 @@ func defaultHistoryDB() string {
 		dir = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(dir, "presence", "history.db")
-}
-
-// makeHistoryDir creates the directory of an SQLite history file, so that
-// the default path works on a fresh machine; a PostgreSQL DSN needs none.
-func makeHistoryDir(dsn string) error {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return nil
-	}
-	dir := filepath.Dir(strings.TrimPrefix(dsn, "sqlite:"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("presence serve: the online history's directory: %w", err)
-	}
-	return nil
 }
