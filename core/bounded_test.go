@@ -238,7 +238,7 @@ func TestRunBoundsSharedRoundTrips(t *testing.T) {
 	plans := make([]*core.Plan[[]core.UserStatus], 3)
 	steppers := make([]core.Stepper, len(plans))
 	for i := range plans {
-		plans[i] = e.Planner().Statuses(core.NowArg(clk.t), users)
+		plans[i] = planOf[[]core.UserStatus](e.Planner(), core.NowArg(clk.t), core.ReadStatuses{users})
 		steppers[i] = plans[i]
 	}
 	trips.most = 0
@@ -286,7 +286,7 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			must(t, err)
 			var r core.SweepReport
 			if viaRun {
-				p := e2.Planner().SweepUsers(core.NowArg(clk.t))
+				p := planOf[core.SweepReport](e2.Planner(), core.NowArg(clk.t), core.SweepUsers{})
 				e2.Run(ctx, p)
 				r, err = p.Outcome()
 			} else {

@@ -173,7 +173,7 @@ func (e *Engine) alone(j *job) {
 		e.drive(j.ctx, p)
 		j.ack, j.err = p.Outcome()
 	case jobStatus:
-		p := e.Planner().Status(e.nowArg(), j.user)
+		p := e.Planner().status(e.nowArg(), j.user)
 		e.drive(j.ctx, p)
 		j.st, j.err = p.Outcome()
 	default:
@@ -309,7 +309,7 @@ func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
 		for k, j := range js {
 			users[k] = j.user
 		}
-		p := e.Planner().Statuses(now, users)
+		p := e.Planner().statuses(now, users)
 		plans = append(plans, p)
 		ends = append(ends, func() []*job {
 			sts, err := p.Outcome()

@@ -192,6 +192,6 @@ func (e *Engine) publish(ctx context.Context, pubs []Publication) (delivered []s
 // lost acknowledgement costs a repeat, which readers drop.
 func (e *Engine) ack(ctx context.Context, ids []string) {
 	if len(ids) > 0 {
-		e.drive(ctx, e.Planner().Ack(e.nowArg(), ids))
+		e.drive(ctx, e.Planner().ack(e.nowArg(), ids))
 	}
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"crypto/rand"
 
 	"io"
@@ -200,12 +199,4 @@ func codeErr(code string) error {
 		return ErrClockSkew
 	}
 	return replyErr("unknown result code %q", code)
-}
-
-// Ping checks that Redis is reachable and runs scripts, for readiness
-// probes, and returns the server's clock.
-func (e *Engine) Ping(ctx context.Context) (time.Time, error) {
-	p := e.Planner().Ping()
-	e.drive(ctx, p)
-	return p.Outcome()
 }

@@ -383,3 +383,17 @@ func sweepScopes(e *env) string {
 	}
 	return fmt.Sprintf("removed=%d released=%d", r.Removed, r.Released)
 }
+
+// planOf is the plan of op at now (NowArg form: "" for the server's clock),
+// as its outcome's type.
+func planOf[T any](pl *core.Planner, now string, op core.Op) *core.Plan[T] {
+	var at time.Time
+	if now != "" {
+		ms, err := strconv.ParseInt(now, 10, 64)
+		if err != nil {
+			panic(err)
+		}
+		at = time.UnixMilli(ms)
+	}
+	return pl.Plan(op, at).(*core.Plan[T])
+}

@@ -81,7 +81,7 @@ func (p *planner) ackCalls(ids []string) ([]Call, []int) {
 // (Publication.ID): a driver that publishes a plan's messages itself (a
 // WebAssembly host) runs it once they are out. IDs it cannot read are
 // ignored; acknowledging an event twice is harmless.
-func (pl *Planner) Ack(now string, ids []string) *Plan[struct{}] {
+func (pl *Planner) ack(now string, ids []string) *Plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	m := &plan.m

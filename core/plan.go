@@ -43,14 +43,15 @@ type Publication struct {
 // Stepper is a plan of any outcome type, as a driver steps it: Calls are
 // the script calls to make now (in one round trip where the store
 // pipelines them), Step takes their results, one per call and in order,
-// until Done. SetNow sets the "now" of the calls the plan builds from then
-// on (NowArg). Only this package makes Steppers: *Plan[T] for every T.
+// until Done. SetNow sets the instant of the calls the plan builds from
+// then on; Result is the outcome once Done. Only this package makes Steppers: *Plan[T] for every T.
 type Stepper interface {
 	Calls() []Call
 	Step(results []Result) error
 	Done() bool
-	SetNow(now string)
+	SetNow(now time.Time)
 	Messages() []Publication
+	Result() (any, error)
 	machine() *machine
 }
 
@@ -79,10 +80,14 @@ func (p *Plan[T]) Step(results []Result) error { return p.m.step(results) }
 // Done reports whether the plan has ended.
 func (p *Plan[T]) Done() bool { return p.m.done }
 
-// SetNow sets the "now" argument of the calls the plan builds from here
-// on: NowArg of the driver's clock, or "" to let each script read the
-// server's clock. A driver that has a clock sets it before each Step.
-func (p *Plan[T]) SetNow(now string) { p.m.now = now }
+// SetNow sets the instant of the calls the plan builds from here on: the
+// driver's clock, or the zero time to let each script read the server's
+// clock. A driver that has a clock sets it before each Step.
+func (p *Plan[T]) SetNow(now time.Time) { p.m.now = NowArg(now) }
+
+// Result is Outcome with the result as an any, for a driver that steps
+// plans of any outcome type (see Op for each one's type).
+func (p *Plan[T]) Result() (any, error) { return p.Outcome() }
 
 // Outcome returns the plan's result and error once it has ended, or
 // ErrPlanPending before. An operation that reports progress along with an

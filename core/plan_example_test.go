@@ -26,27 +26,27 @@ func ExamplePlanner() {
 	store := goredis.New(client)
 
 	planner, _ := core.NewPlanner(core.Config{CoalesceWindow: -1})
-	now := core.NowArg(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
-	mr.SetTime(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
-	plan := planner.Login(now, core.Login{User: "alice", Device: "laptop", Kind: core.KindWeb})
+	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	mr.SetTime(now)
+	plan := planner.Plan(core.Login{User: "alice", Device: "laptop", Kind: core.KindWeb}, now)
 	rounds := 0
 	for !plan.Done() {
 		plan.Step(store.Eval(context.Background(), plan.Calls()))
 		rounds++
 	}
-	res, err := plan.Outcome()
-	fmt.Println(rounds, "round trips (EVALSHA, then EVAL after NOSCRIPT):", len(res.Changes), "change", err)
+	res, err := plan.Result()
+	fmt.Println(rounds, "round trips (EVALSHA, then EVAL after NOSCRIPT):", len(res.(core.LoginResult).Changes), "change", err)
 	var delivered []string
 	for _, m := range plan.Messages() {
 		fmt.Println(m.Kind, m.Channel, string(m.Payload))
 		delivered = append(delivered, m.ID) // published: its outbox entry may go
 	}
 	// Acknowledging is a plan too; unacknowledged, a sweep delivers again.
-	ack := planner.Ack(now, delivered)
+	ack := planner.Plan(core.AckEvents{IDs: delivered}, now)
 	for !ack.Done() {
 		ack.Step(store.Eval(context.Background(), ack.Calls()))
 	}
-	_, err = ack.Outcome()
+	_, err = ack.Result()
 	fmt.Println("acknowledged:", err)
 	// Output:
 	// 2 round trips (EVALSHA, then EVAL after NOSCRIPT): 1 change <nil>
@@ -62,18 +62,17 @@ func ExampleEngine_Run() {
 	defer stop()
 
 	pl := eng.Planner()
-	now := core.NowArg(clock.t)
-	alice := pl.Heartbeat(now, core.Heartbeat{User: "alice", Device: "laptop", Kind: core.KindWeb, Active: true})
-	bob := pl.Login(now, core.Login{User: "bob", Device: "phone", Kind: core.KindIOS})
-	room := pl.Count(now, core.Scope{Class: "room", ID: "lobby"})
+	alice := pl.Plan(core.Heartbeat{User: "alice", Device: "laptop", Kind: core.KindWeb, Active: true}, clock.t)
+	bob := pl.Plan(core.Login{User: "bob", Device: "phone", Kind: core.KindIOS}, clock.t)
+	room := pl.Plan(core.ReadCount{Scope: core.Scope{Class: "room", ID: "lobby"}}, clock.t)
 	eng.Run(ctx, alice, bob, room)
 
-	_, err := alice.Outcome()
+	_, err := alice.Result()
 	fmt.Println("alice:", err)
-	_, err = bob.Outcome()
+	_, err = bob.Result()
 	fmt.Println("bob:", err)
-	c, err := room.Outcome()
-	fmt.Println("lobby:", c.N, err)
+	c, err := room.Result()
+	fmt.Println("lobby:", c.(core.Count).N, err)
 	// Output:
 	// alice: <nil>
 	// bob: <nil>

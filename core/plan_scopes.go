@@ -10,14 +10,14 @@ import (
 // count stay with the driver.
 
 // Touch plans Engine.Touch at now.
-func (pl *Planner) Touch(now string, sc Scope, member string) *Plan[struct{}] {
-	return pl.TouchBatch(now, []ScopeTouch{{Scope: sc, Member: member}})
+func (pl *Planner) touch(now string, sc Scope, member string) *Plan[struct{}] {
+	return pl.touchBatch(now, []ScopeTouch{{Scope: sc, Member: member}})
 }
 
 // TouchBatch plans Engine.TouchBatch at now: one round, one call per scope
 // bucket and one per spread shard, each split into calls of at most
 // touchChunk touches, sent a few at a time.
-func (pl *Planner) TouchBatch(now string, touches []ScopeTouch) *Plan[struct{}] {
+func (pl *Planner) touchBatch(now string, touches []ScopeTouch) *Plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	plan.m.settle(p.touchBatch(now, touches))
@@ -98,7 +98,7 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 }
 
 // Leave plans Engine.Leave at now (leave.lua reads no clock).
-func (pl *Planner) Leave(now string, sc Scope, member string) *Plan[bool] {
+func (pl *Planner) leave(now string, sc Scope, member string) *Plan[bool] {
 	p := pl.p
 	plan := newPlan[bool](p, now)
 	m := &plan.m
@@ -139,7 +139,7 @@ func (pl *Planner) Leave(now string, sc Scope, member string) *Plan[bool] {
 // for a spread scope without a count key, a round summing its shards. It
 // writes nothing: the count key is the sweep's. The last good count is the
 // driver's.
-func (pl *Planner) Count(now string, sc Scope) *Plan[Count] {
+func (pl *Planner) count(now string, sc Scope) *Plan[Count] {
 	p := pl.p
 	plan := newPlan[Count](p, now)
 	k, err := p.scopeKeys("scope", sc)
@@ -212,7 +212,7 @@ func (p *planner) shardSizes(op string, k scopeKeys, fail func(error) (*round, e
 
 // Members plans Engine.Members at now: one round, or one per shard of a
 // spread scope until the page is full.
-func (pl *Planner) Members(now string, sc Scope, cursor string, limit int) *Plan[MemberPage] {
+func (pl *Planner) members(now string, sc Scope, cursor string, limit int) *Plan[MemberPage] {
 	p := pl.p
 	plan := newPlan[MemberPage](p, now)
 	m := &plan.m
@@ -264,7 +264,7 @@ func (pl *Planner) Members(now string, sc Scope, cursor string, limit int) *Plan
 }
 
 // ActiveWithin plans Engine.ActiveWithin at now: one round.
-func (pl *Planner) ActiveWithin(now string, sc Scope, d time.Duration) *Plan[int64] {
+func (pl *Planner) activeWithin(now string, sc Scope, d time.Duration) *Plan[int64] {
 	p := pl.p
 	plan := newPlan[int64](p, now)
 	m := &plan.m

@@ -13,7 +13,7 @@ import (
 
 // SweepUsers plans Engine.SweepUsers at now; the pass's lock token is
 // drawn when the plan is made.
-func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
@@ -68,7 +68,7 @@ func (pl *Planner) SweepUsers(now string) *Plan[SweepReport] {
 // SweepScopes plans Engine.SweepScopes at now; the pass's lock token is
 // drawn when the plan is made. The client-side cache's fence at the end is
 // the driver's (CachedReader.FenceCache).
-func (pl *Planner) SweepScopes(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepScopes(now string) *Plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	m := &plan.m

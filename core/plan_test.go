@@ -34,7 +34,7 @@ func testPlanner(t *testing.T, cfg core.Config) *core.Planner {
 // *StoreError matching ErrPlanResults, and a step after the end is refused.
 func TestPlanWrongResults(t *testing.T) {
 	pl := testPlanner(t, core.Config{})
-	p := pl.Login(planNow, core.Login{User: "u", Device: "d", Kind: core.KindWeb})
+	p := planOf[core.LoginResult](pl, planNow, core.Login{User: "u", Device: "d", Kind: core.KindWeb})
 	if p.Done() || len(p.Calls()) != 1 {
 		t.Fatalf("a login plan starts with one call, got done=%v calls=%d", p.Done(), len(p.Calls()))
 	}
@@ -61,7 +61,7 @@ func TestPlanWrongResults(t *testing.T) {
 // alone, and the plan ends with the merged results.
 func TestPlanNoScriptFallback(t *testing.T) {
 	pl := testPlanner(t, core.Config{UserBuckets: 4})
-	p := pl.Online(planNow)
+	p := planOf[map[core.Status]int64](pl, planNow, core.ReadOnline{})
 	calls := p.Calls()
 	if len(calls) != 4 {
 		t.Fatalf("online: %d calls, want one per bucket (4)", len(calls))
@@ -104,7 +104,7 @@ func TestPlanNoScriptFallback(t *testing.T) {
 // naming the operation; an unreachable Redis matches ErrUnavailable.
 func TestPlanErrorResult(t *testing.T) {
 	pl := testPlanner(t, core.Config{})
-	p := pl.Status(planNow, "u")
+	p := planOf[core.UserStatus](pl, planNow, core.ReadStatus{"u"})
 	down := fmt.Errorf("%w: connection refused", core.ErrUnavailable)
 	if err := p.Step([]core.Result{{Err: down}}); err != nil {
 		t.Fatalf("step: %v (a result's error is the outcome's, not Step's)", err)
@@ -122,7 +122,7 @@ func TestPlanErrorResult(t *testing.T) {
 // TestPlanInvalidInput: a plan refused before its first call is born ended.
 func TestPlanInvalidInput(t *testing.T) {
 	pl := testPlanner(t, core.Config{})
-	p := pl.Heartbeat(planNow, core.Heartbeat{User: "", Device: "d"})
+	p := planOf[core.Ack](pl, planNow, core.Heartbeat{User: "", Device: "d"})
 	if !p.Done() || p.Calls() != nil {
 		t.Fatal("an invalid heartbeat's plan must end at once")
 	}
@@ -136,7 +136,7 @@ func TestPlanInvalidInput(t *testing.T) {
 // ends with the message to publish.
 func TestPlanSteadyFallsThrough(t *testing.T) {
 	pl := testPlanner(t, core.Config{ChangeLog: 100, Rand: rand.NewChaCha8([32]byte{})})
-	p := pl.Heartbeat(planNow, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb})
+	p := planOf[core.Ack](pl, planNow, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb})
 	if s := scriptOf(p.Calls()[0]); s != "beat" {
 		t.Fatalf("first call runs %q, want beat", s)
 	}
@@ -251,50 +251,50 @@ func manyPlans(pl *core.Planner, now string) []outcome {
 		video := core.Scope{Class: "video", ID: fmt.Sprintf("v%d", i)}
 		switch i % 20 {
 		case 0, 1, 2:
-			out = append(out, wrapPlan(pl.Heartbeat(now, core.Heartbeat{User: u, Device: "d", Kind: core.KindWeb})))
+			out = append(out, wrapPlan(planOf[core.Ack](pl, now, core.Heartbeat{User: u, Device: "d", Kind: core.KindWeb})))
 		case 3:
-			out = append(out, wrapPlan(pl.Heartbeat(now, core.Heartbeat{User: "old" + fmt.Sprint(i), Device: "d", Token: "nosuch", Kind: core.KindWeb})))
+			out = append(out, wrapPlan(planOf[core.Ack](pl, now, core.Heartbeat{User: "old" + fmt.Sprint(i), Device: "d", Token: "nosuch", Kind: core.KindWeb})))
 		case 4:
-			out = append(out, wrapPlan(pl.Login(now, core.Login{User: u, Device: "phone", Kind: core.KindAndroid, Gateway: "gw1"})))
+			out = append(out, wrapPlan(planOf[core.LoginResult](pl, now, core.Login{User: u, Device: "phone", Kind: core.KindAndroid, Gateway: "gw1"})))
 		case 5: // kicks the device setUp logged in
 			exclusive := core.PolicyExclusive
-			out = append(out, wrapPlan(pl.Login(now, core.Login{User: fmt.Sprint("k", i), Device: "new", Kind: core.KindWeb, Gateway: "gw1", Policy: &exclusive})))
+			out = append(out, wrapPlan(planOf[core.LoginResult](pl, now, core.Login{User: fmt.Sprint("k", i), Device: "new", Kind: core.KindWeb, Gateway: "gw1", Policy: &exclusive})))
 		case 6:
-			out = append(out, wrapPlan(pl.HeartbeatBatch(now, []core.Heartbeat{
+			out = append(out, wrapPlan(planOf[[]core.Ack](pl, now, core.HeartbeatBatch([]core.Heartbeat{
 				{User: u, Device: "a", Kind: core.KindWeb}, {User: u + "x", Device: "b", Kind: core.KindDesktop},
-				{User: u, Device: "a", Kind: core.KindWeb, Active: true}})))
+				{User: u, Device: "a", Kind: core.KindWeb, Active: true}}))))
 		case 7:
-			out = append(out, wrapPlan(pl.Status(now, "pre"+fmt.Sprint(i%5))))
+			out = append(out, wrapPlan(planOf[core.UserStatus](pl, now, core.ReadStatus{"pre" + fmt.Sprint(i%5)})))
 		case 8:
-			out = append(out, wrapPlan(pl.Statuses(now, []string{"pre0", "pre1", "pre2", "nobody"})))
+			out = append(out, wrapPlan(planOf[[]core.UserStatus](pl, now, core.ReadStatuses{[]string{"pre0", "pre1", "pre2", "nobody"}})))
 		case 9:
-			out = append(out, wrapPlan(pl.SetManual(now, u, core.ManualDND, time.Minute)))
+			out = append(out, wrapPlan(planOf[[]core.Change](pl, now, core.SetManual{u, core.ManualDND, time.Minute})))
 		case 10:
-			out = append(out, wrapPlan(pl.Touch(now, room, "m"+u)))
+			out = append(out, wrapPlan(planOf[struct{}](pl, now, core.ScopeTouch{room, "m" + u})))
 		case 11:
-			out = append(out, wrapPlan(pl.TouchBatch(now, []core.ScopeTouch{{Scope: video, Member: "a"}, {Scope: room, Member: "b"}})))
+			out = append(out, wrapPlan(planOf[struct{}](pl, now, core.TouchBatch([]core.ScopeTouch{{Scope: video, Member: "a"}, {Scope: room, Member: "b"}}))))
 		case 12:
-			out = append(out, wrapPlan(pl.Count(now, core.Scope{Class: "room", ID: "pre"})))
+			out = append(out, wrapPlan(planOf[core.Count](pl, now, core.ReadCount{core.Scope{Class: "room", ID: "pre"}})))
 		case 13:
-			out = append(out, wrapPlan(pl.Count(now, core.Scope{Class: "video", ID: "pre"})))
+			out = append(out, wrapPlan(planOf[core.Count](pl, now, core.ReadCount{core.Scope{Class: "video", ID: "pre"}})))
 		case 14:
-			out = append(out, wrapPlan(pl.Members(now, core.Scope{Class: "room", ID: "pre"}, "", 10)))
+			out = append(out, wrapPlan(planOf[core.MemberPage](pl, now, core.ReadMembers{core.Scope{Class: "room", ID: "pre"}, "", 10})))
 		case 15:
-			out = append(out, wrapPlan(pl.ActiveWithin(now, core.Scope{Class: "room", ID: "pre"}, time.Minute)))
+			out = append(out, wrapPlan(planOf[int64](pl, now, core.ReadActive{core.Scope{Class: "room", ID: "pre"}, time.Minute})))
 		case 16:
-			out = append(out, wrapPlan(pl.Logout(now, "pre"+fmt.Sprint(i%3+3), "d", "")))
+			out = append(out, wrapPlan(planOf[core.Ended](pl, now, core.Logout{"pre" + fmt.Sprint(i%3+3), "d", ""})))
 		case 17:
 			// a read of every bucket's counts: its value depends on where it
 			// falls among the other plans' writes, so only its error is compared
-			out = append(out, errOnly[map[core.Status]int64]{pl.Online(now)})
+			out = append(out, errOnly[map[core.Status]int64]{planOf[map[core.Status]int64](pl, now, core.ReadOnline{})})
 		case 18:
 			if i%40 == 18 {
-				out = append(out, wrapPlan(pl.SweepUsers(now)))
+				out = append(out, wrapPlan(planOf[core.SweepReport](pl, now, core.SweepUsers{})))
 			} else {
-				out = append(out, wrapPlan(pl.SweepScopes(now)))
+				out = append(out, wrapPlan(planOf[core.SweepReport](pl, now, core.SweepScopes{})))
 			}
 		case 19:
-			out = append(out, wrapPlan(pl.Leave(now, core.Scope{Class: "room", ID: "pre2"}, fmt.Sprint("m", i))))
+			out = append(out, wrapPlan(planOf[bool](pl, now, core.Leave{core.Scope{Class: "room", ID: "pre2"}, fmt.Sprint("m", i)})))
 		}
 	}
 	return out
@@ -452,7 +452,7 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			must(t, err)
 			var r core.SweepReport
 			if viaRun {
-				p := e2.Planner().SweepUsers(core.NowArg(clk.t))
+				p := planOf[core.SweepReport](e2.Planner(), core.NowArg(clk.t), core.SweepUsers{})
 				e2.Run(ctx, p)
 				r, err = p.Outcome()
 			} else {
@@ -482,7 +482,7 @@ func TestRunStoreBreaksContract(t *testing.T) {
 	e, err := core.New(shortStore{}, core.Config{})
 	must(t, err)
 	pl := e.Planner()
-	a, b := pl.Status(planNow, "a"), pl.Online(planNow)
+	a, b := planOf[core.UserStatus](pl, planNow, core.ReadStatus{"a"}), planOf[map[core.Status]int64](pl, planNow, core.ReadOnline{})
 	e.Run(context.Background(), a, b)
 	_, errA := a.Outcome()
 	_, errB := b.Outcome()

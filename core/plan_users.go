@@ -14,7 +14,7 @@ import (
 // Heartbeat plans Engine.Heartbeat at now: the steady beat, then the full
 // path if the steady script left the beat. An implicit login's token seed
 // is drawn when the plan is made.
-func (pl *Planner) Heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
+func (pl *Planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
 
 func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 	sp := &steadyPlan{Plan: Plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
@@ -91,7 +91,7 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 // beats, one of the beats they left, each in bounded calls (a user's
 // beats in one call). The token seeds are drawn when the
 // plan is made.
-func (pl *Planner) HeartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 	return pl.p.heartbeatBatch(now, beats)
 }
 
@@ -311,7 +311,7 @@ func beatNote(acks []Ack) note {
 
 // Login plans Engine.Login at now; a new token is drawn when the plan is
 // made.
-func (pl *Planner) Login(now string, l Login) *Plan[LoginResult] { return pl.p.login(now, l) }
+func (pl *Planner) login(now string, l Login) *Plan[LoginResult] { return pl.p.login(now, l) }
 
 func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 	pl := newPlan[LoginResult](p, now)
@@ -364,12 +364,12 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 }
 
 // Logout plans Engine.Logout at now.
-func (pl *Planner) Logout(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) logout(now, user, device, token string) *Plan[Ended] {
 	return pl.p.end(now, "logout", user, device, token)
 }
 
 // Disconnect plans Engine.Disconnect at now.
-func (pl *Planner) Disconnect(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) disconnect(now, user, device, token string) *Plan[Ended] {
 	return pl.p.end(now, "disconnect", user, device, token)
 }
 
@@ -409,7 +409,7 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 }
 
 // SetManual plans Engine.SetManual at now.
-func (pl *Planner) SetManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
 	return pl.p.setManual(now, user, md, ttl)
 }
 
@@ -440,7 +440,7 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 }
 
 // Status plans Engine.Status at now.
-func (pl *Planner) Status(now, user string) *Plan[UserStatus] {
+func (pl *Planner) status(now, user string) *Plan[UserStatus] {
 	p := pl.p
 	plan := newPlan[UserStatus](p, now)
 	plan.m.settle(p.statuses(&plan.m, []string{user}, func(out []UserStatus) { plan.out = out[0] }))
@@ -448,7 +448,7 @@ func (pl *Planner) Status(now, user string) *Plan[UserStatus] {
 }
 
 // Statuses plans Engine.Statuses at now.
-func (pl *Planner) Statuses(now string, users []string) *Plan[[]UserStatus] {
+func (pl *Planner) statuses(now string, users []string) *Plan[[]UserStatus] {
 	p := pl.p
 	plan := newPlan[[]UserStatus](p, now)
 	plan.m.settle(p.statuses(&plan.m, users, func(out []UserStatus) { plan.out = out }))
@@ -510,7 +510,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 
 // Online plans Engine.Online at now (the scripts read no clock: now is
 // unused).
-func (pl *Planner) Online(now string) *Plan[map[Status]int64] {
+func (pl *Planner) online(now string) *Plan[map[Status]int64] {
 	p := pl.p
 	plan := newPlan[map[Status]int64](p, now)
 	calls := make([]Call, len(p.settings.users))

@@ -158,18 +158,6 @@ type LoggedChange struct {
 	EventID string
 }
 
-// ChangeLogAfter reads up to limit (1 to MaxPage) entries logged after the
-// entry with ID after ("" reads from the oldest kept): the published changes
-// and kicks, in the order they were logged. Gap reports that entries after
-// after were already trimmed, so a reader missed some: it should reload the
-// statuses it shows. It needs Config.ChangeLog.
-func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) (entries []LoggedChange, gap bool, err error) {
-	p := e.Planner().ChangeLogAfter(e.nowArg(), after, limit)
-	e.drive(ctx, p)
-	page, err := p.Outcome()
-	return page.Entries, page.Gap, err
-}
-
 // decodeLogPage reads a reply of lua/log_read.lua read after after.
 func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err error) {
 	items, err := v.AsArray(2)

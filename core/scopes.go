@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // scopeKeys are the keys and arguments that locate one scope's data.
@@ -70,47 +69,17 @@ func (k scopeKeys) shardIndex(member string) int {
 func (k scopeKeys) compactMetaKey() string  { return k.data + compactMeta + k.tail }
 func (k scopeKeys) compactIndexKey() string { return k.data + compactIndex + k.tail }
 
-// Touch records member's activity in the scope now (docs/design.md §9).
-func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
-	p := e.Planner().TouchBatch(e.nowArg(), []ScopeTouch{{Scope: sc, Member: member}})
-	if err := e.exec(ctx, p); err != nil {
-		return err
-	}
-	_, err := p.Outcome()
-	return err
-}
-
-// TouchBatch records up to MaxBatch touches: script calls of at most 50
-// touches of one scope bucket (or spread shard), about 1 ms of them a
-// round trip. Nothing is sent if any touch is invalid.
-func (e *Engine) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
-	p := e.Planner().TouchBatch(e.nowArg(), touches)
-	e.drive(ctx, p)
-	_, err := p.Outcome()
-	return err
-}
-
 // scopeBucketKeys are the registry, release counters and lock of bucket b.
 func (p *planner) scopeBucketKeys(b uint32) []string {
 	base := p.settings.keys.scopeBase(b)
 	return []string{base + sufRegistry, base + sufRelease, base + sufLock}
 }
 
-// Leave removes member from the scope at once. It reports whether the
-// member was there. Approx scopes cannot forget a member: ErrUnsupported.
-func (e *Engine) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
-	p := e.Planner().Leave(e.nowArg(), sc, member)
-	if err := e.exec(ctx, p); err != nil {
-		return false, err
-	}
-	return p.Outcome()
-}
-
-// Count returns the scope's member count: live for exact and approx scopes;
+// readCount runs a ReadCount: the scope's member count: live for exact and approx scopes;
 // for compact scopes, the count the last sweep wrote, read through the
 // store's client-side cache when it has one. When Redis cannot be reached
 // it returns the last good count marked Stale, or the error if it has none.
-func (e *Engine) Count(ctx context.Context, sc Scope) (Count, error) {
+func (e *Engine) readCount(ctx context.Context, sc Scope) (Count, error) {
 	k, err := e.plans.scopeKeys("scope", sc)
 	if err != nil {
 		return Count{}, err
@@ -202,15 +171,6 @@ func (e *Engine) lastGoodCount(sc Scope) (Count, bool) {
 	return c, ok
 }
 
-// Members returns one page of the scope's live members: by recency for
-// exact scopes, shard by shard for compact ones. cursor is "" for the first
-// page, then the page's Next. Approx scopes cannot list: ErrUnsupported.
-func (e *Engine) Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
-	p := e.Planner().Members(e.nowArg(), sc, cursor, limit)
-	e.drive(ctx, p)
-	return p.Outcome()
-}
-
 // decodeMembers appends a members.lua page to page and returns its next cursor.
 func decodeMembers(v Value, page *MemberPage) (shard, offset int, err error) {
 	_, rest, err := splitReply(v, 3)
@@ -259,13 +219,4 @@ func parseCursor(c string) (shard, offset int, err error) {
 		return 0, 0, invalid("cursor", "%q is not a cursor this engine returned", c)
 	}
 	return shard, offset, nil
-}
-
-// ActiveWithin counts the scope's members touched within the last d, which
-// must be positive and at most the class's window. Approx scopes count whole
-// buckets, so they may include members up to one bucket older.
-func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
-	p := e.Planner().ActiveWithin(e.nowArg(), sc, d)
-	e.drive(ctx, p)
-	return p.Outcome()
 }

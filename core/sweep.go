@@ -27,24 +27,12 @@ const (
 	shardCallMicros     = 5   // a call on one compact shard that reads its size or drops it
 )
 
-// SweepUsers runs one sweep pass over every user bucket (docs/design.md §10):
-// each bucket takes one cheap call when nothing is due; otherwise bounded
-// steps settle due users (expired devices deleted after a re-check inside
-// the script, pending changes published, idle devices turned AWAY) until
-// none is due. A bucket whose lock another sweeper holds is skipped;
-// correctness never depends on the lock.
-func (e *Engine) SweepUsers(ctx context.Context) (SweepReport, error) {
-	p := e.Planner().SweepUsers(e.nowArg())
-	e.drive(ctx, p)
-	return p.Outcome()
-}
-
-// SweepScopes runs one sweep pass over every scope bucket: due scopes lose
+// sweepScopes runs a SweepScopes: one sweep pass over every scope bucket: due scopes lose
 // their expired members (deleted after a re-check inside the script), get
 // their count keys rewritten, and are released once empty for
 // Config.ReleaseAfter sweeps in a row.
-func (e *Engine) SweepScopes(ctx context.Context) (SweepReport, error) {
-	p := e.Planner().SweepScopes(e.nowArg())
+func (e *Engine) sweepScopes(ctx context.Context) (SweepReport, error) {
+	p := e.Planner().sweepScopes(e.nowArg())
 	e.drive(ctx, p)
 	r, err := p.Outcome()
 	if err != nil || r.Visited+r.Released == 0 || e.cache == nil {

@@ -5,8 +5,8 @@ import (
 	"sort"
 )
 
-// Status returns one user's status and live devices.
-func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
+// status runs a ReadStatus: one user's status and live devices.
+func (e *Engine) status(ctx context.Context, user string) (UserStatus, error) {
 	if e.groupCommit() && checkID("user", user) == nil {
 		j := e.comb.newJob(ctx, jobStatus, "status")
 		j.user = user
@@ -17,16 +17,7 @@ func (e *Engine) Status(ctx context.Context, user string) (UserStatus, error) {
 		e.comb.release(j)
 		return st, err
 	}
-	p := e.Planner().Status(e.nowArg(), user)
-	e.drive(ctx, p)
-	return p.Outcome()
-}
-
-// Statuses returns up to MaxBatch users' statuses, in the order asked:
-// read-only script calls of at most 50 users of one user bucket, about
-// 1 ms of them a round trip, so that other clients wait on none for long.
-func (e *Engine) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
-	p := e.Planner().Statuses(e.nowArg(), users)
+	p := e.Planner().status(e.nowArg(), user)
 	e.drive(ctx, p)
 	return p.Outcome()
 }

@@ -148,13 +148,13 @@ func (g *Guest) handle(b, request []byte) []byte {
 	if g.planner == nil {
 		return g.append(b, abi.Response{Error: abi.EncodeError(abi.ErrUnconfigured)})
 	}
-	now := ""
+	var now time.Time // the zero time: the scripts read the server's clock
 	if g.mode == abi.ClockHost {
 		if req.Now <= 0 {
 			return g.append(b, abi.Response{Error: abi.EncodeError(&abi.DecodeError{What: "request",
 				Field: "now", Reason: "required: the engine runs on the host's clock"})})
 		}
-		now = strconv.FormatInt(req.Now, 10)
+		now = time.UnixMilli(req.Now)
 	}
 	if r, ok := req.Args.(*abi.Resume); ok {
 		f := g.flights[r.Plan]
@@ -279,17 +279,17 @@ func (g *Guest) configure(cfg *abi.Config) (any, error) {
 }
 
 // start makes the plan of req.
-func (g *Guest) start(req abi.Request, now string) (flight, error) {
+func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		return &beatFlight{p: pl.Heartbeat(now, a.Core())}, nil
+		return &beatFlight{p: planOf[core.Ack](pl, now, a.Core())}, nil
 	case *abi.HeartbeatBatch:
 		beats := make([]core.Heartbeat, len(a.Beats))
 		for i, b := range a.Beats {
 			beats[i] = b.Core()
 		}
-		p := pl.HeartbeatBatch(now, beats)
+		p := planOf[[]core.Ack](pl, now, core.HeartbeatBatch(beats))
 		return &funcFlight{plan: p, end: func() (any, error) {
 			acks, err := p.Outcome()
 			if err != nil {
@@ -302,27 +302,27 @@ func (g *Guest) start(req abi.Request, now string) (flight, error) {
 			return out, nil
 		}}, nil
 	case *abi.Login:
-		p := pl.Login(now, a.Core())
+		p := planOf[core.LoginResult](pl, now, a.Core())
 		return ended(p, func(r core.LoginResult) any { w := abi.FromLoginResult(r); return &w }), nil
 	case *abi.AckArgs:
-		p := pl.Ack(now, a.IDs)
+		p := planOf[struct{}](pl, now, core.AckEvents{IDs: a.IDs})
 		return ended(p, func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.End:
 		var p *core.Plan[core.Ended]
 		if req.Op == abi.OpDisconnect {
-			p = pl.Disconnect(now, a.User, a.Device, a.Token)
+			p = planOf[core.Ended](pl, now, core.Disconnect{User: a.User, Device: a.Device, Token: a.Token})
 		} else {
-			p = pl.Logout(now, a.User, a.Device, a.Token)
+			p = planOf[core.Ended](pl, now, core.Logout{User: a.User, Device: a.Device, Token: a.Token})
 		}
 		return ended(p, func(r core.Ended) any { w := abi.FromEnded(r); return &w }), nil
 	case *abi.SetManual:
-		p := pl.SetManual(now, a.User, core.Manual(a.Manual), time.Duration(a.TTL))
+		p := planOf[[]core.Change](pl, now, core.SetManual{User: a.User, Manual: core.Manual(a.Manual), TTL: time.Duration(a.TTL)})
 		return ended(p, func(cs []core.Change) any { w := abi.FromChanges(cs); return &w }), nil
 	case *abi.StatusArgs:
-		p := pl.Status(now, a.User)
+		p := planOf[core.UserStatus](pl, now, core.ReadStatus{User: a.User})
 		return ended(p, func(s core.UserStatus) any { w := abi.FromUserStatus(s); return &w }), nil
 	case *abi.StatusesArgs:
-		p := pl.Statuses(now, a.Users)
+		p := planOf[[]core.UserStatus](pl, now, core.ReadStatuses{Users: a.Users})
 		return ended(p, func(ss []core.UserStatus) any {
 			out := &abi.Statuses{Statuses: make([]abi.UserStatus, len(ss))}
 			for i, s := range ss {
@@ -333,18 +333,18 @@ func (g *Guest) start(req abi.Request, now string) (flight, error) {
 	case *abi.Touch:
 		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
 		if req.Op == abi.OpLeave {
-			return ended(pl.Leave(now, sc, a.Member), func(removed bool) any { return &abi.Removed{Removed: removed} }), nil
+			return ended(planOf[bool](pl, now, core.Leave{Scope: sc, Member: a.Member}), func(removed bool) any { return &abi.Removed{Removed: removed} }), nil
 		}
-		return ended(pl.Touch(now, sc, a.Member), func(struct{}) any { return &abi.Empty{} }), nil
+		return ended(planOf[struct{}](pl, now, core.ScopeTouch{Scope: sc, Member: a.Member}), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.TouchBatch:
 		ts := make([]core.ScopeTouch, len(a.Touches))
 		for i, t := range a.Touches {
 			ts[i] = core.ScopeTouch{Scope: core.Scope{Class: t.Scope.Class, ID: t.Scope.ID}, Member: t.Member}
 		}
-		return ended(pl.TouchBatch(now, ts), func(struct{}) any { return &abi.Empty{} }), nil
+		return ended(planOf[struct{}](pl, now, core.TouchBatch(ts)), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.ScopeArgs:
 		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
-		p := pl.Count(now, sc)
+		p := planOf[core.Count](pl, now, core.ReadCount{Scope: sc})
 		return &funcFlight{plan: p, end: func() (any, error) {
 			c, err := g.count(sc, p)
 			if err != nil {
@@ -354,28 +354,33 @@ func (g *Guest) start(req abi.Request, now string) (flight, error) {
 			return &w, nil
 		}}, nil
 	case *abi.MembersArgs:
-		p := pl.Members(now, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, a.Cursor, a.Limit)
+		p := planOf[core.MemberPage](pl, now, core.ReadMembers{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Cursor: a.Cursor, Limit: a.Limit})
 		return ended(p, func(pg core.MemberPage) any { w := abi.FromMemberPage(pg); return &w }), nil
 	case *abi.ActiveWithinArgs:
-		p := pl.ActiveWithin(now, core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, time.Duration(a.Within))
+		p := planOf[int64](pl, now, core.ReadActive{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Within: time.Duration(a.Within)})
 		return ended(p, func(n int64) any { return &abi.N{N: n} }), nil
 	case *abi.ChangeLogArgs:
-		p := pl.ChangeLogAfter(now, a.After, a.Limit)
+		p := planOf[core.LogPage](pl, now, core.ReadChangeLog{After: a.After, Limit: a.Limit})
 		return ended(p, func(pg core.LogPage) any { w := abi.FromChangeLog(pg.Entries, pg.Gap); return &w }), nil
 	case *abi.Empty:
 		switch req.Op {
 		case abi.OpOnline:
-			return ended(pl.Online(now), func(counts map[core.Status]int64) any { w := abi.FromOnline(counts); return &w }), nil
+			return ended(planOf[map[core.Status]int64](pl, now, core.ReadOnline{}), func(counts map[core.Status]int64) any { w := abi.FromOnline(counts); return &w }), nil
 		case abi.OpSweepUsers:
-			return ended(pl.SweepUsers(now), sweepReport), nil
+			return ended(planOf[core.SweepReport](pl, now, core.SweepUsers{}), sweepReport), nil
 		case abi.OpSweepScopes:
-			return ended(pl.SweepScopes(now), sweepReport), nil
+			return ended(planOf[core.SweepReport](pl, now, core.SweepScopes{}), sweepReport), nil
 		}
 	}
 	return nil, &abi.DecodeError{What: "request", Field: "op", Reason: "unhandled operation " + req.Op}
 }
 
 func sweepReport(r core.SweepReport) any { w := abi.FromSweepReport(r); return &w }
+
+// planOf is the plan of op at now, as its outcome's type.
+func planOf[T any](pl *core.Planner, now time.Time, op core.Op) *core.Plan[T] {
+	return pl.Plan(op, now).(*core.Plan[T])
+}
 
 // ended returns the flight of p, whose result is wire of its outcome.
 func ended[T any](p *core.Plan[T], wire func(T) any) flight {

@@ -129,16 +129,14 @@ func BenchmarkHeartbeatNative(b *testing.B) {
 		}
 		pl := e.Planner()
 		return runner{p: e, together: func(ctx context.Context, beats []core.Heartbeat) error {
-			now := core.NowArg(clk.Now())
+			now := clk.Now()
 			plans := make([]core.Stepper, len(beats))
-			hbs := make([]*core.Plan[core.Ack], len(beats))
 			for i, hb := range beats {
-				hbs[i] = pl.Heartbeat(now, hb)
-				plans[i] = hbs[i]
+				plans[i] = pl.Plan(hb, now)
 			}
 			e.Run(ctx, plans...)
-			for _, p := range hbs {
-				if _, err := p.Outcome(); err != nil {
+			for _, p := range plans {
+				if _, err := p.Result(); err != nil {
 					return err
 				}
 			}

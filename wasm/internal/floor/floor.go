@@ -10,6 +10,7 @@ package floor
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
@@ -85,14 +86,15 @@ func (w *Work) Decode() {
 
 // Plan runs the batch's plan: its calls, the steady reply, its acks.
 func (w *Work) Plan() {
-	p := w.planner.HeartbeatBatch("1767225600000", w.beats)
+	p := w.planner.Plan(core.HeartbeatBatch(w.beats), time.UnixMilli(1767225600000))
 	if len(p.Calls()) != 1 {
 		panic("floor: want one call")
 	}
 	if err := p.Step(w.results); err != nil {
 		panic(err)
 	}
-	if acks, err := p.Outcome(); err != nil || len(acks) != len(w.beats) || acks[0].Token == "" {
+	out, err := p.Result()
+	if acks, _ := out.([]core.Ack); err != nil || len(acks) != len(w.beats) || acks[0].Token == "" {
 		panic("floor: the steady script did not apply the beats")
 	}
 }

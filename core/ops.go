@@ -1,0 +1,209 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Each verb's three doors (op.go): its plan, its run on an Engine, its
+// application to the Model.
+
+func (hb Heartbeat) plan(pl *Planner, now string) Stepper             { return pl.p.heartbeat(now, hb) }
+func (hb Heartbeat) exec(ctx context.Context, e *Engine) (Ack, error) { return e.heartbeat(ctx, hb) }
+func (hb Heartbeat) run(ctx context.Context, e *Engine) (any, error)  { return hb.exec(ctx, e) }
+func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.Heartbeat(ctx, hb) }
+
+func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper { return pl.p.heartbeatBatch(now, b) }
+func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
+	return drive[[]Ack](ctx, e, b, false)
+}
+func (b HeartbeatBatch) run(ctx context.Context, e *Engine) (any, error) { return b.exec(ctx, e) }
+func (b HeartbeatBatch) apply(ctx context.Context, m *Model) (any, error) {
+	return m.HeartbeatBatch(ctx, b)
+}
+
+func (l Login) plan(pl *Planner, now string) Stepper { return pl.p.login(now, l) }
+func (l Login) exec(ctx context.Context, e *Engine) (LoginResult, error) {
+	return drive[LoginResult](ctx, e, l, true)
+}
+func (l Login) run(ctx context.Context, e *Engine) (any, error)  { return l.exec(ctx, e) }
+func (l Login) apply(ctx context.Context, m *Model) (any, error) { return m.Login(ctx, l) }
+
+func (o Logout) plan(pl *Planner, now string) Stepper {
+	return pl.p.end(now, "logout", o.User, o.Device, o.Token)
+}
+func (o Logout) exec(ctx context.Context, e *Engine) (Ended, error) {
+	return drive[Ended](ctx, e, o, true)
+}
+func (o Logout) run(ctx context.Context, e *Engine) (any, error) { return o.exec(ctx, e) }
+func (o Logout) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Logout(ctx, o.User, o.Device, o.Token)
+}
+
+func (d Disconnect) plan(pl *Planner, now string) Stepper {
+	return pl.p.end(now, "disconnect", d.User, d.Device, d.Token)
+}
+func (d Disconnect) exec(ctx context.Context, e *Engine) (Ended, error) {
+	return drive[Ended](ctx, e, d, true)
+}
+func (d Disconnect) run(ctx context.Context, e *Engine) (any, error) { return d.exec(ctx, e) }
+func (d Disconnect) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Disconnect(ctx, d.User, d.Device, d.Token)
+}
+
+func (s SetManual) plan(pl *Planner, now string) Stepper {
+	return pl.p.setManual(now, s.User, s.Manual, s.TTL)
+}
+func (s SetManual) exec(ctx context.Context, e *Engine) ([]Change, error) {
+	return drive[[]Change](ctx, e, s, true)
+}
+func (s SetManual) run(ctx context.Context, e *Engine) (any, error) { return s.exec(ctx, e) }
+func (s SetManual) apply(ctx context.Context, m *Model) (any, error) {
+	return m.SetManual(ctx, s.User, s.Manual, s.TTL)
+}
+
+func (r ReadStatus) plan(pl *Planner, now string) Stepper { return pl.status(now, r.User) }
+func (r ReadStatus) exec(ctx context.Context, e *Engine) (UserStatus, error) {
+	return e.status(ctx, r.User)
+}
+func (r ReadStatus) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
+func (r ReadStatus) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Status(ctx, r.User)
+}
+
+func (r ReadStatuses) plan(pl *Planner, now string) Stepper { return pl.statuses(now, r.Users) }
+func (r ReadStatuses) exec(ctx context.Context, e *Engine) ([]UserStatus, error) {
+	return drive[[]UserStatus](ctx, e, r, false)
+}
+func (r ReadStatuses) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
+func (r ReadStatuses) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Statuses(ctx, r.Users)
+}
+
+func (t ScopeTouch) plan(pl *Planner, now string) Stepper {
+	return pl.touchBatch(now, []ScopeTouch{t})
+}
+func (t ScopeTouch) exec(ctx context.Context, e *Engine) error {
+	_, err := drive[struct{}](ctx, e, t, true)
+	return err
+}
+func (t ScopeTouch) run(ctx context.Context, e *Engine) (any, error) { return nil, t.exec(ctx, e) }
+func (t ScopeTouch) apply(ctx context.Context, m *Model) (any, error) {
+	return nil, m.Touch(ctx, t.Scope, t.Member)
+}
+
+func (b TouchBatch) plan(pl *Planner, now string) Stepper { return pl.touchBatch(now, b) }
+func (b TouchBatch) exec(ctx context.Context, e *Engine) error {
+	_, err := drive[struct{}](ctx, e, b, false)
+	return err
+}
+func (b TouchBatch) run(ctx context.Context, e *Engine) (any, error) { return nil, b.exec(ctx, e) }
+func (b TouchBatch) apply(ctx context.Context, m *Model) (any, error) {
+	return nil, m.TouchBatch(ctx, b)
+}
+
+func (l Leave) plan(pl *Planner, now string) Stepper { return pl.leave(now, l.Scope, l.Member) }
+func (l Leave) exec(ctx context.Context, e *Engine) (bool, error) {
+	return drive[bool](ctx, e, l, true)
+}
+func (l Leave) run(ctx context.Context, e *Engine) (any, error) { return l.exec(ctx, e) }
+func (l Leave) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Leave(ctx, l.Scope, l.Member)
+}
+
+func (r ReadCount) plan(pl *Planner, now string) Stepper { return pl.count(now, r.Scope) }
+func (r ReadCount) exec(ctx context.Context, e *Engine) (Count, error) {
+	return e.readCount(ctx, r.Scope)
+}
+func (r ReadCount) run(ctx context.Context, e *Engine) (any, error)  { return r.exec(ctx, e) }
+func (r ReadCount) apply(ctx context.Context, m *Model) (any, error) { return m.Count(ctx, r.Scope) }
+
+func (r ReadMembers) plan(pl *Planner, now string) Stepper {
+	return pl.members(now, r.Scope, r.Cursor, r.Limit)
+}
+func (r ReadMembers) exec(ctx context.Context, e *Engine) (MemberPage, error) {
+	return drive[MemberPage](ctx, e, r, false)
+}
+func (r ReadMembers) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
+func (r ReadMembers) apply(ctx context.Context, m *Model) (any, error) {
+	return m.Members(ctx, r.Scope, r.Cursor, r.Limit)
+}
+
+func (r ReadActive) plan(pl *Planner, now string) Stepper {
+	return pl.activeWithin(now, r.Scope, r.Within)
+}
+func (r ReadActive) exec(ctx context.Context, e *Engine) (int64, error) {
+	return drive[int64](ctx, e, r, false)
+}
+func (r ReadActive) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
+func (r ReadActive) apply(ctx context.Context, m *Model) (any, error) {
+	return m.ActiveWithin(ctx, r.Scope, r.Within)
+}
+
+func (r ReadOnline) plan(pl *Planner, now string) Stepper { return pl.online(now) }
+func (r ReadOnline) exec(ctx context.Context, e *Engine) (map[Status]int64, error) {
+	return drive[map[Status]int64](ctx, e, r, false)
+}
+func (r ReadOnline) run(ctx context.Context, e *Engine) (any, error)  { return r.exec(ctx, e) }
+func (r ReadOnline) apply(ctx context.Context, m *Model) (any, error) { return m.Online(ctx) }
+
+func (s SweepUsers) plan(pl *Planner, now string) Stepper { return pl.sweepUsers(now) }
+func (s SweepUsers) exec(ctx context.Context, e *Engine) (SweepReport, error) {
+	return drive[SweepReport](ctx, e, s, false)
+}
+func (s SweepUsers) run(ctx context.Context, e *Engine) (any, error)  { return s.exec(ctx, e) }
+func (s SweepUsers) apply(ctx context.Context, m *Model) (any, error) { return m.SweepUsers(ctx) }
+
+func (s SweepScopes) plan(pl *Planner, now string) Stepper { return pl.sweepScopes(now) }
+func (s SweepScopes) exec(ctx context.Context, e *Engine) (SweepReport, error) {
+	return e.sweepScopes(ctx)
+}
+func (s SweepScopes) run(ctx context.Context, e *Engine) (any, error) { return s.exec(ctx, e) }
+func (s SweepScopes) apply(ctx context.Context, m *Model) (any, error) {
+	return m.SweepScopes(ctx)
+}
+
+func (r ReadChangeLog) plan(pl *Planner, now string) Stepper {
+	return pl.changeLogAfter(now, r.After, r.Limit)
+}
+func (r ReadChangeLog) exec(ctx context.Context, e *Engine) (LogPage, error) {
+	return drive[LogPage](ctx, e, r, false)
+}
+func (r ReadChangeLog) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
+func (r ReadChangeLog) apply(context.Context, *Model) (any, error) {
+	return nil, modelUnsupported("change log")
+}
+
+func (a AppendLog) plan(pl *Planner, _ string) Stepper { return pl.appendLog(a.Changes, a.Kicks) }
+func (a AppendLog) exec(ctx context.Context, e *Engine) error {
+	_, err := drive[struct{}](ctx, e, a, false)
+	return err
+}
+func (a AppendLog) run(ctx context.Context, e *Engine) (any, error) { return nil, a.exec(ctx, e) }
+func (a AppendLog) apply(context.Context, *Model) (any, error) {
+	return nil, modelUnsupported("change log")
+}
+
+func (a AckEvents) plan(pl *Planner, now string) Stepper { return pl.ack(now, a.IDs) }
+func (a AckEvents) exec(ctx context.Context, e *Engine) error {
+	_, err := drive[struct{}](ctx, e, a, false)
+	return err
+}
+func (a AckEvents) run(ctx context.Context, e *Engine) (any, error) { return nil, a.exec(ctx, e) }
+func (a AckEvents) apply(context.Context, *Model) (any, error) {
+	return nil, modelUnsupported("outbox")
+}
+
+func (p Ping) plan(pl *Planner, _ string) Stepper { return pl.ping() }
+func (p Ping) exec(ctx context.Context, e *Engine) (time.Time, error) {
+	return drive[time.Time](ctx, e, p, false)
+}
+func (p Ping) run(ctx context.Context, e *Engine) (any, error) { return p.exec(ctx, e) }
+func (p Ping) apply(_ context.Context, m *Model) (any, error) {
+	return m.settings.cfg.Clock.Now().Truncate(time.Millisecond), nil
+}
+
+// modelUnsupported is the model's error for what only Redis keeps.
+func modelUnsupported(what string) error {
+	return &wrapError{msg: "presence: the model keeps no " + what, err: ErrUnsupported}
+}
