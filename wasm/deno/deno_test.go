@@ -17,13 +17,9 @@ func deno(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	bin := lanes.NPMBin(t, "deno")
 	lanes.NPMPackage(t, "redis")
-	module := lanes.Module(t, wasm.JS)
-	execJS, err := wasm.WasmExecJS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	module := lanes.Module(t, wasm.WASI)
 	full := append([]string{"run", "--allow-read", "--allow-net=127.0.0.1", "--allow-env", "main.mjs",
-		"--wasm", module, "--wasm-exec", execJS}, args...)
+		"--wasm", module}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Env = append(cmd.Environ(), "NO_COLOR=1", "DENO_NO_UPDATE_CHECK=1")
 	return cmd

@@ -1,64 +1,57 @@
-// example.mjs: the presence core, built for GOOS=js, running in Node.js
-// against Redis on the event loop, with node-redis (the `redis` npm
-// package). The module answers each request at once, with a result or the
-// script calls a plan waits for; this host sends those calls to Redis with
-// await and resumes the plan (ABI v2, see ../ABI.md). See README.md.
+// example.mjs: the presence module (the WASI reactor, wasm/module)
+// running in Node.js against Redis on the event loop, with node-redis (the
+// `redis` npm package). The module answers each request at once, with a
+// result or the script calls a plan waits for; this host sends those
+// calls to Redis with await and resumes the plan (ABI v2, see ../ABI.md).
+// See README.md.
 //
 //   npm ci --prefix wasm
-//   node wasm/node/example.mjs --wasm presence-js.wasm \
-//     --wasm-exec "$(go env GOROOT)/lib/wasm/wasm_exec.js" --redis 127.0.0.1:6379
+//   node wasm/node/example.mjs --wasm presence.wasm --redis 127.0.0.1:6379
 //
 // With --sequence FILE it runs the lanes' scripted sequence instead and
-// prints the module's final response to each request, one per line.
+// prints the module's final response to each request, one per line; with
+// --json every message crosses as JSON (the compact form carries the hot
+// path otherwise).
 import fs from "node:fs";
 import { parseArgs } from "node:util";
-import { pathToFileURL } from "node:url";
 import { PlanHost, runSequence } from "../js/plans.mjs";
+import { Reactor } from "../js/reactor.mjs";
 import { connect, pipelineOf } from "../js/node-redis.mjs";
 
 const { values: opt } = parseArgs({
   options: {
-    wasm: { type: "string", default: "presence-js.wasm" },
-    "wasm-exec": { type: "string" },
+    wasm: { type: "string", default: "presence.wasm" },
     redis: { type: "string", default: "127.0.0.1:6379" },
     prefix: { type: "string", default: "presence-node" },
     sequence: { type: "string" },
+    json: { type: "boolean", default: false },
   },
 });
-if (!opt["wasm-exec"]) {
-  console.error("--wasm-exec: the path of wasm_exec.js, from $(go env GOROOT)/lib/wasm");
-  process.exit(2);
-}
 
-// Load Go's JS support, then the module; its main defines globalThis.presence.
-globalThis.fs ??= fs; // wasm_exec.js writes the module's stdout and stderr through it
-await import(pathToFileURL(opt["wasm-exec"]).href);
-const go = new globalThis.Go();
-const { instance } = await WebAssembly.instantiate(fs.readFileSync(opt.wasm), go.importObject);
-go.run(instance); // runs main until it blocks; the exported functions stay callable
-
+// Compile the module once; a Reactor is one instance of it.
+const reactor = new Reactor(new WebAssembly.Module(fs.readFileSync(opt.wasm)));
 const client = await connect(opt.redis);
-const engine = globalThis.presence.newInstance();
+const call = (r) => reactor.call(r);
+const compact = !opt.json;
 let code = 0;
 try {
   if (opt.sequence) {
-    const host = new PlanHost({ call: (r) => engine.call(r), pipeline: pipelineOf(client) });
+    const host = new PlanHost({ call, pipeline: pipelineOf(client), compact });
     const lines = await runSequence(JSON.parse(fs.readFileSync(opt.sequence, "utf8")), host);
     process.stdout.write(lines.join("\n") + "\n");
   } else {
-    await example(new PlanHost({ call: (r) => engine.call(r), pipeline: pipelineOf(client), now: Date.now }));
+    await example(new PlanHost({ call, pipeline: pipelineOf(client), now: Date.now, compact }));
   }
 } catch (err) {
   console.error(err.stack ?? err.message);
   code = 1;
 } finally {
-  engine.release();
   await client.quit();
 }
 process.exit(code);
 
 async function example(host) {
-  console.log("abi", globalThis.presence.abiVersion);
+  console.log("abi", reactor.exports.presence_abi_version());
   const cfg = await host.do("configure", { prefix: opt.prefix });
   console.log("configure", JSON.stringify(cfg.result));
   const ack = await host.do("heartbeat", { user: "alice", device: "web-1", kind: "web", active: true });

@@ -6,8 +6,10 @@
 //	go run ./wasm/sizes -n 0 wasip1 # the reactor, every package
 //
 // The sizes it reports first are those of the stripped builds that
-// wasm.Build makes; the breakdown comes from a second build that keeps the
-// "name" section, which is what the function names are read from.
+// wasm.Build makes, and so is the breakdown of their data section (the
+// pclntab, type descriptors, the Lua scripts, the rest); the breakdown of
+// the code comes from a second build that keeps the "name" section,
+// which is what the function names are read from.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
 )
@@ -62,6 +65,24 @@ func report(t wasm.Target, n int) error {
 	for _, s := range rep.Sections {
 		if s.Size >= 1024 {
 			fmt.Printf("    %-14s %9d  %5.1f%%\n", s.Name, s.Size, pct(s.Size, rep.Total))
+		}
+	}
+	var scripts []string
+	for _, s := range core.Scripts() {
+		scripts = append(scripts, s.Source())
+	}
+	parts, err := wasmsize.Data(stripped, scripts)
+	if err != nil {
+		return err
+	}
+	data := 0
+	for _, p := range parts {
+		data += p.Size
+	}
+	fmt.Printf("  data section by content (stripped build, %d bytes of segments):\n", data)
+	for _, p := range parts {
+		if p.Size > 0 {
+			fmt.Printf("    %9d  %5.1f%%  %s\n", p.Size, pct(p.Size, data), p.Name)
 		}
 	}
 	code := rep.Section("code")

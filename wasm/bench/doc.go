@@ -1,0 +1,25 @@
+// Command bench measures the presence module in each JavaScript runtime
+// it is tested on (Node.js, Deno, workerd) beside the native engine, in
+// one run anyone can repeat:
+//
+//	npm ci --prefix wasm
+//	npm run --prefix wasm bench                 # go run ./wasm/bench
+//	npm run --prefix wasm bench -- -runs 5 -n 4000
+//
+// It builds the reactor as wasm.Build does, runs the benchmark's
+// heartbeats natively against a redis-server of its own (redis-server on
+// PATH, or in PRESENCE_REDIS_BIN) to record the reply to each shape of
+// script call, stops the server, and then measures, round after round,
+// the native core.Engine and each runtime over a replay of those replies:
+// no Redis and no network in any figure. Every round starts a fresh
+// process (run.mjs in node and deno, worker.mjs in workerd).
+//
+// It prints one JSON line for the native engine, then one per runtime:
+// "single_ratio" and "batch_ratio" (CPU per beat of one heartbeat, and of
+// a heartbeat_batch of 100, to the native engine's in the same round),
+// "first_request_cpu_ms" (a fresh process or isolate, with the module
+// compiled: instantiating it, configuring, one heartbeat), "configure_ms"
+// (the CPU of that first configure), the CPU per beat in µs, the commit
+// and the load average. Each figure is the median of its rounds. CPU is
+// read from /proc, every thread of the process: Linux only.
+package main
