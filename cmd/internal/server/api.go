@@ -261,7 +261,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, p Principal) *Er
 		return e
 	}
 	if !p.canRead(user) {
-		return forbidden("reading another user's status needs the %q claim", s.auth.cfg.ReadClaim)
+		return s.auth.readRefused("")
 	}
 	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
 		return e
@@ -290,7 +290,7 @@ func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *
 			return e
 		}
 		if !p.canRead(u) {
-			return forbidden("users[%d]: reading another user's status needs the %q claim", i, s.auth.cfg.ReadClaim)
+			return s.auth.readRefused("users[" + strconv.Itoa(i) + "]: ")
 		}
 	}
 	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
