@@ -479,10 +479,13 @@ type OverviewResponse struct {
 	Scopes  []ScopeCount    `json:"scopes"`
 	Sweeper SweeperResponse `json:"sweeper"`
 	Streams int64           `json:"streams"`
+	// Redis says whether this instance reaches Redis; while it does not,
+	// the figures above are as they were before the outage.
+	Redis RedisHealth `json:"redis"`
 }
 
 func (s *Server) overview(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
 	writeJSON(w, http.StatusOK, OverviewResponse{Users: s.users.overview(50), Scopes: s.scopes.top(20),
-		Sweeper: s.sweeps.snapshot(), Streams: s.nstreams.Load()})
+		Sweeper: s.sweeps.snapshot(), Streams: s.nstreams.Load(), Redis: s.hub.health.snapshot(time.Now())})
 	return nil
 }

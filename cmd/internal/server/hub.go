@@ -90,8 +90,9 @@ type hub struct {
 	buffer   int
 	onChange func(core.LoggedChange)
 
-	wake  chan struct{}
-	ready chan struct{} // closed once the log was read up to its end at start
+	wake   chan struct{}
+	ready  chan struct{} // closed once the log was read up to its end at start
+	health redisHealth   // whether the reads reach Redis, for the dashboard
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -161,6 +162,9 @@ func (h *hub) poke() {
 func (h *hub) run(ctx context.Context) {
 	for {
 		err := h.read(ctx, false)
+		if ctx.Err() == nil {
+			h.health.record(time.Now(), err)
+		}
 		if err == nil {
 			break
 		}
@@ -187,6 +191,9 @@ func (h *hub) run(ctx context.Context) {
 		case <-t.C:
 		}
 		err := h.read(ctx, true)
+		if ctx.Err() == nil {
+			h.health.record(time.Now(), err)
+		}
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
 			failing = true
