@@ -161,9 +161,10 @@ func (h *hub) poke() {
 // counts), then whatever is new on every wake-up or poll tick.
 func (h *hub) run(ctx context.Context) {
 	for {
+		began := time.Now() // a failing read may take long: the outage began before it
 		err := h.read(ctx, false)
 		if ctx.Err() == nil {
-			h.health.record(time.Now(), err)
+			h.health.record(began, err)
 		}
 		if err == nil {
 			break
@@ -190,9 +191,10 @@ func (h *hub) run(ctx context.Context) {
 		case <-h.wake:
 		case <-t.C:
 		}
+		began := time.Now()
 		err := h.read(ctx, true)
 		if ctx.Err() == nil {
-			h.health.record(time.Now(), err)
+			h.health.record(began, err)
 		}
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:

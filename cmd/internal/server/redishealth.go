@@ -31,7 +31,7 @@ type redisHealth struct {
 	checked time.Time
 }
 
-// record notes a read at now that failed with err, or succeeded (nil).
+// record notes a read begun at now that failed with err, or succeeded (nil).
 func (h *redisHealth) record(now time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
