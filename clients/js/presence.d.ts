@@ -115,7 +115,8 @@ export class Presence {
    * Sets the user's manual status for ttl ms (0, the default: until
    * cleared); "NONE" clears it. Rejects with PresenceError. The client sets
    * it again, with what is left of ttl, when the server may have lost it: a
-   * beat that had to start a new session, or a follow stream's reset.
+   * beat that had to start a new session or published this user ONLINE,
+   * AWAY or PUSH_ONLINE, or a follow stream's reset.
    */
   setManual(status: Manual, ttl?: number): Promise<void>;
   /** Clears the manual status: setManual("NONE"). */

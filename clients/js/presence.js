@@ -230,10 +230,12 @@ export class Presence {
       this._fails = 0;
       save(this.key, { ...load(this.key), device: this.device, token: ack.token, beat: Date.now() });
       this._emit("beat", ack);
-      // A beat that carried a token and got another back made a new
-      // session: the old one is gone (expired, or Redis lost its data), and
-      // a manual status may have gone with it.
-      if (s.token && ack.token !== s.token) this._reassert();
+      // The server lost the manual status (Redis restarted empty) when
+      // this beat made a new session (it carried a token and got another
+      // back) or published this user's change to a status the manual one
+      // would have hidden.
+      const m = this.manual, shown = (c) => c.user === this.user && /^(ONLINE|AWAY|PUSH_ONLINE)$/.test(c.to);
+      if ((s.token && ack.token !== s.token) || (m && (ack.changes || []).some(shown))) this._reassert();
     } catch (e) {
       this.stats.failures++;
       if (e.code === "session_replaced") return this._endedHere() || this._end("kicked", e);

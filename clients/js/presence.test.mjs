@@ -195,12 +195,12 @@ test("a manual status is set, shared by the tabs, cleared, and expires", async (
   assert.equal(p.manual, null, "a refused status is not kept");
 });
 
-test("the manual status is re-asserted after a new session or a stream reset, not after a steady beat", async () => {
+test("the manual status is re-asserted after a new session, a change that shows it lost, or a stream reset; not after a steady beat", async () => {
   const puts = [];
-  let token = "t-1";
+  let token = "t-1", changes = [];
   globalThis.fetch = async (url, init) => {
     if (init.method === "PUT") { puts.push(JSON.parse(init.body)); return json(200, { changes: [] }); }
-    if (url.endsWith("/v1/heartbeat")) return json(200, { token, changes: [] });
+    if (url.endsWith("/v1/heartbeat")) return json(200, { token, changes });
     return new Response("event: reset\ndata: {\"reason\":\"gap\"}\n\nevent: ready\ndata: {}\n\n", { status: 200, headers: { "Content-Type": "text/event-stream" } });
   };
   const p = new Presence({ user: "m2" });
@@ -219,10 +219,17 @@ test("the manual status is re-asserted after a new session or a stream reset, no
   await until(() => puts.length === 1);
   assert.equal(puts[0].status, "DND");
   assert.ok(puts[0].ttl_ms > 59000 && puts[0].ttl_ms <= 60000, `the rest of the expiry: ${puts[0].ttl_ms}`);
-  const f = p.follow(["b"]);
+  // The same token, but the beat published this user ONLINE: DND is gone.
+  changes = [{ user: "m2", from: "OFFLINE", to: "ONLINE" }];
+  await p._beat();
   await until(() => puts.length === 2);
+  changes = [{ user: "other", from: "OFFLINE", to: "ONLINE" }];
+  await p._beat();
+  changes = [];
+  const f = p.follow(["b"]);
+  await until(() => puts.length === 3);
   f.close();
-  assert.deepEqual(told, ["DND", "DND"]);
+  assert.deepEqual(told, ["DND", "DND", "DND"]);
   await p.clearManual();
   puts.length = 0;
   token = "t-3";

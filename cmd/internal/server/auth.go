@@ -161,7 +161,7 @@ func (p Principal) canRead(user string) bool {
 // readRefused is the refusal of a read of another user's status or
 // events: the claims that would allow it.
 func (a *authenticator) readRefused(field string) *Error {
-	return forbidden("%sreading another user needs the %q claim, or the user listed in the %q claim", field, a.cfg.ReadClaim, a.cfg.FollowClaim)
+	return forbidden("%sreading another user needs the %q claim, or a %q claim that lists the user", field, a.cfg.ReadClaim, a.cfg.FollowClaim)
 }
 
 // fullView reports whether the caller sees user's manual status and devices.

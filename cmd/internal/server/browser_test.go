@@ -295,6 +295,9 @@ func headless(t *testing.T, bin string, w, h int) (ctx, browser context.Context)
 	t.Cleanup(cancelAlloc)
 	browser, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(browser); err != nil { // start it, for the tabs opened from browser
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(browser, 45*time.Second)
 	t.Cleanup(cancel)
 	return ctx, browser
