@@ -18,6 +18,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/chromedp/chromedp"
 
+	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
 )
@@ -152,7 +153,10 @@ func TestDashboardWallInBrowser(t *testing.T) {
 		t.Fatalf("the long ID has %d bytes; want %d", len(wallIDs[3]), core.MaxIDBytes)
 	}
 	m := miniredis.RunT(t)
-	in := startServer(t, newStore(t, m.Addr()), testConfig())
+	cfg := testConfig()
+	// One snapshot, at start-up: the chart has one step.
+	cfg.History = history.Config{DSN: filepath.Join(t.TempDir(), "history.db"), Every: time.Hour}
+	in := startServer(t, newStore(t, m.Addr()), cfg)
 	for _, u := range wallIDs {
 		if _, err := in.srv.Engine().Heartbeat(context.Background(), core.Heartbeat{User: u, Device: "d", Kind: core.KindDesktop, Active: true}); err != nil {
 			t.Fatal(err)
@@ -196,6 +200,7 @@ func TestDashboardWallInBrowser(t *testing.T) {
 	}
 	poll("every user and scope has a row", `document.querySelectorAll('#users tr').length === 4 && document.querySelectorAll('#scopes tr').length === 4`)
 	poll("the stream is live", `document.getElementById('stream-state').textContent === 'events: live'`)
+	poll("the chart's note says 1 step", `document.getElementById('history-note').textContent.startsWith('1 step of 5 min,')`)
 
 	// Rows: one line each, the badge and time whole, the long IDs cut and
 	// whole in the title.

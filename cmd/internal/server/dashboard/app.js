@@ -451,7 +451,7 @@ async function refreshHistory() {
     const n = h.points.length;
     note.textContent = n === 0
       ? "No snapshots in the last 24 hours yet: the service records one a minute."
-      : `${n} ${n === 1 ? "step" : "steps"} of ${Math.round(h.step_ms / 60000)} min, on fixed ${Math.round(h.step_ms / 60000)}-minute boundaries; each the largest count of its snapshots (presence history prints the same).`;
+      : `${n} ${n === 1 ? "step" : "steps"} of ${Math.round(h.step_ms / 60000)} min, on fixed boundaries; each the largest count of its snapshots (presence history prints the same).`;
   } catch (e) {
     if (e.status === 404) note.textContent = "The online history is off (presence serve --history-db).";
     else if (e.status === 503) note.textContent = "The history database has not been reached yet: " + e.message;
