@@ -2,6 +2,8 @@
 
 /** A status as the service spells it. */
 export type Status = "ONLINE" | "AWAY" | "DND" | "PUSH_ONLINE" | "OFFLINE";
+/** A manual status: DND, INVISIBLE, or NONE to clear. */
+export type Manual = "DND" | "INVISIBLE" | "NONE";
 /** A device kind. */
 export type Kind = "web" | "desktop" | "ios" | "android" | "other";
 
@@ -68,6 +70,10 @@ export interface PresenceEvents {
   login: (answer: { token: string; kicked: unknown[]; changes: unknown[] }) => void;
   /** A follow stream caught up. */
   ready: (follow: Follow) => void;
+  /** A follow stream was refused (403: the token may not read one of its users; 400: a bad user ID); it is closed, with the error as follow.error. */
+  refused: (err: PresenceError, follow: Follow) => void;
+  /** The manual status was set again after the server may have lost it (a new session, a stream reset). */
+  reasserted: (manual: { status: Manual; until: number }) => void;
   /** A request failed with 401 even after the token hook. */
   unauthenticated: (err: PresenceError) => void;
   /** A request failed (it is retried where that makes sense). */
@@ -99,8 +105,28 @@ export class Presence {
   stop(): void;
   /** Follows users' statuses over the event stream. */
   follow(users: Iterable<string>, onStatus?: (user: string, status: Status, event: StatusEvent) => void): Follow;
-  /** Touches a scope while the page shows it; onCount gets its count after each touch. */
-  watch(cls: string, id: string, onCount?: (count: number) => void): Watch;
+  /**
+   * The manual status this browser set and has not cleared (kept in
+   * localStorage, shared by its tabs): until is its expiry in ms since the
+   * epoch, 0 for none. null when none is set or it expired.
+   */
+  readonly manual: { status: Exclude<Manual, "NONE">; until: number } | null;
+  /**
+   * Sets the user's manual status for ttl ms (0, the default: until
+   * cleared); "NONE" clears it. Rejects with PresenceError. The client sets
+   * it again, with what is left of ttl, when the server may have lost it: a
+   * beat that had to start a new session or published this user ONLINE,
+   * AWAY or PUSH_ONLINE, or a follow stream's reset.
+   */
+  setManual(status: Manual, ttl?: number): Promise<void>;
+  /** Clears the manual status: setManual("NONE"). */
+  clearManual(): Promise<void>;
+  /**
+   * Touches a scope while the page shows it; onCount gets its count after
+   * the first touch (the viewer counted), then every options.every ms
+   * (default 30000), apart from the touches.
+   */
+  watch(cls: string, id: string, onCount?: (count: number) => void, options?: { every?: number }): Watch;
 }
 
 /** A stream of followed users' statuses. */
@@ -113,6 +139,8 @@ export class Follow {
   readonly lastId: string;
   /** Whether the stream has caught up. */
   readonly ready: boolean;
+  /** Why the server refused the stream (then closed), if it did. */
+  readonly error?: PresenceError;
   /** Replaces the followed set (one reconnection per task, only when users are added). */
   set(users: Iterable<string>): void;
   add(...users: string[]): void;

@@ -1,7 +1,8 @@
 // presence.js: the browser client of `presence serve`. A dependency-free
 // ES module: heartbeats with backoff, activity, one device per browser
 // (one beating tab elected with the Web Locks API), kicks, token refresh,
-// following users over SSE with Last-Event-ID resume, and scopes.
+// following users over SSE with Last-Event-ID resume, scopes, and a manual
+// status re-asserted after the server lost its state.
 // See README.md beside this file.
 
 const store = globalThis.localStorage;
@@ -221,6 +222,7 @@ export class Presence {
         if (!this.leader || !this.running) return; // ended meanwhile: no new session
         const login = await this.request("POST", "/v1/login", { user: this.user, device: this.device, kind: this.o.kind, policy: this.o.policy, background: body.background, meta: this.o.meta });
         this._emit("login", login);
+        if (s.token) this._reassert(); // the session this browser had is gone
         ack = await this.request("POST", "/v1/heartbeat", { ...body, token: login.token });
       }
       if (!this.leader || !this.running) return;
@@ -228,6 +230,12 @@ export class Presence {
       this._fails = 0;
       save(this.key, { ...load(this.key), device: this.device, token: ack.token, beat: Date.now() });
       this._emit("beat", ack);
+      // The server lost the manual status (Redis restarted empty) when
+      // this beat made a new session (it carried a token and got another
+      // back) or published this user's change to a status the manual one
+      // would have hidden.
+      const m = this.manual, shown = (c) => c.user === this.user && /^(ONLINE|AWAY|PUSH_ONLINE)$/.test(c.to);
+      if ((s.token && ack.token !== s.token) || (m && (ack.changes || []).some(shown))) this._reassert();
     } catch (e) {
       this.stats.failures++;
       if (e.code === "session_replaced") return this._endedHere() || this._end("kicked", e);
@@ -287,39 +295,86 @@ export class Presence {
     for (const w of [...this._watches]) w.stop(true);
   }
 
+  /** manual is the manual status this browser set and has not cleared: { status, until } (until 0: no expiry), or null. */
+  get manual() {
+    const m = load(this.key + ":manual");
+    return m.status && !(m.until && m.until <= Date.now()) ? m : null;
+  }
+
+  /** setManual sets the user's manual status ("DND", "INVISIBLE"; "NONE" clears), for ttl ms (0: until cleared); the client re-asserts it after a loss. */
+  async setManual(status, ttl = 0) {
+    const none = status === "NONE";
+    await this._putManual(status, ttl);
+    save(this.key + ":manual", none ? {} : { status, until: ttl ? Date.now() + ttl : 0 });
+  }
+
+  /** clearManual clears the manual status. */
+  clearManual() { return this.setManual("NONE"); }
+
+  _putManual(status, ttl) {
+    return this.request("PUT", `/v1/users/${encodeURIComponent(this.user)}/manual`, { status, ttl_ms: Math.max(0, Math.round(ttl)) || undefined });
+  }
+
+  // _reassert sets the manual status again, with what is left of its
+  // expiry, once the server may have lost it (design §11: the caller that
+  // set it re-asserts it). Setting a status the server still has changes
+  // nothing and publishes nothing.
+  async _reassert() {
+    const m = this.manual;
+    if (!m || !this.running) return;
+    try {
+      await this._putManual(m.status, m.until ? m.until - Date.now() : 0);
+      this._emit("reasserted", m);
+    } catch (e) {
+      this._emit("error", e);
+    }
+  }
+
   /** follow streams the statuses of users: onStatus(user, status, event) for each user's status first, then on each change. */
   follow(users, onStatus) {
     return new Follow(this, users, onStatus);
   }
 
-  /** watch touches a scope while the page shows it and reads its count: onCount(n) after each touch. */
-  watch(cls, id, onCount) {
+  /** watch touches a scope while the page shows it and reads its count: onCount(n) after the first touch, then every o.every ms (default 30 s). */
+  watch(cls, id, onCount, o = {}) {
     const p = this, path = `/v1/scopes/${encodeURIComponent(cls)}/${encodeURIComponent(id)}/`;
-    let timer, done = false;
+    let timer, counter, done = false;
     const w = {
       count: async () => (await p.request("GET", path + "count")).count,
       stop(keep) {
         if (done) return;
         done = true;
         clearTimeout(timer);
+        clearTimeout(counter);
         p._watches.delete(w);
         if (!keep) return p.request("POST", path + "leave", { member: p.user }).catch(() => {});
       },
     };
-    const tick = async () => {
+    // The count is read on its own rhythm, not the touches': a video's
+    // window is minutes long, and a counter read only after each touch
+    // would lag that much behind the viewers coming and going.
+    const count = async () => {
+      try {
+        if (!done) onCount(await w.count());
+      } catch (e) {
+        p._emit("error", e);
+      }
+      if (!done) counter = setTimeout(count, o.every || 30000);
+    };
+    const tick = async (first) => {
       let next;
       try {
         await p.info();
         next = (p._classes?.[cls] || 2 * (p._iv || 30000)) / 2;
         await p.request("POST", path + "touch", { member: p.user });
-        if (onCount && !done) onCount(await w.count());
       } catch (e) {
         p._emit("error", e);
       }
+      if (first && onCount) count(); // the new viewer sees herself counted
       if (!done) timer = setTimeout(tick, next || 5000);
     };
     p._watches.add(w);
-    tick();
+    tick(true);
     return w;
   }
 }
@@ -378,7 +433,7 @@ export class Follow {
     const d = JSON.parse(data || "{}");
     if (kind === "status") this._status(d.user, d.status, d);
     else if (kind === "change") this._status(d.user, d.to, d);
-    else if (kind === "reset") this.statuses.clear();
+    else if (kind === "reset") { this.statuses.clear(); this.p._reassert(); }
     else if (kind === "kick" && d.user === this.p.user && d.device === this.p.device) this.p._end("kicked", d);
     else if (kind === "ready") { this.ready = true; this._fails = 0; this.p._emit("ready", this); }
     if (id) this.lastId = id;
@@ -418,7 +473,12 @@ export class Follow {
         }
       } catch (e) {
         if (e.name !== "AbortError") this.p._emit("error", e);
-        if (e.status && !transient(e)) { this.closed = true; break; }
+        if (e.status && !transient(e)) {
+          this.closed = true;
+          this.error = e;
+          this.p._emit("refused", e, this);
+          break;
+        }
         retryAfter = e.retryAfter || 0;
       } finally {
         clearTimeout(dog);

@@ -1,7 +1,8 @@
 // Unit tests of presence.js in Node (node --test), with fetch, storage and
 // the document stubbed: the token-refresh hook, the backoff and
-// Retry-After, session_replaced, a session ended in another tab, and the
-// event stream's parsing.
+// Retry-After, session_replaced, a session ended in another tab, the
+// event stream's parsing, a watch's count rhythm, the manual status and its
+// re-assertion, and a refused follow stream.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
@@ -143,4 +144,111 @@ test("a beat refused after another tab logged out ends with a logout, not a kick
   await beating._beat();
   assert.deepEqual(ends, ["logout"]);
   assert.equal(beating.running, false);
+});
+
+// until waits for cond, failing after 2 s.
+const until = async (cond) => {
+  for (const end = Date.now() + 2000; !cond();) {
+    if (Date.now() > end) throw new Error("timed out waiting for " + cond);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+};
+
+test("a watch counts after its first touch, then on its own interval, apart from the touches", async () => {
+  const calls = [];
+  globalThis.fetch = async (url) => {
+    const path = url.replace(/.*\/v1\//, "");
+    calls.push(path);
+    if (path === "info") return json(200, { intervals_ms: { web: 1000 }, classes: [{ name: "video", window_ms: 600000 }] });
+    return json(200, { count: calls.filter((c) => c.endsWith("/count")).length });
+  };
+  const p = new Presence({ user: "w1" });
+  const counts = [];
+  const w = p.watch("video", "10086", (n) => counts.push(n), { every: 5 });
+  await until(() => counts.length >= 4);
+  w.stop(true);
+  const touches = calls.filter((c) => c.endsWith("/touch")).length;
+  assert.equal(touches, 1, `touches ${touches}: the window is 10 min, one touch only`);
+  assert.deepEqual(calls.slice(0, 3), ["info", "scopes/video/10086/touch", "scopes/video/10086/count"]);
+  assert.deepEqual(counts.slice(0, 4), [1, 2, 3, 4]);
+  const n = calls.length;
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(calls.length, n, "a stopped watch still reads its count");
+});
+
+test("a manual status is set, shared by the tabs, cleared, and expires", async () => {
+  const sent = [];
+  globalThis.fetch = async (url, init) => { sent.push([init.method, url, JSON.parse(init.body)]); return json(200, { changes: [] }); };
+  const p = new Presence({ user: "m1" }), other = new Presence({ user: "m1" });
+  await p.setManual("DND", 60000);
+  assert.deepEqual(sent[0], ["PUT", "/v1/users/m1/manual", { status: "DND", ttl_ms: 60000 }]);
+  assert.equal(other.manual.status, "DND");
+  assert.ok(other.manual.until > Date.now() + 59000);
+  await p.clearManual();
+  assert.deepEqual(sent[1], ["PUT", "/v1/users/m1/manual", { status: "NONE" }]);
+  assert.equal(p.manual, null);
+  await p.setManual("INVISIBLE", 1);
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal(p.manual, null, "an expired manual status is none");
+  globalThis.fetch = async () => json(400, { error: { code: "invalid_field", message: "unknown manual status" } });
+  await assert.rejects(p.setManual("BUSY"), (e) => e.status === 400);
+  assert.equal(p.manual, null, "a refused status is not kept");
+});
+
+test("the manual status is re-asserted after a new session, a change that shows it lost, or a stream reset; not after a steady beat", async () => {
+  const puts = [];
+  let token = "t-1", changes = [];
+  globalThis.fetch = async (url, init) => {
+    if (init.method === "PUT") { puts.push(JSON.parse(init.body)); return json(200, { changes: [] }); }
+    if (url.endsWith("/v1/heartbeat")) return json(200, { token, changes });
+    return new Response("event: reset\ndata: {\"reason\":\"gap\"}\n\nevent: ready\ndata: {}\n\n", { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  const p = new Presence({ user: "m2" });
+  const told = [];
+  p.on("reasserted", (m) => told.push(m.status));
+  p._iv = 1000;
+  p.running = p.leader = true;
+  p._schedule = () => {};
+  await p.setManual("DND", 60000);
+  puts.length = 0;
+  await p._beat(); // the first beat: no token sent, the session starts
+  await p._beat(); // a steady beat: the same token back
+  assert.deepEqual(puts, []);
+  token = "t-2"; // Redis lost the session: the beat made a new one
+  await p._beat();
+  await until(() => puts.length === 1);
+  assert.equal(puts[0].status, "DND");
+  assert.ok(puts[0].ttl_ms > 59000 && puts[0].ttl_ms <= 60000, `the rest of the expiry: ${puts[0].ttl_ms}`);
+  // The same token, but the beat published this user ONLINE: DND is gone.
+  changes = [{ user: "m2", from: "OFFLINE", to: "ONLINE" }];
+  await p._beat();
+  await until(() => puts.length === 2);
+  changes = [{ user: "other", from: "OFFLINE", to: "ONLINE" }];
+  await p._beat();
+  changes = [];
+  const f = p.follow(["b"]);
+  await until(() => puts.length === 3);
+  f.close();
+  assert.deepEqual(told, ["DND", "DND", "DND"]);
+  await p.clearManual();
+  puts.length = 0;
+  token = "t-3";
+  await p._beat();
+  await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(puts, [], "a cleared status is not re-asserted");
+});
+
+test("a refused follow stream is closed, tells the page, and is not retried", async () => {
+  let opened = 0;
+  globalThis.fetch = async () => { opened++; return json(403, { error: { code: "forbidden", message: "user[0]: reading another user needs the \"presence_read\" claim" } }); };
+  const p = new Presence({ user: "r1", backoff: { base: 1, max: 2 } });
+  p._iv = 1000;
+  const refused = [];
+  p.on("refused", (e, f) => refused.push([e.status, f.users.size]));
+  const f = p.follow(["stranger"]);
+  await until(() => refused.length === 1);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(refused, [[403, 1]]);
+  assert.equal(f.error.code, "forbidden");
+  assert.equal(opened, 1);
 });

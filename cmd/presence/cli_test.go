@@ -99,7 +99,7 @@ var subcommands = []struct {
 		"tls-key", "class-claims", "jwks-url", "jwks-refresh", "history", "history-db", "history-every", "history-top",
 		"history-users", "history-retention"}, `(default "127.0.0.1:8080")`, []string{"--heartbeat-rate", "fast"}},
 	{[]string{"serve", "token"}, []string{"user", "admin", "read", "ttl", "admin-claim", "read-claim", "jwt-issuer",
-		"jwt-audience", "jwt-secret", "jwt-secret-file"}, "(default 1h0m0s)", []string{"--ttl", "forever"}},
+		"jwt-audience", "follow", "jwt-secret", "jwt-secret-file"}, "(default 1h0m0s)", []string{"--ttl", "forever"}},
 	{[]string{"history"}, []string{"url", "token", "db", "since", "to", "step", "scope", "format"}, "(default 24h0m0s)",
 		[]string{"--step", "often"}},
 	{[]string{"sim"}, []string{"seed", "users", "edges", "duration", "tick", "sweep", "census", "engine", "wasm",

@@ -397,6 +397,7 @@ set by the environment, as for serve.`)
 	readClaim := fs.String("read-claim", "presence_read", "name of the read claim")
 	issuer := fs.String("jwt-issuer", "", "issuer (iss)")
 	audience := fs.String("jwt-audience", "", "audience (aud)")
+	follow := fs.String("follow", "", "comma-separated user IDs the token may read without --read (the presence_follow claim)")
 	if err := fs.parse(args, stdout); err != nil {
 		return err
 	}
@@ -416,6 +417,9 @@ set by the environment, as for serve.`)
 	}
 	if *read {
 		o.Claims = append(o.Claims, *readClaim)
+	}
+	if *follow != "" {
+		o.Follow = strings.Split(*follow, ",")
 	}
 	tok, err := server.NewToken(secret, o)
 	if err != nil {

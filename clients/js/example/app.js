@@ -22,7 +22,25 @@ const follow = presence.follow(friends, (u, status) => {
   seen.push([u, status]);
   row(u).querySelector(".dot").dataset.status = status;
 });
-const watch = presence.watch(cls, id, (n) => { $("#watching").textContent = n; });
+const watch = presence.watch(cls, id, (n) => { $("#watching").textContent = n; }, { every: Number(q.get("count_every")) || undefined });
+// A follow the server refuses (the token may not read one of the users)
+// shows why, rather than dots that stay grey.
+presence.on("refused", (e) => {
+  const p = $("#follow-error");
+  p.textContent = `Cannot follow: ${e.message} (HTTP ${e.status}). Sign in with a token that may read them (presence serve token --follow ${friends.join(",")}).`;
+  p.hidden = false;
+  for (const d of document.querySelectorAll("#friends .dot")) d.dataset.status = "REFUSED";
+});
+
+// The manual status: set here, kept by the client, set again after a loss.
+const showManual = () => {
+  const m = presence.manual;
+  $("#manual").textContent = m ? m.status + (m.until ? " until " + new Date(m.until).toLocaleTimeString() : "") : "none";
+};
+$("#dnd").onclick = () => presence.setManual("DND").then(showManual, (e) => { $("#manual").textContent = "refused: " + e.message; });
+$("#clear").onclick = () => presence.clearManual().then(showManual, (e) => { $("#manual").textContent = "refused: " + e.message; });
+presence.on("reasserted", showManual);
+showManual();
 $("#scope").textContent = id;
 Object.assign(globalThis, { presence, follow, watch, seen });
 

@@ -261,7 +261,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, p Principal) *Er
 		return e
 	}
 	if !p.canRead(user) {
-		return forbidden("reading another user's status needs the %q claim", s.auth.cfg.ReadClaim)
+		return s.auth.readRefused("")
 	}
 	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
 		return e
@@ -290,7 +290,7 @@ func (s *Server) statuses(w http.ResponseWriter, r *http.Request, p Principal) *
 			return e
 		}
 		if !p.canRead(u) {
-			return forbidden("users[%d]: reading another user's status needs the %q claim", i, s.auth.cfg.ReadClaim)
+			return s.auth.readRefused("users[" + strconv.Itoa(i) + "]: ")
 		}
 	}
 	if e := s.limitCaller(s.readLim, p, r, "reads"); e != nil {
@@ -479,10 +479,13 @@ type OverviewResponse struct {
 	Scopes  []ScopeCount    `json:"scopes"`
 	Sweeper SweeperResponse `json:"sweeper"`
 	Streams int64           `json:"streams"`
+	// Redis says whether this instance reaches Redis; while it does not,
+	// the figures above are as they were before the outage.
+	Redis RedisHealth `json:"redis"`
 }
 
 func (s *Server) overview(w http.ResponseWriter, _ *http.Request, _ Principal) *Error {
 	writeJSON(w, http.StatusOK, OverviewResponse{Users: s.users.overview(50), Scopes: s.scopes.top(20),
-		Sweeper: s.sweeps.snapshot(), Streams: s.nstreams.Load()})
+		Sweeper: s.sweeps.snapshot(), Streams: s.nstreams.Load(), Redis: s.hub.health.snapshot(time.Now())})
 	return nil
 }

@@ -38,6 +38,12 @@ const minSecretBytes = 32
 // A token grants a permission named by a claim when the claim is true, or
 // when the name is one of the space-separated words of the "scope" claim.
 //
+// A token may also carry the follow claim (FollowClaim, default
+// "presence_follow"): a list of at most MaxFollow user IDs whose statuses
+// and changes it may read, as a chat app's friend list, without the read
+// claim (which also opens every user, "all=1" streams and scopes'
+// members). A follow claim that is not such a list makes the token invalid.
+//
 // Secret and JWKSURL may be set together: the token's "alg" header picks
 // the key, HS256 the secret and RS256, ES256 or EdDSA the JWK Set, so an
 // identity provider's tokens and "presence serve token"'s both verify. No
@@ -70,6 +76,13 @@ type AuthConfig struct {
 	// ReadClaim is the permission to read other users' statuses, their
 	// change events and scope members. Default "presence_read".
 	ReadClaim string
+	// FollowClaim names the claim listing the users a token may read
+	// (statuses, stream changes) besides its own subject. Default
+	// "presence_follow".
+	FollowClaim string
+	// MaxFollow is the most user IDs a follow claim may list. Default
+	// 1,000 (core.MaxBatch); a token listing more is refused.
+	MaxFollow int
 	// AdminClaim is the permission to act as any user and to use the admin
 	// endpoints, the gateway kick streams and the dashboard's data.
 	// It implies ReadClaim. Default "presence_admin".
@@ -92,6 +105,8 @@ type Principal struct {
 	User string
 	// Read allows reading other users' statuses and events.
 	Read bool
+	// Follows are the users the token's follow claim lets it read.
+	Follows map[string]bool
 	// Service allows acting as any user.
 	Service bool
 	// Admin allows everything.
@@ -136,9 +151,17 @@ func (p Principal) actAs(field, given string) (string, *Error) {
 	return given, nil
 }
 
-// canRead reports whether the caller may read user's status and events.
+// canRead reports whether the caller may read user's status and events:
+// its own, a followed user's (the follow claim), or anyone's with the read
+// claim.
 func (p Principal) canRead(user string) bool {
-	return p.Admin || p.Read || (p.User != "" && p.User == user)
+	return p.Admin || p.Read || (p.User != "" && p.User == user) || p.Follows[user]
+}
+
+// readRefused is the refusal of a read of another user's status or
+// events: the claims that would allow it.
+func (a *authenticator) readRefused(field string) *Error {
+	return forbidden("%sreading another user needs the %q claim, or a %q claim that lists the user", field, a.cfg.ReadClaim, a.cfg.FollowClaim)
 }
 
 // fullView reports whether the caller sees user's manual status and devices.
@@ -158,6 +181,15 @@ func newAuthenticator(cfg AuthConfig, log *slog.Logger) (*authenticator, error) 
 	}
 	if cfg.AdminClaim == "" {
 		cfg.AdminClaim = "presence_admin"
+	}
+	if cfg.FollowClaim == "" {
+		cfg.FollowClaim = "presence_follow"
+	}
+	if cfg.MaxFollow == 0 {
+		cfg.MaxFollow = core.MaxBatch
+	}
+	if cfg.MaxFollow < 0 {
+		return nil, errors.New("server: negative MaxFollow")
 	}
 	if cfg.ServiceClaim == "" {
 		cfg.ServiceClaim = "presence_service"
@@ -257,7 +289,41 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 	p := Principal{User: sub, Admin: hasClaim(claims, a.cfg.AdminClaim), claims: claims}
 	p.Service = hasClaim(claims, a.cfg.ServiceClaim)
 	p.Read = p.Admin || hasClaim(claims, a.cfg.ReadClaim)
+	var e *Error
+	if p.Follows, e = a.follows(claims); e != nil {
+		return Principal{}, e
+	}
 	return p, nil
+}
+
+// follows reads the follow claim: absent, or a list of at most MaxFollow
+// valid user IDs.
+func (a *authenticator) follows(claims jwt.MapClaims) (map[string]bool, *Error) {
+	v, ok := claims[a.cfg.FollowClaim]
+	if !ok {
+		return nil, nil
+	}
+	name := a.cfg.FollowClaim
+	list, ok := v.([]any)
+	if !ok {
+		return nil, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's %q claim must be a list of user IDs", name)
+	}
+	if len(list) > a.cfg.MaxFollow {
+		return nil, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's %q claim lists %d users; at most %d are allowed", name, len(list), a.cfg.MaxFollow)
+	}
+	out := make(map[string]bool, len(list))
+	for i, u := range list {
+		id, ok := u.(string)
+		if !ok {
+			return nil, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's %q claim must be a list of user IDs: item %d is not a string", name, i)
+		}
+		if e := checkUser(fmt.Sprintf("%s[%d]", name, i), id); e != nil {
+			e.Status, e.Code = http.StatusUnauthorized, CodeUnauthenticated
+			return nil, e
+		}
+		out[id] = true
+	}
+	return out, nil
 }
 
 // hasClaim reports whether claims grant name: claims[name] is true, or
@@ -288,7 +354,10 @@ type TokenOptions struct {
 	User string        // the subject
 	TTL  time.Duration // lifetime; default 1 h
 	// Claims are the permissions to grant, such as "presence_admin".
-	Claims   []string
+	Claims []string
+	// Follow, when not nil, is the follow claim ("presence_follow"): the
+	// users the token may read besides its subject.
+	Follow   []string
 	Issuer   string
 	Audience string
 	// Now is the issue time; default time.Now().
@@ -322,6 +391,9 @@ func NewToken(secret []byte, o TokenOptions) (string, error) {
 			return "", errors.New("server: claim " + c + " is reserved")
 		}
 		claims[c] = true
+	}
+	if o.Follow != nil {
+		claims["presence_follow"] = o.Follow
 	}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -490,4 +492,146 @@ func TestClientTokenRefreshInBrowser(t *testing.T) {
 	if want := `{"asked":[false,true],"beat":true,"seen":["ONLINE"]}`; got != want {
 		t.Errorf("got %s; want %s", got, want)
 	}
+}
+
+// TestClientFollowClaimInBrowser opens the example page in headless
+// Chromium against a server that wants JWTs, with tokens that carry the
+// follow claim and not the read claim: a page whose friends the token
+// lists sees their dots change; a page following a user its token does
+// not list shows the server's refusal instead of grey dots. It saves a
+// screenshot of each page as an artifact.
+func TestClientFollowClaimInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	cfg := testConfig()
+	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: time.Second}
+	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
+	_, browser := headless(t, bin, 900, 700)
+	dir := artifactDir(t)
+	page := func(t *testing.T, query, tok, shotName string) context.Context {
+		t.Helper()
+		ctx, cancel := chromedp.NewContext(browser)
+		t.Cleanup(cancel)
+		if err := chromedp.Do(ctx); err != nil { // open the tab, for the life of ctx
+			t.Fatal(err)
+		}
+		octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+		defer ocancel()
+		if err := chromedp.Do(octx, chromedp.Navigate(in.url+"/examples/?"+query+"#token="+tok)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { saveShot(t, ctx, filepath.Join(dir, shotName)) })
+		return ctx
+	}
+	pollIn := func(t *testing.T, ctx context.Context, what, js string) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(pctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(15*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v; the page: %s", what, err, evalIn[string](t, ctx, `document.querySelector('main').innerText`))
+		}
+	}
+
+	t.Run("a token listing the friends follows them", func(t *testing.T) {
+		ctx := page(t, "user=fan&friends=f-bob,f-carol", followToken(t, "fan", "f-bob", "f-carol"), "example-follow.png")
+		pollIn(t, ctx, "the snapshot", `follow.ready && seen.length === 2`)
+		in.as(t, token(t, "f-bob")).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "d"}, nil)
+		pollIn(t, ctx, "f-bob's dot turns ONLINE", `document.querySelector('#friends li[data-user="f-bob"] .dot').dataset.status === 'ONLINE'`)
+		if shown := evalIn[bool](t, ctx, `!document.getElementById('follow-error').hidden`); shown {
+			t.Errorf("the page shows a refusal: %s", evalIn[string](t, ctx, `document.getElementById('follow-error').textContent`))
+		}
+	})
+
+	t.Run("a friend the token does not list shows the refusal", func(t *testing.T) {
+		ctx := page(t, "user=fan2&friends=f-bob,f-dave", followToken(t, "fan2", "f-bob"), "example-follow-refused.png")
+		pollIn(t, ctx, "the page shows the refusal", `(() => { const p = document.getElementById('follow-error');
+			return !p.hidden && p.textContent.includes('HTTP 403') && p.textContent.includes('presence_follow'); })()`)
+		dots := evalIn[string](t, ctx, `[...document.querySelectorAll('#friends .dot')].map((d) => d.dataset.status).join(" ")`)
+		if dots != "REFUSED REFUSED" {
+			t.Errorf("the dots say %q; want REFUSED for both, not grey", dots)
+		}
+		t.Logf("CLIENT refused follow: %s", evalIn[string](t, ctx, `document.getElementById('follow-error').textContent`))
+	})
+}
+
+// TestClientManualAndCountInBrowser drives the example page in headless
+// Chromium: the new viewer of a video sees herself counted at once, the
+// count follows another viewer within its own refresh interval though the
+// page touches the video every five minutes, and a DND set on the page is
+// back within a heartbeat interval after Redis lost everything (FLUSHALL).
+func TestClientManualAndCountInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	const interval = time.Second
+	cfg := testConfig()
+	cfg.Auth = server.AuthConfig{InsecureDev: true}
+	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: interval}
+	m := miniredis.RunT(t)
+	in := startServer(t, newStore(t, m.Addr()), cfg)
+	eng := in.srv.Engine()
+	ctx, browser := headless(t, bin, 900, 700)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.url+"/examples/?user=viewer&friends=&scope=video:wall&count_every=300")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { saveShot(t, browser, filepath.Join(artifactDir(t), "example-manual.png")) })
+	poll := func(what, js string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(10*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v; the page: %s", what, err, evalIn[string](t, ctx, `document.querySelector('main').innerText`))
+		}
+	}
+	poll("the new viewer sees herself counted", `document.getElementById('watching').textContent === '1'`)
+	sc := core.Scope{Class: "video", ID: "wall"}
+	if err := eng.Touch(context.Background(), sc, "another-viewer"); err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	poll("the count follows another viewer", `document.getElementById('watching').textContent === '2'`)
+	t.Logf("CLIENT watching: 1 at once for the new viewer, 2 within %s of another joining (count every 300 ms, touches every 5 min)", time.Since(joined).Round(10*time.Millisecond))
+
+	poll("the page beats", `presence.running && presence.stats.beats > 0`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("dnd"))); err != nil {
+		t.Fatal(err)
+	}
+	status := func() core.Status {
+		st, err := eng.Status(context.Background(), "viewer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Status
+	}
+	waitFor(t, 5*time.Second, "viewer DND", func() bool { return status() == core.StatusDND })
+	m.FlushAll()
+	lost := time.Now()
+	if st := status(); st == core.StatusDND {
+		t.Fatalf("after FLUSHALL viewer is still %s", st)
+	}
+	waitFor(t, 3*interval, "viewer DND again", func() bool { return status() == core.StatusDND })
+	t.Logf("CLIENT manual status: DND back %s after FLUSHALL (interval %s)", time.Since(lost).Round(10*time.Millisecond), interval)
+	poll("the page says DND", `document.getElementById('manual').textContent === 'DND'`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("clear"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "viewer ONLINE", func() bool { return status() == core.StatusOnline })
+	poll("the page says none", `document.getElementById('manual').textContent === 'none' && presence.manual === null`)
+}
+
+// saveShot saves a screenshot of the page of ctx at path.
+func saveShot(t *testing.T, ctx context.Context, path string) {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", path, err)
+		return
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	t.Logf("screenshot saved: %s", path)
 }

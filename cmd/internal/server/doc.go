@@ -55,7 +55,8 @@
 // as itself (in scopes: its user ID, or USER/DEVICE for a live device of
 // its own in Config.DeviceClasses, split at the first "/", so a user ID
 // never contains "/": a 400 invalid_field wherever one is read, a token's
-// subject included); reading others needs the read claim;
+// subject included); reading others needs the read claim, or for the
+// users it lists the follow claim (AuthConfig.FollowClaim);
 // acting for others needs the service or the admin claim; admin endpoints,
 // /metrics and gateway kick streams need the admin claim. Without a secret
 // or a JWKS URL New refuses to build a server unless AuthConfig.InsecureDev

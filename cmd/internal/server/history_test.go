@@ -259,10 +259,23 @@ func TestHistoryChartInBrowser(t *testing.T) {
 			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
 	peak, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const g = document.getElementById('history-peak');
 		return g ? g.getAttribute('data-total') + " | " + g.querySelector('text').textContent : ""; })()`))
-	if err != nil || !strings.HasPrefix(peak, "166 | peak 166 online at ") {
+	// The seeded peak: 150 ONLINE, 15 AWAY, 1 DND; the dot sits on the
+	// ONLINE line, so the label gives that line's count first.
+	if err != nil || !strings.HasPrefix(peak, "166 | peak 150 ONLINE at ") || !strings.HasSuffix(peak, "(166 in all)") {
 		shot("dashboard-history-failure.png")
-		t.Fatalf("peak marker: %q, %v; want 166 users", peak, err)
+		t.Fatalf("peak marker: %q, %v; want 150 ONLINE, 166 in all", peak, err)
+	}
+	// Steps on fixed boundaries, ticks at whole hours, text at its size.
+	geom, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const s = document.getElementById('history-chart');
+		const step = Number(s.dataset.step), from = Number(s.dataset.from);
+		const ticks = [...s.querySelectorAll('line.tick')].map((l) => Number(l.dataset.at));
+		const vb = s.viewBox.baseVal.width, w = s.getBoundingClientRect().width;
+		return [step, from % step, ticks.length >= 4, ticks.every((at) => new Date(at).getMinutes() === 0 && at % 60000 === 0),
+			s.hasAttribute('preserveAspectRatio'), Math.abs(vb - w) <= 1, /^\d+ steps of 5 min/.test(document.getElementById('history-note').textContent)].join(" "); })()`))
+	if want := "300000 0 true true false true true"; err != nil || geom != want {
+		shot("dashboard-history-failure.png")
+		t.Fatalf("chart geometry (step, from mod step, ticks, at whole hours, preserveAspectRatio, drawn at its size, note): %q, %v; want %q", geom, err, want)
 	}
 	shot("dashboard-history.png")
-	t.Logf("HISTORY chart in the browser: 4 status lines over the last 24 h, marker %q", peak)
+	t.Logf("HISTORY chart in the browser: 4 status lines over the last 24 h in fixed 5-minute steps, marker %q", peak)
 }

@@ -90,8 +90,9 @@ type hub struct {
 	buffer   int
 	onChange func(core.LoggedChange)
 
-	wake  chan struct{}
-	ready chan struct{} // closed once the log was read up to its end at start
+	wake   chan struct{}
+	ready  chan struct{} // closed once the log was read up to its end at start
+	health redisHealth   // whether the reads reach Redis, for the dashboard
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -160,7 +161,11 @@ func (h *hub) poke() {
 // counts), then whatever is new on every wake-up or poll tick.
 func (h *hub) run(ctx context.Context) {
 	for {
+		began := time.Now() // a failing read may take long: the outage began before it
 		err := h.read(ctx, false)
+		if ctx.Err() == nil {
+			h.health.record(began, err)
+		}
 		if err == nil {
 			break
 		}
@@ -186,7 +191,11 @@ func (h *hub) run(ctx context.Context) {
 		case <-h.wake:
 		case <-t.C:
 		}
+		began := time.Now()
 		err := h.read(ctx, true)
+		if ctx.Err() == nil {
+			h.health.record(began, err)
+		}
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
 			failing = true

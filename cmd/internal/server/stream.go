@@ -43,7 +43,7 @@ func (s *Server) parseStream(r *http.Request, p Principal) (streamRequest, *Erro
 			return req, e
 		}
 		if !p.canRead(u) {
-			return req, forbidden("%s: following another user needs the %q claim", field, s.auth.cfg.ReadClaim)
+			return req, s.auth.readRefused(field + ": ")
 		}
 		if !req.f.users[u] {
 			req.f.users[u] = true

@@ -4,7 +4,13 @@
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
-const state = { info: null, token: "", source: null, devices: new Set() };
+const state = {
+  info: null, token: "", source: null, devices: new Set(),
+  stream: "connecting", // the event stream: connecting, live, reconnecting
+  redis: null, redisAt: 0, // the overview's Redis health, and when it came (this clock)
+  serviceLost: 0, // when the overview first failed to answer; 0 while it answers
+  history: null, // the last history answer, redrawn on resize
+};
 
 // ---- token and requests -------------------------------------------------
 
@@ -35,6 +41,14 @@ async function api(method, path, body) {
 const enc = encodeURIComponent;
 const time = (ms) => ms ? new Date(ms).toLocaleTimeString() : "–";
 
+// dur says a duration in words: "45 s", "3 min 05 s", "2 h 03 min".
+function dur(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000)), pad = (n) => String(n).padStart(2, "0");
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
+  return Math.floor(s / 3600) + " h " + pad(Math.floor(s / 60) % 60) + " min";
+}
+
 function banner(text) {
   const b = $("#banner");
   b.textContent = text || "";
@@ -44,8 +58,23 @@ function banner(text) {
 // ---- overview -------------------------------------------------------------
 
 async function refresh() {
+  let ov;
   try {
-    const ov = await api("GET", "/v1/admin/overview");
+    ov = await api("GET", "/v1/admin/overview");
+  } catch (e) {
+    if (e.status === 401 || e.status === 403) banner("The overview needs an admin token: paste one above (or open the page with #token=…).");
+    else {
+      state.serviceLost ||= Date.now();
+      state.lastError = e.message;
+    }
+    showOutage();
+    return;
+  }
+  state.serviceLost = 0;
+  state.redis = ov.redis;
+  state.redisAt = Date.now();
+  showOutage();
+  try {
     banner("");
     for (const [st, n] of Object.entries(ov.users.by_status)) {
       const el = $("#n-" + st);
@@ -63,9 +92,38 @@ async function refresh() {
     }));
     showSweeps(ov.sweeper);
   } catch (e) {
-    if (e.status === 401 || e.status === 403) banner("The overview needs an admin token: paste one above (or open the page with #token=…).");
-    else banner("Cannot reach the service: " + e.message);
+    banner("Cannot show the overview: " + e.message);
   }
+}
+
+// showOutage shows the outage banner (Redis, or the service itself, not
+// answering, and for how long), marks the figures it leaves stale, and
+// says so in the header. It runs every second, so the time keeps counting.
+function showOutage() {
+  const r = state.redis;
+  let text = "";
+  if (state.serviceLost) {
+    text = `The service has not answered for ${dur(Date.now() - state.serviceLost)} (since ${time(state.serviceLost)}): the figures below are from before. ${state.lastError || ""}`;
+  } else if (r && !r.up) {
+    text = `Redis unreachable for ${dur(r.down_ms + Date.now() - state.redisAt)} (since ${time(r.down_since)}): the figures below are as they were before the outage. Last error: ${r.error}`;
+  }
+  const o = $("#outage");
+  o.textContent = text;
+  o.classList.toggle("hidden", !text);
+  for (const p of ["#users-panel", "#scopes-panel"]) $(p).classList.toggle("stale", !!text);
+  showStreamState();
+}
+
+// showStreamState says in the header whether events flow: the stream may
+// be open while Redis, where they come from, is not answering.
+function showStreamState() {
+  const [text, cls] = state.redis && !state.redis.up ? ["events: stalled (Redis down)", "bad"]
+    : state.serviceLost ? ["events: service unreachable", "bad"]
+    : state.stream === "live" ? ["events: live", "ok"]
+    : ["events: " + state.stream, "warn"];
+  const st = $("#stream-state");
+  st.textContent = text;
+  st.className = "badge " + cls;
 }
 
 function row(cells, attrs = {}) {
@@ -73,7 +131,8 @@ function row(cells, attrs = {}) {
   for (const [k, v] of Object.entries(attrs)) tr.setAttribute(k, v);
   for (const c of cells) {
     const td = document.createElement("td");
-    if (c instanceof Node) td.append(c); else td.textContent = c;
+    if (c instanceof Node) td.append(c);
+    else td.textContent = td.title = c; // cut to one line: the whole text on hover
     tr.append(td);
   }
   return tr;
@@ -115,9 +174,8 @@ function openStream() {
   if (state.token) url += "&access_token=" + enc(state.token);
   const src = new EventSource(url);
   state.source = src;
-  const st = $("#stream-state");
-  src.onopen = () => { st.textContent = "events: live"; st.className = "badge ok"; };
-  src.onerror = () => { st.textContent = "events: reconnecting"; st.className = "badge warn"; };
+  src.onopen = () => { state.stream = "live"; showStreamState(); };
+  src.onerror = () => { state.stream = "reconnecting"; showStreamState(); };
   src.addEventListener("change", (e) => {
     const c = JSON.parse(e.data);
     logEvent(`change ${c.user}: ${c.from} → ${c.to}`);
@@ -303,43 +361,72 @@ function svgEl(name, attrs, text) {
   return el;
 }
 
+// niceStep is the round step (1, 2 or 5 times a power of ten) at least raw.
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
+  return [1, 2, 5, 10].map((m) => m * p).find((v) => v >= raw);
+}
+
+const MINUTE = 60000, HOUR = 60 * MINUTE;
+const hhmm = (ms) => new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+
+// hourTicks returns the instants in [from, to] at whole local hours that
+// are multiples of every hours: 00:00, 03:00, 06:00…, whatever "now" is.
+function hourTicks(from, to, every) {
+  const d = new Date(from);
+  d.setMinutes(0, 0, 0);
+  const out = [];
+  for (; d.getTime() <= to; d.setHours(d.getHours() + 1)) {
+    if (d.getTime() >= from && d.getHours() % every === 0) out.push(d.getTime());
+  }
+  return out;
+}
+
 // drawHistory draws online users by status over the range of h (the
-// answer of GET /v1/history), one line per status, and marks the peak.
+// answer of GET /v1/history), one line per status, and marks the peak (the
+// step with the most users in all) on the ONLINE line, labelled with that
+// line's count and the total. The chart is drawn at the size it is shown,
+// so its text is never stretched.
 function drawHistory(h) {
   const svg = $("#history-chart");
-  const W = 960, H = 240, L = 44, R = 12, T = 14, B = 24;
+  const W = Math.max(320, Math.round(svg.getBoundingClientRect().width) || 960), H = 240, L = 44, R = 12, T = 14, B = 24;
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
   const pts = h.points || [];
-  const top = Math.max(1, ...pts.map((p) => Math.max(...HISTORY_STATUSES.map(([st]) => p.by_status[st] || 0))), h.peak ? h.peak.by_status.ONLINE || 0 : 0);
+  const most = Math.max(1, ...pts.map((p) => Math.max(...HISTORY_STATUSES.map(([st]) => p.by_status[st] || 0))));
+  const ystep = niceStep(most / 4), top = ystep * Math.ceil(most / ystep);
   const x = (at) => L + (W - L - R) * (at - h.from) / Math.max(1, h.to - h.from);
   const y = (n) => H - B - (H - T - B) * n / top;
   const kids = [];
-  for (const f of [0, 0.5, 1]) {
-    const n = Math.round(top * f);
+  for (let n = 0; n <= top; n += ystep) {
     kids.push(svgEl("line", { x1: L, x2: W - R, y1: y(n), y2: y(n), stroke: "#e3e6eb" }));
     kids.push(svgEl("text", { x: L - 6, y: y(n) + 4, "text-anchor": "end", fill: "#6b7280" }, String(n)));
   }
-  for (let i = 0; i <= 4; i++) {
-    const at = h.from + (h.to - h.from) * i / 4;
-    kids.push(svgEl("text", { x: x(at), y: H - 6, "text-anchor": i === 0 ? "start" : i === 4 ? "end" : "middle", fill: "#6b7280" },
-      new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+  // Ticks at whole hours, as many as fit one label per 90 px.
+  const span = (h.to - h.from) / HOUR, fit = Math.max(2, Math.floor((W - L - R) / 90));
+  const every = [1, 2, 3, 4, 6, 12, 24].find((e) => span / e <= fit) || 24;
+  for (const at of hourTicks(h.from, h.to, every)) {
+    kids.push(svgEl("line", { x1: x(at), x2: x(at), y1: H - B, y2: H - B + 4, stroke: "#9ca3af", class: "tick", "data-at": at }));
+    kids.push(svgEl("text", { x: x(at), y: H - 6, "text-anchor": "middle", fill: "#6b7280", class: "tick" }, hhmm(at)));
   }
   for (const [st, color] of HISTORY_STATUSES) {
     if (pts.length === 0) break;
-    const d = pts.map((p) => `${x(p.at).toFixed(1)},${y(p.by_status[st] || 0).toFixed(1)}`).join(" ");
+    const d = pts.map((p) => `${x(p.at + h.step_ms / 2).toFixed(1)},${y(p.by_status[st] || 0).toFixed(1)}`).join(" ");
     kids.push(svgEl("polyline", { points: d, fill: "none", stroke: color, "stroke-width": 2, "data-status": st }));
   }
   if (h.peak) {
-    const px = x(h.peak.at), n = h.peak.by_status.ONLINE || 0, py = y(n);
-    const g = svgEl("g", { id: "history-peak", "data-total": h.peak.total, "data-at": h.peak.at });
+    const px = x(h.peak.at + h.step_ms / 2), n = h.peak.by_status.ONLINE || 0, py = y(n);
+    const g = svgEl("g", { id: "history-peak", "data-total": h.peak.total, "data-online": n, "data-at": h.peak.at });
     g.append(svgEl("line", { x1: px, x2: px, y1: T, y2: H - B, stroke: "#1d2330", "stroke-dasharray": "3 3" }));
-    g.append(svgEl("circle", { cx: px, cy: py, r: 4, fill: "#1d2330" }));
+    g.append(svgEl("circle", { cx: px, cy: py, r: 4, fill: "#16a34a", stroke: "#1d2330" }));
     const right = px > W / 2;
     g.append(svgEl("text", { x: px + (right ? -6 : 6), y: T + 10, "text-anchor": right ? "end" : "start", fill: "#1d2330", "font-weight": "600" },
-      `peak ${h.peak.total} online at ${new Date(h.peak.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}`));
+      `peak ${n} ONLINE at ${hhmm(h.peak.at)} (${h.peak.total} in all)`));
     kids.push(g);
   }
   svg.replaceChildren(...kids);
   svg.setAttribute("data-points", String(pts.length));
+  svg.setAttribute("data-from", String(h.from));
+  svg.setAttribute("data-step", String(h.step_ms));
   $("#history-legend").replaceChildren(...HISTORY_STATUSES.map(([st, color]) => {
     const span = document.createElement("span");
     const sw = document.createElement("span");
@@ -349,15 +436,22 @@ function drawHistory(h) {
   }));
 }
 
+// HISTORY_STEP is the chart's step: 24 hours in 288 steps. The range is
+// cut on multiples of it (since the epoch), so a step holds the same
+// snapshots on every refresh and the peak does not move.
+const HISTORY_STEP = 5 * MINUTE;
+
 async function refreshHistory() {
   const note = $("#history-note");
-  const to = Date.now();
+  const to = Math.floor(Date.now() / HISTORY_STEP) * HISTORY_STEP + HISTORY_STEP, from = to - 24 * HOUR;
   try {
-    const h = await api("GET", `/v1/history?from=${to - 24 * 3600 * 1000}&to=${to}`);
+    const h = await api("GET", `/v1/history?from=${from}&to=${to}&step=${HISTORY_STEP}`);
+    state.history = h;
     drawHistory(h);
-    note.textContent = h.points.length === 0
+    const n = h.points.length;
+    note.textContent = n === 0
       ? "No snapshots in the last 24 hours yet: the service records one a minute."
-      : `${h.points.length} steps of ${Math.round(h.step_ms / 60000)} min; each the largest count of its snapshots (presence history prints the same).`;
+      : `${n} ${n === 1 ? "step" : "steps"} of ${Math.round(h.step_ms / 60000)} min, on fixed boundaries; each the largest count of its snapshots (presence history prints the same).`;
   } catch (e) {
     if (e.status === 404) note.textContent = "The online history is off (presence serve --history-db).";
     else if (e.status === 503) note.textContent = "The history database has not been reached yet: " + e.message;
@@ -400,6 +494,12 @@ async function main() {
   setInterval(refresh, 1500);
   refreshHistory();
   setInterval(refreshHistory, 30000);
+  setInterval(showOutage, 1000); // the outage's duration keeps counting
+  let resize;
+  addEventListener("resize", () => {
+    clearTimeout(resize);
+    resize = setTimeout(() => state.history && drawHistory(state.history), 100);
+  });
 }
 
 main().catch((e) => banner("Start-up failed: " + e.message));
