@@ -188,17 +188,37 @@ func TestWorkerdLane(t *testing.T) {
 	}
 }
 
-// TestRESPCodec runs the tests of wasm/js/resp.mjs, the RESP2 codec the
-// Worker speaks to Redis with, under node --test.
+// TestRESPCodec runs the tests of wasm/js/resp.mjs, the RESP2 client the
+// Worker speaks to Redis with, under node --test and deno test, against
+// a redis-server with a password, an ACL user and a TLS port.
 func TestRESPCodec(t *testing.T) {
 	node := lanes.Node(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "resp_test.mjs")
-	cmd.Dir = filepath.Join(lanes.Dir(), "js")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test resp_test.mjs: %v\n%s", err, out)
+	redis := startSecureRedis(t)
+	for _, run := range []struct {
+		name, ranAll string
+		argv         []string
+	}{
+		{"node", "# skipped 0", []string{node, "--test", "resp_test.mjs"}},
+		{"deno", "0 failed (", []string{"", "test", "--quiet", "--no-check", "--no-lock", "--allow-net=127.0.0.1", "--allow-read", "--allow-env", "resp_test.mjs"}},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			if run.argv[0] == "" {
+				run.argv[0] = lanes.NPMBin(t, "deno")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, run.argv[0], run.argv[1:]...)
+			cmd.Dir = filepath.Join(lanes.Dir(), "js")
+			cmd.Env = append(os.Environ(), append(redis.env(), "NO_COLOR=1")...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", strings.Join(run.argv, " "), err, out)
+			}
+			// Every test ran: none skipped for want of the live server.
+			if !bytes.Contains(out, []byte(run.ranAll)) {
+				t.Errorf("%s skipped tests (want %q in its output):\n%s", run.name, run.ranAll, out)
+			}
+		})
 	}
 }
 
