@@ -501,8 +501,10 @@ export class RedisClient {
       this.drop(opening, c);
       return commands.map(() => unavailableResult(String(err?.message ?? err)));
     }
+    // Redis answers a client that has not authenticated with NOAUTH, or,
+    // for a long command, a protocol error, and then closes it.
     for (const r of out) {
-      if (r.startsWith('{"error":{"code":"error","message":"NOAUTH')) {
+      if (r.startsWith('{"error":{"code":"error","message":"NOAUTH') || r.includes("Protocol error: unauthenticated")) {
         throw new AuthError(`redis at ${c.where} asks for a password (${JSON.parse(r).error.message}); none was given`);
       }
     }
