@@ -3,6 +3,7 @@ package workerd_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,6 +56,25 @@ func BenchmarkWorkerRequest(b *testing.B) {
 			if ok {
 				b.ReportMetric(float64((c1-c0).Microseconds())/1e3/float64(b.N), "cpu-ms/req")
 			}
+			if kb, ok := peakRSS(pid); ok {
+				b.ReportMetric(float64(kb)/1024, "peak-rss-MiB")
+			}
 		})
 	}
+}
+
+// peakRSS returns the most resident memory process pid has used, in KiB,
+// from /proc (Linux), or false.
+func peakRSS(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

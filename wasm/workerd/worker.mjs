@@ -83,6 +83,7 @@ async function example(env, redis) {
   await host.do("touch_batch", { touches: ["alice", "bob", "carol"].map((member) => ({ scope: room, member })) });
   out.push("count " + JSON.stringify((await host.do("count", { scope: room })).result));
   out.push(`redis round trips ${host.rounds}`);
+  out.push(`module memory ${(configured(env).reactor.memory.buffer.byteLength / 2 ** 20).toFixed(1)} MiB`);
   return new Response(out.join("\n") + "\n");
 }
 

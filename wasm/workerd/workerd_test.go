@@ -199,7 +199,7 @@ func TestWorkerdLane(t *testing.T) {
 
 	out := string(s.do(t, http.MethodGet, "/", nil))
 	t.Logf("GET /:\n%s", out)
-	for _, w := range []string{`configure {"abi":2,"clock":"host"}`, "status ONLINE web-1:ONLINE", `count {"n":3,`} {
+	for _, w := range []string{`configure {"abi":2,"clock":"host"}`, "status ONLINE web-1:ONLINE", `count {"n":3,`, "module memory "} {
 		if !strings.Contains(out, w) {
 			t.Errorf("GET / lacks %q", w)
 		}
