@@ -1,8 +1,23 @@
-// resp_test.mjs: tests of resp.mjs, the minimal RESP2 codec (node --test;
-// wasm/workerd's TestRESPCodec runs it).
+// resp_test.mjs: tests of resp.mjs, the minimal RESP2 client, under
+// node --test and deno test (wasm/workerd's TestRESPCodec runs both).
+// The tests of a live connection need a redis-server with a password,
+// an ACL user and a TLS port, which TestRESPCodec starts and names in
+// PRESENCE_TEST_REDIS_*; without it they skip.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { callCommand, encodeCommands, ProtocolError, ReplyReader, unavailableResult } from "./resp.mjs";
+import { readFileSync } from "node:fs";
+import {
+  AuthError,
+  callCommand,
+  ConfigError,
+  encodeCommands,
+  ProtocolError,
+  RedisClient,
+  redisOptions,
+  ReplyReader,
+  runtimeDialer,
+  unavailableResult,
+} from "./resp.mjs";
 
 const enc = new TextEncoder();
 const bytes = (s) => (typeof s === "string" ? enc.encode(s) : new Uint8Array(s));
@@ -99,4 +114,138 @@ test("encodeCommands: strings as UTF-8, {b} as bytes, one request", () => {
 test("callCommand: EVALSHA, or EVAL with the source", () => {
   assert.deepEqual(callCommand({ sha: "abc", keys: ["k1", "k2"], args: ["1"] }), ["EVALSHA", "abc", "2", "k1", "k2", "1"]);
   assert.deepEqual(callCommand({ src: "return 1", keys: [], args: [] }), ["EVAL", "return 1", "0"]);
+});
+
+test("redisOptions: defaults, TLS, ACL user, and each bad variable named", () => {
+  assert.deepEqual(redisOptions({ PRESENCE_REDIS_HOST: "r.example" }), {
+    host: "r.example", port: 6379, tls: false, user: undefined, password: undefined, ca: undefined,
+  });
+  assert.deepEqual(
+    redisOptions({
+      PRESENCE_REDIS_HOST: "r.example", PRESENCE_REDIS_PORT: "6380", PRESENCE_REDIS_TLS: "on",
+      PRESENCE_REDIS_USER: "u", PRESENCE_REDIS_PASSWORD: "p",
+    }),
+    { host: "r.example", port: 6380, tls: true, user: "u", password: "p", ca: undefined },
+  );
+  for (const [env, named] of [
+    [{}, "PRESENCE_REDIS_HOST"],
+    [{ PRESENCE_REDIS_HOST: "h", PRESENCE_REDIS_PORT: "0" }, "PRESENCE_REDIS_PORT"],
+    [{ PRESENCE_REDIS_HOST: "h", PRESENCE_REDIS_PORT: "65536" }, "PRESENCE_REDIS_PORT"],
+    [{ PRESENCE_REDIS_HOST: "h", PRESENCE_REDIS_PORT: "63a" }, "PRESENCE_REDIS_PORT"],
+    [{ PRESENCE_REDIS_HOST: "h", PRESENCE_REDIS_TLS: "yes please" }, "PRESENCE_REDIS_TLS"],
+    [{ PRESENCE_REDIS_HOST: "h", PRESENCE_REDIS_USER: "u" }, "PRESENCE_REDIS_PASSWORD"],
+  ]) {
+    assert.throws(() => redisOptions(env), (err) => err instanceof ConfigError && err.message.includes(named), JSON.stringify(env));
+  }
+});
+
+// A live redis-server, from TestRESPCodec.
+const env = globalThis.Deno ? Deno.env.toObject() : process.env;
+const live = env.PRESENCE_TEST_REDIS_HOST
+  ? {
+      host: env.PRESENCE_TEST_REDIS_HOST,
+      port: Number(env.PRESENCE_TEST_REDIS_PORT),
+      tlsPort: Number(env.PRESENCE_TEST_REDIS_TLS_PORT),
+      ca: readFileSync(env.PRESENCE_TEST_REDIS_CA_FILE, "utf8"),
+      password: env.PRESENCE_TEST_REDIS_PASSWORD,
+      user: env.PRESENCE_TEST_REDIS_USER,
+      userPassword: env.PRESENCE_TEST_REDIS_USER_PASSWORD,
+    }
+  : null;
+const skip = live ? false : "no live redis-server: run `go test -run TestRESPCodec ./wasm/workerd`";
+
+// client returns a client of the live server over plain TCP or TLS.
+function client(tls, credentials, extra = {}) {
+  const where = tls ? { port: live.tlsPort, tls: true, ca: live.ca } : { port: live.port, tls: false };
+  return new RedisClient(runtimeDialer(), { host: live.host, ...where, ...credentials, timeoutMs: 5000, ...extra });
+}
+
+for (const tls of [false, true]) {
+  const name = tls ? "TLS" : "TCP";
+
+  test(`${name}: AUTH with the password, and with an ACL user; one connection for many pipelines`, { skip }, async () => {
+    for (const [credentials, whoami] of [
+      [{ password: live?.password }, "default"],
+      [{ user: live?.user, password: live?.userPassword }, live?.user],
+    ]) {
+      const c = client(tls, credentials);
+      try {
+        assert.deepEqual(await c.pipeline([["ACL", "WHOAMI"], ["EVAL", "return redis.call('PING')", "0"]]), [
+          `{"value":${JSON.stringify(whoami)}}`,
+          '{"value":"PONG"}',
+        ]);
+        for (let i = 0; i < 3; i++) assert.deepEqual(await c.pipeline([["PING"]]), ['{"value":"PONG"}']);
+        assert.equal(c.connections, 1);
+      } finally {
+        c.close();
+      }
+    }
+  });
+
+  test(`${name}: pipelines called together get their own replies, in order`, { skip }, async () => {
+    const c = client(tls, { password: live?.password });
+    try {
+      const got = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => c.pipeline([["ECHO", `a${i}`], ["ECHO", `b${i}`]])),
+      );
+      got.forEach((replies, i) => assert.deepEqual(replies, [`{"value":"a${i}"}`, `{"value":"b${i}"}`]));
+      assert.equal(c.connections, 1);
+    } finally {
+      c.close();
+    }
+  });
+
+  test(`${name}: refused credentials throw an AuthError naming the cause`, { skip }, async () => {
+    for (const [credentials, want] of [
+      [{ password: "wrong" }, /refused AUTH as the default user: WRONGPASS/],
+      [{ user: live?.user, password: "wrong" }, new RegExp(`refused AUTH as user "${live?.user}": WRONGPASS`)],
+      [{ user: "nobody", password: live?.password }, /refused AUTH as user "nobody": WRONGPASS/],
+      [{}, /asks for a password \(NOAUTH/],
+    ]) {
+      const c = client(tls, credentials);
+      try {
+        await assert.rejects(c.pipeline([["PING"]]), (err) => err instanceof AuthError && want.test(err.message), JSON.stringify(credentials));
+      } finally {
+        c.close();
+      }
+    }
+  });
+
+  test(`${name}: a connection Redis closes is opened again`, { skip }, async () => {
+    const c = client(tls, { user: live?.user, password: live?.userPassword });
+    const admin = client(false, { password: live?.password });
+    try {
+      const [id] = await c.pipeline([["CLIENT", "ID"]]);
+      assert.deepEqual(await admin.pipeline([["CLIENT", "KILL", "ID", JSON.parse(id).value.toString()]]), ['{"value":1}']);
+      // The client sees the close before its next pipeline, or in it.
+      let r = await c.pipeline([["PING"]]);
+      if (r[0] !== '{"value":"PONG"}') {
+        assert.match(JSON.parse(r[0]).error.message, /closed|reset|EPIPE|broken/i);
+        r = await c.pipeline([["PING"]]);
+      }
+      assert.deepEqual(r, ['{"value":"PONG"}']);
+      assert.equal(c.connections, 2);
+    } finally {
+      c.close();
+      admin.close();
+    }
+  });
+}
+
+test("TLS to the plain port, and TLS without the test's CA, answer unavailable", { skip }, async () => {
+  for (const extra of [
+    { port: live?.port, tls: true, ca: live?.ca, timeoutMs: 2000 },
+    { ca: undefined },
+  ]) {
+    const c = client(true, { password: live?.password }, extra);
+    try {
+      const [r] = await c.pipeline([["PING"]]);
+      const e = JSON.parse(r).error;
+      assert.equal(e.code, "unavailable", r);
+      assert.match(e.message, /^redis: connect to rediss:\/\/127\.0\.0\.1:/, r);
+      assert.equal(c.connections, 0);
+    } finally {
+      c.close();
+    }
+  }
 });

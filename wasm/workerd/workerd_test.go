@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,10 +29,12 @@ type server struct {
 	logs *bytes.Buffer
 }
 
-// start serves config.capnp with the module at wasmPath and Redis at
-// redisAddr, on a free loopback port, and waits until workerd listens.
-// The process is stopped when the test ends.
-func start(t testing.TB, wasmPath, redisAddr string) *server {
+// start serves config.capnp with the module at wasmPath, the bindings in
+// env (PRESENCE_REDIS_HOST and so on, from workerd's environment) and,
+// where ca is not empty, that CA trusted for TLS, on a free loopback
+// port, and waits until workerd listens. The process is stopped when the
+// test ends.
+func start(t testing.TB, wasmPath string, env map[string]string, ca string) *server {
 	t.Helper()
 	bin := lanes.NPMBin(t, "workerd")
 	// The Worker's files, laid out as in wasm/, next to the module.
@@ -42,17 +45,20 @@ func start(t testing.TB, wasmPath, redisAddr string) *server {
 	}
 	copyFile(t, wasmPath, filepath.Join(dir, "workerd", "presence.wasm"))
 	cfgPath := filepath.Join(dir, "workerd", "config.capnp")
-	cfg, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const binding = `text = "127.0.0.1:6379"`
-	if bytes.Count(cfg, []byte(binding)) != 1 {
-		t.Fatalf("config.capnp: want one PRESENCE_REDIS binding %s", binding)
-	}
-	cfg = bytes.Replace(cfg, []byte(binding), []byte(`text = "`+redisAddr+`"`), 1)
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
-		t.Fatal(err)
+	if ca != "" {
+		cfg, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const tlsOptions = "tlsOptions = (trustBrowserCas = true)"
+		if bytes.Count(cfg, []byte(tlsOptions)) != 1 {
+			t.Fatalf("config.capnp: want one %s", tlsOptions)
+		}
+		pemText := strings.ReplaceAll(strings.TrimSpace(ca), "\n", `\n`)
+		cfg = bytes.Replace(cfg, []byte(tlsOptions), []byte(`tlsOptions = (trustBrowserCas = true, trustedCertificates = ["`+pemText+`"])`), 1)
+		if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// workerd writes {"event":"listen","socket":"http","port":N} to the
@@ -65,6 +71,10 @@ func start(t testing.TB, wasmPath, redisAddr string) *server {
 	s := &server{logs: &bytes.Buffer{}}
 	s.cmd = exec.Command(bin, "serve", "config.capnp", "--socket-addr", "http=127.0.0.1:0", "--control-fd", "3")
 	s.cmd.Dir = filepath.Dir(cfgPath)
+	s.cmd.Env = os.Environ()
+	for k, v := range env {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	s.cmd.ExtraFiles = []*os.File{ctlW}
 	if err := s.cmd.Start(); err != nil {
@@ -120,6 +130,16 @@ func (s *server) stop(t testing.TB, exited chan error) {
 // test unless the status is 200.
 func (s *server) do(t testing.TB, method, path string, body []byte) []byte {
 	t.Helper()
+	status, out := s.request(t, method, path, body)
+	if status != http.StatusOK {
+		t.Fatalf("%s %s: %d\n%s\n%s", method, path, status, out, s.logs)
+	}
+	return out
+}
+
+// request sends a request to the Worker and returns its status and body.
+func (s *server) request(t testing.TB, method, path string, body []byte) (int, []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, s.url+path, bytes.NewReader(body))
@@ -135,10 +155,18 @@ func (s *server) do(t testing.TB, method, path string, body []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %s\n%s\n%s", method, path, resp.Status, out, s.logs)
+	return resp.StatusCode, out
+}
+
+// plainRedis is the environment of a Worker that reaches the Redis at
+// addr ("127.0.0.1:PORT") over TCP, without AUTH.
+func plainRedis(t testing.TB, addr string) map[string]string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return map[string]string{"PRESENCE_REDIS_HOST": host, "PRESENCE_REDIS_PORT": port, "PRESENCE_PREFIX": "presence-workerd"}
 }
 
 func copyFile(t testing.TB, from, to string) {
@@ -162,7 +190,7 @@ func copyFile(t testing.TB, from, to string) {
 func TestWorkerdLane(t *testing.T) {
 	lanes.NPMBin(t, "workerd")
 	seq, want := lanes.Want(t)
-	s := start(t, lanes.Module(t, wasm.WASI), lanes.Redis(t))
+	s := start(t, lanes.Module(t, wasm.WASI), plainRedis(t, lanes.Redis(t)), "")
 	body, err := os.ReadFile(lanes.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +199,7 @@ func TestWorkerdLane(t *testing.T) {
 
 	out := string(s.do(t, http.MethodGet, "/", nil))
 	t.Logf("GET /:\n%s", out)
-	for _, w := range []string{`configure {"abi":2,"clock":"host"}`, "status ONLINE web-1:ONLINE", `count {"n":3,`} {
+	for _, w := range []string{`configure {"abi":2,"clock":"host"}`, "status ONLINE web-1:ONLINE", `count {"n":3,`, "module memory "} {
 		if !strings.Contains(out, w) {
 			t.Errorf("GET / lacks %q", w)
 		}
@@ -188,17 +216,37 @@ func TestWorkerdLane(t *testing.T) {
 	}
 }
 
-// TestRESPCodec runs the tests of wasm/js/resp.mjs, the RESP2 codec the
-// Worker speaks to Redis with, under node --test.
+// TestRESPCodec runs the tests of wasm/js/resp.mjs, the RESP2 client the
+// Worker speaks to Redis with, under node --test and deno test, against
+// a redis-server with a password, an ACL user and a TLS port.
 func TestRESPCodec(t *testing.T) {
 	node := lanes.Node(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "resp_test.mjs")
-	cmd.Dir = filepath.Join(lanes.Dir(), "js")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node --test resp_test.mjs: %v\n%s", err, out)
+	redis := startSecureRedis(t)
+	for _, run := range []struct {
+		name, ranAll string
+		argv         []string
+	}{
+		{"node", "# skipped 0", []string{node, "--test", "resp_test.mjs"}},
+		{"deno", "0 failed (", []string{"", "test", "--quiet", "--no-check", "--no-lock", "--allow-net=127.0.0.1", "--allow-read", "--allow-env", "resp_test.mjs"}},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			if run.argv[0] == "" {
+				run.argv[0] = lanes.NPMBin(t, "deno")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, run.argv[0], run.argv[1:]...)
+			cmd.Dir = filepath.Join(lanes.Dir(), "js")
+			cmd.Env = append(os.Environ(), append(redis.env(), "NO_COLOR=1")...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", strings.Join(run.argv, " "), err, out)
+			}
+			// Every test ran: none skipped for want of the live server.
+			if !bytes.Contains(out, []byte(run.ranAll)) {
+				t.Errorf("%s skipped tests (want %q in its output):\n%s", run.name, run.ranAll, out)
+			}
+		})
 	}
 }
 
@@ -234,7 +282,7 @@ func cpuTime(pid int) (time.Duration, bool) {
 // no iterations. Compare with go test -bench HeartbeatNative ./wasm/host.
 func BenchmarkHeartbeatWorkerd(b *testing.B) {
 	lanes.NPMBin(b, "workerd")
-	s := start(b, lanes.Module(b, wasm.WASI), lanes.Redis(b))
+	s := start(b, lanes.Module(b, wasm.WASI), plainRedis(b, lanes.Redis(b)), "")
 	pid := s.cmd.Process.Pid
 	for _, c := range []struct {
 		name, op string
