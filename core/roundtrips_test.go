@@ -1,0 +1,141 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/presencekit/presence/adapters/goredis"
+	"github.com/presencekit/presence/core"
+)
+
+// tripLog is a Store that counts round trips: each Eval, Publish and
+// PublishBatch is one, as each is one pipelined exchange with Redis.
+type tripLog struct {
+	*goredis.Store
+	mu    sync.Mutex
+	trips []string
+}
+
+func (c *tripLog) add(what string) {
+	c.mu.Lock()
+	c.trips = append(c.trips, what)
+	c.mu.Unlock()
+}
+
+func (c *tripLog) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	names := make([]string, len(calls))
+	for i, call := range calls {
+		names[i] = scriptOf(call)
+	}
+	c.add(strings.Join(names, "+"))
+	return c.Store.Eval(ctx, calls)
+}
+
+func (c *tripLog) Publish(ctx context.Context, channel string, msg []byte) error {
+	c.add("PUBLISH")
+	return c.Store.Publish(ctx, channel, msg)
+}
+
+func (c *tripLog) PublishBatch(ctx context.Context, msgs []core.Message) error {
+	c.add(fmt.Sprintf("PUBLISH×%d", len(msgs)))
+	return c.Store.PublishBatch(ctx, msgs)
+}
+
+func (c *tripLog) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.trips
+	c.trips = nil
+	return t
+}
+
+// TestRoundTrips holds the round trips each operation takes through a
+// warm engine (scripts loaded), as a table of what it sends: a steady
+// beat is one; a call that changes a status pays its script, the
+// publication and the outbox acknowledgement, and, with a change log, the
+// log's append in between; a heartbeat that changes a status pays the
+// steady beat first (docs/design.md §2). Run with -v to print the table.
+func TestRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	for _, log := range []int{0, 1000} {
+		t.Run(fmt.Sprintf("changelog=%d", log), func(t *testing.T) {
+			mr := miniredis.RunT(t)
+			clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
+			mr.SetTime(clk.t)
+			mr.ClockTTL(true)
+			client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { client.Close() })
+			store := &tripLog{Store: goredis.New(client)}
+			e, err := core.New(store, core.Config{Clock: clk, CoalesceWindow: -1, ChangeLog: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// warm: every script loaded, so that no step pays NOSCRIPT
+			for _, s := range core.Scripts() {
+				if err := client.ScriptLoad(ctx, s.Source()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var token string
+			logged := 0
+			if log > 0 {
+				logged = 1
+			}
+			steps := []struct {
+				name string
+				run  func() error
+				want int
+			}{
+				{"heartbeat, implicit login (OFFLINE→ONLINE)", func() error {
+					ack, err := e.Heartbeat(ctx, core.Heartbeat{User: "ann", Device: "web", Kind: core.KindWeb, Active: true})
+					token = ack.Token
+					return err
+				}, 4 + logged},
+				{"heartbeat, steady", func() error {
+					_, err := e.Heartbeat(ctx, core.Heartbeat{User: "ann", Device: "web", Kind: core.KindWeb, Token: token})
+					return err
+				}, 1},
+				{"set manual DND (ONLINE→DND)", func() error {
+					_, err := e.SetManual(ctx, "ann", core.ManualDND, time.Minute)
+					return err
+				}, 3 + logged},
+				{"login, second device (no change)", func() error {
+					_, err := e.Login(ctx, core.Login{User: "ann", Device: "phone", Kind: core.KindIOS})
+					return err
+				}, 1},
+				{"logout of the last device but one (no change)", func() error {
+					_, err := e.Logout(ctx, "ann", "phone", "")
+					return err
+				}, 1},
+				{"logout of the last device (DND→OFFLINE)", func() error {
+					_, err := e.Logout(ctx, "ann", "web", "")
+					return err
+				}, 3 + logged},
+				{"login (OFFLINE→ONLINE)", func() error {
+					_, err := e.Login(ctx, core.Login{User: "bob", Device: "web", Kind: core.KindWeb})
+					return err
+				}, 3 + logged},
+				{"status", func() error { _, err := e.Status(ctx, "bob"); return err }, 1},
+			}
+			for _, s := range steps {
+				clk.t = clk.t.Add(time.Second)
+				mr.SetTime(clk.t)
+				if err := s.run(); err != nil {
+					t.Fatalf("%s: %v", s.name, err)
+				}
+				trips := store.take()
+				t.Logf("%-48s %d: %s", s.name, len(trips), strings.Join(trips, ", "))
+				if len(trips) != s.want {
+					t.Errorf("%s: %d round trips (%s), want %d", s.name, len(trips), strings.Join(trips, ", "), s.want)
+				}
+			}
+		})
+	}
+}
