@@ -11,6 +11,11 @@ import (
 
 // Touch plans Engine.Touch at now.
 func (pl *Planner) Touch(now string, sc Scope, member string) *Plan[struct{}] {
+	if err := pl.p.settings.checkTouch(sc, member); err != nil {
+		plan := newPlan[struct{}](pl.p, now)
+		plan.m.fail(err)
+		return plan
+	}
 	return pl.TouchBatch(now, []ScopeTouch{{Scope: sc, Member: member}})
 }
 

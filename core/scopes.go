@@ -72,7 +72,7 @@ func (k scopeKeys) compactIndexKey() string { return k.data + compactIndex + k.t
 
 // Touch records member's activity in the scope now (docs/design.md §9).
 func (e *Engine) Touch(ctx context.Context, sc Scope, member string) error {
-	p := e.Planner().TouchBatch(e.nowArg(), []ScopeTouch{{Scope: sc, Member: member}})
+	p := e.Planner().Touch(e.nowArg(), sc, member)
 	if err := e.exec(ctx, p); err != nil {
 		return err
 	}
