@@ -59,7 +59,7 @@ func layoutErr(err error) error {
 	if err == nil || errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), layoutTag) {
 		return err
 	}
-	return &wrapErrors{msg: ErrLayout.Error() + ": " + err.Error(), errs: []error{ErrLayout, err}}
+	return &wrapErrors{msg: chain(ErrLayout.Error(), err), errs: []error{ErrLayout, err}}
 }
 
 // InputError reports a rejected argument. It matches ErrInvalid.
@@ -93,8 +93,14 @@ type StoreError struct {
 	Err         error
 }
 
-// Error returns "presence: OP: ERR".
-func (e *StoreError) Error() string { return "presence: " + e.Op + ": " + e.Err.Error() }
+// Error returns "presence: OP: ERR", ERR without a "presence: " of its own.
+func (e *StoreError) Error() string { return chain("presence: "+e.Op, e.Err) }
+
+// chain joins a message and the error it wraps with ": ", dropping the
+// wrapped error's own "presence: " so that a message names the package once.
+func chain(msg string, err error) string {
+	return msg + ": " + strings.TrimPrefix(err.Error(), "presence: ")
+}
 
 // Unwrap returns the driver error.
 func (e *StoreError) Unwrap() error { return e.Err }
@@ -120,10 +126,10 @@ func ClassifyError(err error) error {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "NOSCRIPT") || strings.Contains(msg, "NOSCRIPT No matching script") {
-		return &wrapErrors{msg: ErrNoScript.Error() + ": " + err.Error(), errs: []error{ErrNoScript, err}}
+		return &wrapErrors{msg: chain(ErrNoScript.Error(), err), errs: []error{ErrNoScript, err}}
 	}
 	if unavailable(err, msg) {
-		return &wrapErrors{msg: ErrUnavailable.Error() + ": " + err.Error(), errs: []error{ErrUnavailable, err}}
+		return &wrapErrors{msg: chain(ErrUnavailable.Error(), err), errs: []error{ErrUnavailable, err}}
 	}
 	return err
 }

@@ -435,6 +435,9 @@ func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time
 
 // Status mirrors Engine.Status.
 func (m *Model) Status(ctx context.Context, user string) (UserStatus, error) {
+	if err := checkID("user", user); err != nil {
+		return UserStatus{}, err
+	}
 	out, err := m.Statuses(ctx, []string{user})
 	if err != nil {
 		return UserStatus{}, err

@@ -114,6 +114,9 @@ func (s *modelScope) mergeShard() {
 
 // Touch mirrors Engine.Touch.
 func (m *Model) Touch(ctx context.Context, sc Scope, member string) error {
+	if err := m.settings.checkTouch(sc, member); err != nil {
+		return err
+	}
 	return m.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
 }
 

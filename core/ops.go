@@ -80,9 +80,7 @@ func (r ReadStatuses) apply(ctx context.Context, m *Model) (any, error) {
 	return m.Statuses(ctx, r.Users)
 }
 
-func (t ScopeTouch) plan(pl *Planner, now string) Stepper {
-	return pl.touchBatch(now, []ScopeTouch{t})
-}
+func (t ScopeTouch) plan(pl *Planner, now string) Stepper { return pl.touch(now, t.Scope, t.Member) }
 func (t ScopeTouch) exec(ctx context.Context, e *Engine) error {
 	_, err := drive[struct{}](ctx, e, t, true)
 	return err

@@ -11,6 +11,11 @@ import (
 
 // Touch plans Engine.Touch at now.
 func (pl *Planner) touch(now string, sc Scope, member string) *Plan[struct{}] {
+	if err := pl.p.settings.checkTouch(sc, member); err != nil {
+		plan := newPlan[struct{}](pl.p, now)
+		plan.m.fail(err)
+		return plan
+	}
 	return pl.touchBatch(now, []ScopeTouch{{Scope: sc, Member: member}})
 }
 

@@ -443,6 +443,10 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 func (pl *Planner) status(now, user string) *Plan[UserStatus] {
 	p := pl.p
 	plan := newPlan[UserStatus](p, now)
+	if err := checkID("user", user); err != nil {
+		plan.m.fail(err)
+		return plan
+	}
 	plan.m.settle(p.statuses(&plan.m, []string{user}, func(out []UserStatus) { plan.out = out[0] }))
 	return plan
 }

@@ -7,8 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// checkID applies the ID rules of docs/design.md §3: non-empty UTF-8 of at
-// most MaxIDBytes bytes with no control characters.
+// checkID applies the ID rule of docs/design.md §3: 1 to MaxIDBytes bytes
+// of valid UTF-8 holding no invisible character that would make two IDs
+// look alike: no control character (Unicode Cc), no format character (Cf:
+// the byte order mark U+FEFF, bidirectional controls, zero-width space…)
+// except the zero-width non-joiner and joiner (U+200C, U+200D) between
+// two other characters, where scripts and emoji sequences need them, no
+// line or paragraph separator (Zl, Zp: U+2028, U+2029), and no white space
+// (unicode.IsSpace) at either end.
 func checkID(field, id string) error {
 	if id == "" {
 		return invalid(field, "must not be empty")
@@ -16,8 +22,49 @@ func checkID(field, id string) error {
 	if len(id) > MaxIDBytes {
 		return invalid(field, "is %d bytes, at most %d allowed", len(id), MaxIDBytes)
 	}
-	return checkText(field, id)
+	for i := 0; i < len(id); {
+		b := id[i]
+		if b < utf8.RuneSelf { // the common case, without decoding
+			if b < 0x20 || b == 0x7f {
+				return invalid(field, "contains control character %U at byte %d", rune(b), i)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(id[i:])
+		if r == utf8.RuneError && size == 1 {
+			return invalid(field, "is not valid UTF-8 (byte %d)", i)
+		}
+		if what := hidden(r); what != "" && !(isJoiner(r) && i > 0 && i+size < len(id)) {
+			return invalid(field, "contains %s %U at byte %d", what, r, i)
+		}
+		i += size
+	}
+	if r, _ := utf8.DecodeRuneInString(id); unicode.IsSpace(r) {
+		return invalid(field, "starts with white space %U", r)
+	}
+	if r, _ := utf8.DecodeLastRuneInString(id); unicode.IsSpace(r) {
+		return invalid(field, "ends with white space %U", r)
+	}
+	return nil
 }
+
+// hidden names the class of an invisible rune that IDs may not hold, or
+// returns "".
+func hidden(r rune) string {
+	switch {
+	case unicode.Is(unicode.Cc, r):
+		return "control character"
+	case unicode.Is(unicode.Cf, r):
+		return "invisible format character"
+	case unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r):
+		return "line or paragraph separator"
+	}
+	return ""
+}
+
+// isJoiner reports the zero-width non-joiner and joiner.
+func isJoiner(r rune) bool { return r == '\u200c' || r == '\u200d' }
 
 func checkText(field, s string) error {
 	for i, r := range s {
@@ -80,11 +127,22 @@ func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
 	return cs, checkID(field+".ID", sc.ID)
 }
 
-// CheckID applies the ID rules of docs/design.md §3 to id (non-empty UTF-8
-// of at most MaxIDBytes bytes with no control characters), for services
-// that take IDs from outside before they reach the engine. It returns an
-// *InputError naming field.
+// CheckID applies the ID rule of docs/design.md §3 to id, for services
+// that take IDs from outside before they reach the engine: 1 to MaxIDBytes
+// bytes of valid UTF-8 without control characters (Cc), format characters
+// (Cf; U+200C and U+200D only between two other characters), line or
+// paragraph separators (Zl, Zp), and without white space at either end. It
+// returns an *InputError naming field.
 func CheckID(field, id string) error { return checkID(field, id) }
+
+// checkTouch checks the arguments of a single touch, naming them as the
+// caller wrote them ("scope.Class", "member"), not as a batch's items.
+func (s *settings) checkTouch(sc Scope, member string) error {
+	if _, err := s.checkScope("scope", sc); err != nil {
+		return err
+	}
+	return checkID("member", member)
+}
 
 // checkUsers checks a batch of user IDs.
 func checkUsers(users []string) error {

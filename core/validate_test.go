@@ -93,6 +93,23 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 			_, err := p.Members(ctx, room, "x.y", 10)
 			return err
 		}},
+		{"status of a bad user names the argument", "user", func(p core.Presence) error {
+			_, err := p.Status(ctx, " u")
+			return err
+		}},
+		{"touch of an unknown class names the argument", "scope.Class", func(p core.Presence) error {
+			return p.Touch(ctx, core.Scope{Class: "nope", ID: "1"}, "a")
+		}},
+		{"touch of a bad scope ID names the argument", "scope.ID", func(p core.Presence) error {
+			return p.Touch(ctx, core.Scope{Class: room.Class, ID: "1\u2028"}, "a")
+		}},
+		{"touch of a bad member names the argument", "member", func(p core.Presence) error {
+			return p.Touch(ctx, room, "\ufeffa")
+		}},
+		{"login of a device with trailing space", "Login.Device", func(p core.Presence) error {
+			_, err := p.Login(ctx, core.Login{User: "u", Device: "d "})
+			return err
+		}},
 		{"one bad touch in a batch sends nothing", "touches[1].Member", func(p core.Presence) error {
 			return p.TouchBatch(ctx, []core.ScopeTouch{{Scope: room, Member: "a"}, {Scope: room, Member: long}})
 		}},
@@ -175,5 +192,66 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := core.NewModel(core.Config{}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("NewModel without a clock = %v, want ErrInvalid", err)
+	}
+}
+
+// TestIDRule checks the ID rule of docs/design.md §3 rune class by rune
+// class: what CheckID refuses, every entry point of the engine refuses
+// (TestBadInputIsRefusedBeforeRedis).
+func TestIDRule(t *testing.T) {
+	tests := []struct {
+		name, id string
+		reason   string // "" when accepted
+	}{
+		{"ASCII", "alice", ""},
+		{"inner space", "Alice Smith", ""},
+		{"e-mail", "alice.smith+presence@example.com", ""},
+		{"UUID", "3f2b8c1e-9a4d-4e6b-8f0a-2c5d7e9b1a3f", ""},
+		{"two-byte runes at the cap", strings.Repeat("é", core.MaxIDBytes/2), ""},
+		{"U+FFFD sent as itself", "bad\ufffd", ""},
+		{"joiner inside an emoji sequence", "👩\u200d💻", ""},
+		{"non-joiner inside a word", "می\u200cخواهم", ""},
+		{"empty", "", "must not be empty"},
+		{"over the cap", strings.Repeat("x", core.MaxIDBytes+1), "at most 128"},
+		{"byte 0xFF", "bad\xff", "not valid UTF-8 (byte 3)"},
+		{"byte 0xFE", "bad\xfe", "not valid UTF-8 (byte 3)"},
+		{"a surrogate encoded in UTF-8", "bad\xed\xa0\x80", "not valid UTF-8 (byte 3)"},
+		{"a truncated rune", "bad\xe2\x82", "not valid UTF-8 (byte 3)"},
+		{"an overlong encoding", "bad\xc0\xaf", "not valid UTF-8 (byte 3)"},
+		{"NUL", "a\x00b", "control character U+0000"},
+		{"newline", "a\nb", "control character U+000A"},
+		{"DEL", "a\x7fb", "control character U+007F"},
+		{"C1 next line", "a\u0085b", "control character U+0085"},
+		{"byte order mark", "\ufeffalice", "format character U+FEFF at byte 0"},
+		{"zero-width space", "ali\u200bce", "format character U+200B"},
+		{"right-to-left override", "\u202eecila", "format character U+202E"},
+		{"soft hyphen", "ali\u00adce", "format character U+00AD"},
+		{"joiner at the start", "\u200dalice", "format character U+200D at byte 0"},
+		{"non-joiner at the end", "alice\u200c", "format character U+200C at byte 5"},
+		{"line separator", "ali\u2028ce", "separator U+2028"},
+		{"paragraph separator", "alice\u2029", "separator U+2029"},
+		{"leading space", " alice", "starts with white space U+0020"},
+		{"trailing space", "alice ", "ends with white space U+0020"},
+		{"leading no-break space", "\u00a0alice", "starts with white space U+00A0"},
+		{"trailing ideographic space", "alice\u3000", "ends with white space U+3000"},
+		{"only a space", " ", "starts with white space"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := core.CheckID("user", tt.id)
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("CheckID(%q) = %v, want nil", tt.id, err)
+				}
+				return
+			}
+			var ie *core.InputError
+			if !errors.As(err, &ie) || !errors.Is(err, core.ErrInvalid) || ie.Field != "user" {
+				t.Fatalf("CheckID(%q) = %v, want an *InputError for field user", tt.id, err)
+			}
+			if !strings.Contains(ie.Reason, tt.reason) {
+				t.Errorf("CheckID(%q): reason %q, want it to say %q", tt.id, ie.Reason, tt.reason)
+			}
+		})
 	}
 }

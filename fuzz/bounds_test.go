@@ -100,8 +100,8 @@ func TestBoundsIDs(t *testing.T) {
 		{"users[1]", func(p core.Presence, id string) error { _, err := p.Statuses(ctx, []string{"u", id}); return err }, false},
 		{"device", func(p core.Presence, id string) error { _, err := p.Logout(ctx, "u", id, ""); return err }, false},
 		{"token", func(p core.Presence, id string) error { _, err := p.Disconnect(ctx, "u", "x", id); return err }, true},
-		{"touches[0].Scope.ID", func(p core.Presence, id string) error { return p.Touch(ctx, sc(id), "m") }, false},
-		{"touches[0].Member", func(p core.Presence, id string) error { return p.Touch(ctx, sc("s"), id) }, false},
+		{"scope.ID", func(p core.Presence, id string) error { return p.Touch(ctx, sc(id), "m") }, false},
+		{"member", func(p core.Presence, id string) error { return p.Touch(ctx, sc("s"), id) }, false},
 		{"scope.ID", func(p core.Presence, id string) error { _, err := p.Count(ctx, sc(id)); return err }, false},
 		{"member", func(p core.Presence, id string) error { _, err := p.Leave(ctx, sc("s"), id); return err }, false},
 	}

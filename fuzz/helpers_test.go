@@ -221,10 +221,21 @@ func (m *mini) engine(tb testing.TB, cfg core.Config) *core.Engine {
 }
 
 // validID is the ID rule of docs/design.md §3, written independently of the
-// core: non-empty UTF-8, at most 128 bytes, no control characters (Unicode
-// category Cc).
+// core: non-empty UTF-8, at most 128 bytes, no rune of Unicode categories
+// Cc, Cf, Zl or Zp except U+200C and U+200D with a rune on each side, no
+// white space first or last.
 func validID(s string) bool {
-	return s != "" && len(s) <= 128 && validText(s)
+	if s == "" || len(s) > 128 || !utf8.ValidString(s) {
+		return false
+	}
+	rs := []rune(s)
+	for i, r := range rs {
+		joiner := (r == 0x200C || r == 0x200D) && i > 0 && i < len(rs)-1
+		if unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp) || (unicode.Is(unicode.Cf, r) && !joiner) {
+			return false
+		}
+	}
+	return !unicode.IsSpace(rs[0]) && !unicode.IsSpace(rs[len(rs)-1])
 }
 
 // validText is UTF-8 without control characters.

@@ -40,6 +40,8 @@ func blame(bad []string, ok bool, field string) []string {
 func FuzzIdentifiers(f *testing.F) {
 	f.Add("alice", "phone-1", "gw-1", "10086", "bob", "app", "1.2.3", "", uint8(0))
 	f.Add("{u0}", "d:1", "", "}{", "*", "k", "", "0.0", uint8(7))
+	f.Add("\ufeffu", "d ", " gw", "1\u2028", "a\u200db", "k", "v\u202e", "", uint8(1))
+	f.Add("u\u200d", "\u00a0d", "g\u200bw", "1", "\u200cm", "k", "", "", uint8(2))
 	f.Fuzz(func(t *testing.T, user, device, gateway, scopeID, member, metaKey, metaVal, token string, sel uint8) {
 		ctx := context.Background()
 		m := newMini(t, t0)
@@ -70,8 +72,7 @@ func FuzzIdentifiers(f *testing.F) {
 		logoutBad := blame(blame(nil, validID(user), "user"), validID(device), "device")
 		disconnectBad := blame(logoutBad, token == "" || validID(token), "token")
 		scopeBad := blame(blame(nil, classOK, "scope.Class"), !classOK || validID(scopeID), "scope.ID")
-		touchBad := blame(blame(nil, classOK, "touches[0].Scope.Class"), !classOK || validID(scopeID), "touches[0].Scope.ID")
-		touchBad = blame(touchBad, validID(member), "touches[0].Member")
+		touchBad := blame(scopeBad, validID(member), "member")
 
 		cases := []idCase{
 			{"Login", loginBad, nil, func(ctx context.Context, p core.Presence) error {

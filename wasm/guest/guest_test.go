@@ -110,7 +110,7 @@ func TestGuestLifecycle(t *testing.T) {
 	// Invalid input is the core's *InputError, field and all, at once.
 	resp = h.send(abi.OpStatus, now, abi.OpStatus, &abi.StatusArgs{User: ""})
 	var ie *core.InputError
-	if resp.Error == nil || !errors.As(resp.Error.Err(), &ie) || ie.Field != "users[0]" {
+	if resp.Error == nil || !errors.As(resp.Error.Err(), &ie) || ie.Field != "user" {
 		t.Fatalf("empty user: %+v", resp.Error)
 	}
 	// Without now, on the host clock: malformed.

@@ -2,29 +2,22 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
 )
 
-// checkID applies the ID rules of docs/design.md §3 to a request parameter
-// (the core checks the IDs it is handed itself; this is for parameters the
-// server uses before calling it).
+// checkID applies the ID rule of docs/design.md §3 (core.CheckID) to a
+// request parameter (the core checks the IDs it is handed itself; this is
+// for parameters the server uses before calling it).
 func checkID(field, id string) *Error {
-	switch {
-	case id == "":
-		return fieldErr(field, "must not be empty")
-	case len(id) > core.MaxIDBytes:
-		return fieldErr(field, "is %d bytes, at most %d allowed", len(id), core.MaxIDBytes)
-	case !utf8.ValidString(id):
-		return fieldErr(field, "is not valid UTF-8")
-	case strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return fieldErr(field, "contains a control character")
+	var ie *core.InputError
+	if err := core.CheckID(field, id); errors.As(err, &ie) {
+		return fieldErr(field, "%s", ie.Reason)
 	}
 	return nil
 }
@@ -84,7 +77,14 @@ func (s *Server) rateLimit(user string) *Error {
 	return s.rateLimited(s.limiter, user, "heartbeats")
 }
 
+// heartbeat answers POST /v1/heartbeat and counts the beat by its outcome.
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, p Principal) *Error {
+	e := s.heartbeatOne(w, r, p)
+	s.m.beat(e, 1)
+	return e
+}
+
+func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request, p Principal) *Error {
 	var req HeartbeatRequest
 	if e := decodeJSON(w, r, s.cfg.MaxBody, &req); e != nil {
 		return e
@@ -107,30 +107,49 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request, p Principal) 
 	return nil
 }
 
+// heartbeats answers POST /v1/heartbeats and counts each beat by its
+// outcome; a body that cannot be read counts as no beat.
 func (s *Server) heartbeats(w http.ResponseWriter, r *http.Request, p Principal) *Error {
 	var req HeartbeatsRequest
 	if e := decodeJSON(w, r, s.cfg.MaxBatchBody, &req); e != nil {
 		return e
 	}
 	if len(req.Beats) == 0 || len(req.Beats) > core.MaxBatch {
-		return fieldErr("beats", "must hold 1 to %d beats, got %d", core.MaxBatch, len(req.Beats))
+		e := fieldErr("beats", "must hold 1 to %d beats, got %d", core.MaxBatch, len(req.Beats))
+		s.m.beat(e, len(req.Beats))
+		return e
 	}
-	acks := make([]Ack, len(req.Beats))
-	beats := make([]core.Heartbeat, 0, len(req.Beats))
-	index := make([]int, 0, len(req.Beats))
+	acks, e := s.heartbeatBatch(r, p, req.Beats)
+	if e != nil {
+		s.m.beat(e, len(req.Beats))
+		return e
+	}
+	for _, a := range acks {
+		s.m.beat(a.Error, 1)
+	}
+	writeJSON(w, http.StatusOK, HeartbeatsResponse{Acks: acks})
+	return nil
+}
+
+// heartbeatBatch applies a batch of beats: one Ack each, or an error that
+// refuses them all.
+func (s *Server) heartbeatBatch(r *http.Request, p Principal, in []HeartbeatRequest) ([]Ack, *Error) {
+	acks := make([]Ack, len(in))
+	beats := make([]core.Heartbeat, 0, len(in))
+	index := make([]int, 0, len(in))
 	now := time.Now()
-	for i, b := range req.Beats {
+	for i, b := range in {
 		prefix := "beats[" + strconv.Itoa(i) + "]"
 		hb, e := toHeartbeat(p, prefix, b)
 		if e != nil && e.Code == CodeForbidden {
-			return e // the whole batch is refused: the caller overstepped
+			return nil, e // the whole batch is refused: the caller overstepped
 		}
 		if e != nil {
 			acks[i].Error = e
 			continue
 		}
 		if ok, wait := s.limiter.allow(hb.User, now); !ok {
-			s.m.rateLimited.Inc()
+			s.m.rateLimited.WithLabelValues(s.limiter.name).Inc()
 			acks[i].Error = apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many heartbeats for %q", hb.User)
 			acks[i].Error.RetryAfter = retryAfterSeconds(wait)
 			continue
@@ -141,7 +160,7 @@ func (s *Server) heartbeats(w http.ResponseWriter, r *http.Request, p Principal)
 	if len(beats) > 0 {
 		res, err := s.eng.HeartbeatBatch(r.Context(), beats)
 		if err != nil {
-			return toAPIError(err, "")
+			return nil, toAPIError(err, "")
 		}
 		for j, a := range res {
 			i := index[j]
@@ -154,8 +173,7 @@ func (s *Server) heartbeats(w http.ResponseWriter, r *http.Request, p Principal)
 			s.users.note(beats[j].User)
 		}
 	}
-	writeJSON(w, http.StatusOK, HeartbeatsResponse{Acks: acks})
-	return nil
+	return acks, nil
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request, p Principal) *Error {

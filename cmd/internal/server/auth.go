@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,8 +96,10 @@ type AuthConfig struct {
 	// Issuer and Audience, when set, must match the token's "iss" and "aud".
 	Issuer   string
 	Audience string
-	// Leeway is the clock skew allowed when checking "exp" and "nbf".
-	// Default 30 s.
+	// Leeway is the clock skew allowed between the token's issuer and this
+	// host when checking "exp" and "nbf": a token is accepted until Leeway
+	// after its expiry, and from Leeway before its "nbf". Default 30 s;
+	// negative: none (a token is refused from the second it expires).
 	Leeway time.Duration
 }
 
@@ -194,8 +198,11 @@ func newAuthenticator(cfg AuthConfig, log *slog.Logger) (*authenticator, error) 
 	if cfg.ServiceClaim == "" {
 		cfg.ServiceClaim = "presence_service"
 	}
-	if cfg.Leeway == 0 {
+	switch {
+	case cfg.Leeway == 0:
 		cfg.Leeway = 30 * time.Second
+	case cfg.Leeway < 0:
+		cfg.Leeway = 0
 	}
 	if cfg.JWKSRefresh == 0 {
 		cfg.JWKSRefresh = 15 * time.Minute
@@ -283,6 +290,9 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 	if err != nil || sub == "" || len(sub) > core.MaxIDBytes {
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
 	}
+	if e := rawSubject(raw); e != nil {
+		return Principal{}, e
+	}
 	if e := checkUser("sub", sub); e != nil {
 		return Principal{}, e
 	}
@@ -324,6 +334,31 @@ func (a *authenticator) follows(claims jwt.MapClaims) (map[string]bool, *Error) 
 		out[id] = true
 	}
 	return out, nil
+}
+
+// rawSubject refuses a verified token whose "sub", as its issuer wrote it,
+// holds bytes that are not UTF-8 or an unpaired surrogate escape: the JSON
+// decoder would have turned them into U+FFFD, and two such subjects into
+// one user (docs/design.md §3).
+func rawSubject(token string) *Error {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil // the parser has verified it: no such token gets here
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return nil
+	}
+	var c struct {
+		Sub json.RawMessage `json:"sub"`
+	}
+	if json.Unmarshal(payload, &c) != nil {
+		return nil
+	}
+	if at, what := badText(c.Sub); at >= 0 {
+		return fieldErr("sub", "the token's subject %s at byte %d", what, at)
+	}
+	return nil
 }
 
 // hasClaim reports whether claims grant name: claims[name] is true, or

@@ -179,7 +179,7 @@ func (s *Server) rateLimited(l *limiter, key, what string) *Error {
 	if ok {
 		return nil
 	}
-	s.m.rateLimited.Inc()
+	s.m.rateLimited.WithLabelValues(l.name).Inc()
 	e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many %s for %q; retry later", what, key)
 	e.RetryAfter = retryAfterSeconds(wait)
 	return e

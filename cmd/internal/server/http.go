@@ -146,6 +146,7 @@ func (s *Server) AdminHandler() http.Handler {
 // the request timeout (not on streams), panic recovery, metrics and the
 // access log.
 func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFunc) http.Handler {
+	listener, path := routeLabels(route)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
@@ -160,7 +161,7 @@ func (s *Server) wrap(route, method string, acc access, stream bool, h handlerFu
 					writeError(rec, apiErr(http.StatusInternalServerError, CodeInternal, "internal error"))
 				}
 			}
-			s.m.observe(route, rec.status(), time.Since(start), stream)
+			s.m.observe(listener, r.Method, path, rec.status(), time.Since(start), stream)
 			s.accessLog(r, route, rec.status(), time.Since(start), p)
 		}()
 		if s.cfg.Auth.InsecureDev {

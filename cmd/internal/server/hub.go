@@ -220,7 +220,7 @@ func (h *hub) read(ctx context.Context, live bool) error {
 		}
 		h.mu.Lock()
 		if gap && live {
-			h.m.changeLog.WithLabelValues("gaps").Inc()
+			h.m.logGaps.Inc()
 			h.broadcastLocked(event{kind: EventReset, data: map[string]string{"reason": "gap"}})
 		}
 		for _, e := range entries {
@@ -236,7 +236,7 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			}
 		}
 		h.mu.Unlock()
-		h.m.changeLog.WithLabelValues("read").Add(float64(len(entries)))
+		h.m.logRead.Add(float64(len(entries)))
 		if len(entries) < core.MaxPage {
 			return nil
 		}

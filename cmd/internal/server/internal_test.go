@@ -21,7 +21,7 @@ var (
 // TestLimiter steps one user's bucket (2 a second, burst 2) through
 // explicit instants.
 func TestLimiter(t *testing.T) {
-	l := newLimiter(2, 2)
+	l := newLimiter("test", 2, 2)
 	steps := []struct {
 		at   time.Time
 		user string
@@ -51,7 +51,7 @@ func TestLimiter(t *testing.T) {
 	if n := l.size(); n != 0 {
 		t.Fatalf("after pruning at +10s: %d buckets; want none", n)
 	}
-	if ok, _ := newLimiter(-1, 1).allow("alice", t0); !ok {
+	if ok, _ := newLimiter("test", -1, 1).allow("alice", t0); !ok {
 		t.Fatal("a negative rate must not limit")
 	}
 }

@@ -37,8 +37,8 @@ func TestOperations(t *testing.T) {
 
 	res, body := send(t, "GET", in.url+"/metrics", "", map[string]string{"Authorization": "Bearer " + token(t, "ops", "presence_admin")})
 	code := res.StatusCode
-	for _, want := range []string{`presence_heartbeats_total{result="accepted"} 1`,
-		`presence_http_requests_total{code="200",route="POST /v1/heartbeat"} 1`,
+	for _, want := range []string{`presence_heartbeats_total{reason="",result="accepted"} 1`,
+		`presence_http_requests_total{code="200",listener="api",method="POST",route="/v1/heartbeat"} 1`,
 		`presence_published_total{kind="change"}`, "go_goroutines", "presence_redis_call_duration_seconds_count",
 		`presence_sweep_interval_seconds{kind="users"}`} {
 		if code != 200 || !strings.Contains(body, want) {

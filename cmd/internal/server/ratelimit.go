@@ -11,6 +11,7 @@ import (
 // limiter holds one token bucket per user. Buckets that have refilled are
 // dropped by prune, so the map holds only users who beat recently.
 type limiter struct {
+	name  string // the budget, for presence_rate_limited_total
 	limit rate.Limit
 	burst int
 
@@ -18,10 +19,10 @@ type limiter struct {
 	users map[string]*rate.Limiter
 }
 
-// newLimiter returns a limiter of perSecond tokens a second per user (no
-// limit if negative), burst at once.
-func newLimiter(perSecond float64, burst int) *limiter {
-	l := &limiter{limit: rate.Limit(perSecond), burst: burst, users: map[string]*rate.Limiter{}}
+// newLimiter returns the limiter of budget name: perSecond tokens a second
+// per user (no limit if negative), burst at once.
+func newLimiter(name string, perSecond float64, burst int) *limiter {
+	l := &limiter{name: name, limit: rate.Limit(perSecond), burst: burst, users: map[string]*rate.Limiter{}}
 	if perSecond < 0 {
 		l.limit = rate.Inf
 	}

@@ -314,11 +314,11 @@ func New(store core.Store, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, eng: eng, store: store, log: cfg.Logger, auth: auth, m: m, started: time.Now(),
 		users: newUserTracker(cfg.MaxTrackedUsers), scopes: newScopeTracker(cfg.MaxTrackedScopes),
 		sweeps: newSweepLog(50), drain: make(chan struct{})}
-	s.limiter = newLimiter(cfg.HeartbeatRate, cfg.HeartbeatBurst)
-	s.scopeLim = newLimiter(cfg.ScopeRate, cfg.ScopeBurst)
-	s.readLim = newLimiter(cfg.ReadRate, cfg.ReadBurst)
-	s.streamLim = newLimiter(cfg.StreamRate, cfg.StreamBurst)
-	s.ipLim = newLimiter(cfg.IPRate, cfg.IPBurst)
+	s.limiter = newLimiter(budgetSession, cfg.HeartbeatRate, cfg.HeartbeatBurst)
+	s.scopeLim = newLimiter(budgetScope, cfg.ScopeRate, cfg.ScopeBurst)
+	s.readLim = newLimiter(budgetRead, cfg.ReadRate, cfg.ReadBurst)
+	s.streamLim = newLimiter(budgetStream, cfg.StreamRate, cfg.StreamBurst)
+	s.ipLim = newLimiter(budgetAddress, cfg.IPRate, cfg.IPBurst)
 	s.origins, s.proxies = origins, proxies
 	s.deviceClasses = map[string]bool{}
 	for _, c := range cfg.DeviceClasses {
@@ -364,6 +364,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.hub.run(ctx) })
 	wg.Go(func() { s.failures.run(ctx) })
+	wg.Go(func() { s.watchRedis(ctx) })
 	if s.auth.jwks != nil {
 		wg.Go(func() { s.auth.jwks.run(ctx) })
 	}
@@ -509,4 +510,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("presence: stopped")
 	return nil
+}
+
+// watchRedis runs the /readyz check of Redis (Config.Ready) at once and
+// then every ReconcileEvery, and reports its result as presence_redis_up:
+// the alert on a Redis that cannot be reached reads it.
+func (s *Server) watchRedis(ctx context.Context) {
+	t := time.NewTicker(s.cfg.ReconcileEvery)
+	defer t.Stop()
+	for {
+		err := s.checkReady(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			s.m.redisUp.Set(1)
+		} else {
+			s.m.redisUp.Set(0)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

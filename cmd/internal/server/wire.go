@@ -1,13 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
 )
@@ -261,10 +265,17 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *Err
 		e.Field = "Content-Type"
 		return e
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
+		if at, what := badText(raw); at >= 0 {
+			return apiErr(http.StatusBadRequest, CodeInvalidJSON, "the body %s at byte %d: JSON text is Unicode in UTF-8 (docs/design.md §3)", what, at)
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err != nil {
+			return decodeErr(err)
+		}
 		if dec.More() {
 			return apiErr(http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
 		}
@@ -273,6 +284,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *Err
 		}
 		return nil
 	}
+	return decodeErr(err)
+}
+
+// decodeErr turns an error of reading or decoding a body into an API error.
+func decodeErr(err error) *Error {
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	var typeErr *json.UnmarshalTypeError
@@ -285,7 +301,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *Err
 	case errors.Is(err, io.EOF):
 		return apiErr(http.StatusBadRequest, CodeInvalidJSON, "the body is empty; send a JSON object")
 	case errors.As(err, &typeErr):
-		e := apiErr(http.StatusBadRequest, CodeInvalidJSON, "%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		where := typeErr.Field
+		if where == "" {
+			where = "the body"
+		}
+		e := apiErr(http.StatusBadRequest, CodeInvalidJSON, "%s: expected %s, got JSON %s", where, jsonKind(typeErr.Type), typeErr.Value)
 		e.Field = typeErr.Field
 		return e
 	case errors.As(err, &syntaxErr):
@@ -297,4 +317,91 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *Err
 		return e
 	}
 	return apiErr(http.StatusBadRequest, CodeInvalidJSON, "malformed JSON: %v", err)
+}
+
+// jsonKind names the JSON a Go type decodes from, so that an error names
+// no Go type.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
+}
+
+// badText finds what encoding/json would silently replace with U+FFFD, and
+// so merge distinct IDs into one (docs/design.md §3): a byte that is not
+// UTF-8, or a \u escape of a UTF-16 surrogate that is not half of a pair.
+// It returns the byte offset and what is wrong, or -1. Other malformed
+// escapes are left to the decoder, which refuses them.
+func badText(b []byte) (int, string) {
+	inString := false
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c >= utf8.RuneSelf {
+			if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+				i += size
+				continue
+			}
+			return i, "is not valid UTF-8"
+		}
+		switch {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			r, ok := hex4(b, i+2)
+			if i+1 >= len(b) || b[i+1] != 'u' || !ok {
+				i += 2 // a one-character escape, or malformed: the decoder refuses it
+				continue
+			}
+			if !utf16.IsSurrogate(r) {
+				i += 6
+				continue
+			}
+			if lo, ok := hex4(b, i+8); r < 0xdc00 && ok && b[i+6] == '\\' && b[i+7] == 'u' && lo >= 0xdc00 && lo <= 0xdfff {
+				i += 12
+				continue
+			}
+			return i, "holds an unpaired surrogate escape " + string(b[i:i+6])
+		}
+		i++
+	}
+	return -1, ""
+}
+
+// hex4 reads the four hexadecimal digits at b[i:], if there are four.
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
