@@ -166,15 +166,15 @@ func (m memory) end() int {
 	return e
 }
 
-// find returns the address of the first occurrence of p within a segment,
-// or -1.
+// find returns the address of the first occurrence of p in the memory, or
+// -1. It looks across segments: the linker leaves runs of zeros out of
+// them, and such a run may fall inside p.
 func (m memory) find(p []byte) int {
+	flat := make([]byte, m.end())
 	for _, s := range m {
-		if i := bytes.Index(s.b, p); i >= 0 {
-			return s.addr + i
-		}
+		copy(flat[s.addr:], s.b)
 	}
-	return -1
+	return bytes.Index(flat, p)
 }
 
 // u64 reads a little-endian uint64 at addr (zero outside the segments).
