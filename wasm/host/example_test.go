@@ -13,6 +13,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -53,15 +54,15 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
+	if _, err := opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
 		panic(err)
 	}
-	st, err := eng.Status(ctx, "alice")
+	st, err := opdo.Do[core.UserStatus](ctx, eng, core.ReadStatus{User: "alice"})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(st.Status, st.Devices[0].ID, st.Devices[0].State)
-	_, err = eng.Heartbeat(ctx, core.Heartbeat{User: "", Device: "phone"})
+	_, err = opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "", Device: "phone"})
 	fmt.Println(err)
 	// Output:
 	// ONLINE phone ONLINE
