@@ -23,7 +23,7 @@ type EngineOptions struct {
 }
 
 // Engine is a presence engine running in a module instance. It implements
-// core.Presence; results and errors are those of the native core.Engine
+// core.Presence (Do); results and errors are those of the native core.Engine
 // (errors rebuilt by abi.Error.Err: same messages, same sentinels), or a
 // *ModuleError when the module itself fails.
 type Engine struct {

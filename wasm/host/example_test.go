@@ -13,7 +13,6 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -54,15 +53,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
+	if _, err := eng.Do(ctx, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
 		panic(err)
 	}
-	st, err := opdo.Do[core.UserStatus](ctx, eng, core.ReadStatus{User: "alice"})
+	v, err := eng.Do(ctx, core.ReadStatus{User: "alice"})
 	if err != nil {
 		panic(err)
 	}
+	st := v.(core.UserStatus)
 	fmt.Println(st.Status, st.Devices[0].ID, st.Devices[0].State)
-	_, err = opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "", Device: "phone"})
+	_, err = eng.Do(ctx, core.Heartbeat{User: "", Device: "phone"})
 	fmt.Println(err)
 	// Output:
 	// ONLINE phone ONLINE

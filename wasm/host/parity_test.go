@@ -340,10 +340,7 @@ func (s *paritySeq) step(i int) {
 	case n < 96:
 		name = "online"
 		run(func(p core.Presence) (any, error) {
-			type counter interface {
-				Online(ctx context.Context) (map[core.Status]int64, error)
-			}
-			c, err := p.(counter).Online(ctx)
+			c, err := opdo.Do[map[core.Status]int64](ctx, p, core.ReadOnline{})
 			return abi.FromOnline(c), err
 		})
 	case n < 98:
@@ -358,11 +355,8 @@ func (s *paritySeq) step(i int) {
 		after := []string{"", "0-0", "x"}[s.r.IntN(3)]
 		limit := 1 + s.r.IntN(3)
 		run(func(p core.Presence) (any, error) {
-			type logger interface {
-				ChangeLogAfter(ctx context.Context, after string, limit int) ([]core.LoggedChange, bool, error)
-			}
-			es, gap, err := p.(logger).ChangeLogAfter(ctx, after, limit)
-			return abi.FromChangeLog(es, gap), err
+			page, err := opdo.Do[core.LogPage](ctx, p, core.ReadChangeLog{After: after, Limit: limit})
+			return abi.FromChangeLog(page.Entries, page.Gap), err
 		})
 	}
 	s.ops[name]++
