@@ -21,14 +21,15 @@ import (
 // other's results went unnoticed. The users are disjoint, so the model runs
 // the calls one after the other, in any order, for the same results.
 type concOp struct {
-	beats    []beatSpec // of distinct users
-	statuses []string   // distinct users, none of them beating in the step
+	beats    []core.Heartbeat // of distinct users
+	syms     []sym            // the token and client time of each beat
+	statuses []string         // distinct users, none of them beating in the step
 }
 
 func (o concOp) String() string {
 	parts := make([]string, 0, len(o.beats)+len(o.statuses))
-	for _, b := range o.beats {
-		parts = append(parts, "heartbeat "+b.String())
+	for i, hb := range o.beats {
+		parts = append(parts, "heartbeat "+beatString(hb, o.syms[i]))
 	}
 	for _, u := range o.statuses {
 		parts = append(parts, "status "+u)
@@ -46,7 +47,7 @@ func (o concOp) calls() int { return len(o.beats) + len(o.statuses) }
 // device with no token to send sends a bogus one (an implicit login with
 // the client's token under PolicyMulti, refused under the others).
 func (o concOp) heartbeat(x *runner, i int) core.Heartbeat {
-	hb := o.beats[i].heartbeat(x, maxSkew)
+	hb := x.beat(o.beats[i], o.syms[i], maxSkew)
 	if hb.Token == "" {
 		hb.Token = bogusToken
 	}
@@ -56,21 +57,14 @@ func (o concOp) heartbeat(x *runner, i int) core.Heartbeat {
 // one makes call i of the step and renders what it returned.
 func (o concOp) one(x *runner, p core.Presence, i int) obs {
 	var out obs
+	var op core.Op
 	if i < len(o.beats) {
-		hb := o.heartbeat(x, i)
-		ack, err := p.Heartbeat(x.ctx, hb)
-		if err != nil && ack.Err == nil {
-			ack.Err = err
-		}
-		out.text = x.ack(&out, hb, ack)
-		return out
+		op = o.heartbeat(x, i)
+	} else {
+		op = core.ReadStatus{User: o.statuses[i-len(o.beats)]}
 	}
-	st, err := p.Status(x.ctx, o.statuses[i-len(o.beats)])
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.text = x.status(st)
+	v, err := p.Do(x.ctx, op)
+	out.text = x.outcome(&out, op, v, err)
 	return out
 }
 
@@ -111,8 +105,8 @@ func (o concOp) run(x *runner, p core.Presence) obs {
 // callUsers returns the user of each call, in the order of the calls.
 func (o concOp) callUsers() []string {
 	var us []string
-	for _, b := range o.beats {
-		us = append(us, b.user)
+	for _, hb := range o.beats {
+		us = append(us, hb.User)
 	}
 	return append(us, o.statuses...)
 }
@@ -131,13 +125,13 @@ func randomConcOp(r *rand.Rand) concOp {
 	nb := r.Intn(len(users) + 1)
 	o := concOp{statuses: users[nb:]}
 	for _, u := range users[:nb] {
-		b := randomBeat(r)
-		b.user = u
-		b.at %= 2 // a beat beyond MaxSkew is refused before it is sent, so it would not queue
-		if b.tok == tokNone {
-			b.tok = tokCur // see heartbeat
+		hb, s := randomBeat(r)
+		hb.User = u
+		s.at %= 2 // a beat beyond MaxSkew is refused before it is sent, so it would not queue
+		if s.tok == tokNone {
+			s.tok = tokCur // see heartbeat
 		}
-		o.beats = append(o.beats, b)
+		o.beats, o.syms = append(o.beats, hb), append(o.syms, s)
 	}
 	return o
 }

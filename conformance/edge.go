@@ -58,7 +58,12 @@ func offString(off time.Duration) string {
 }
 
 // sweep is the sweep the step runs at the edge.
-func (o edgeOp) sweep() sweepOp { return sweepOp{scopes: o.scopes} }
+func (o edgeOp) sweep() call {
+	if o.scopes {
+		return call{op: core.SweepScopes{}}
+	}
+	return call{op: core.SweepUsers{}}
+}
 
 // run sweeps; system.do has moved the clock to the edge before.
 func (o edgeOp) run(x *runner, p core.Presence) obs { return o.sweep().run(x, p) }
@@ -146,23 +151,24 @@ type marker interface {
 	marks(now time.Time) []time.Time
 }
 
-func (o beatOp) marks(now time.Time) []time.Time {
+// marks are a beat's client time in the past and a manual status's end.
+func (c call) marks(now time.Time) []time.Time {
+	if m, ok := c.op.(core.SetManual); ok && m.TTL > 0 {
+		return []time.Time{now.Add(m.TTL)}
+	}
+	return symMarks(c.syms, now)
+}
+
+func (o concOp) marks(now time.Time) []time.Time { return symMarks(o.syms, now) }
+
+func symMarks(syms []sym, now time.Time) []time.Time {
 	var ms []time.Time
-	for _, b := range o.beats {
-		if b.at == 1 {
+	for _, s := range syms {
+		if s.at == 1 {
 			ms = append(ms, now.Add(-1500*time.Millisecond))
 		}
 	}
 	return ms
-}
-
-func (o concOp) marks(now time.Time) []time.Time { return beatOp{beats: o.beats}.marks(now) }
-
-func (o manualOp) marks(now time.Time) []time.Time {
-	if o.ttl > 0 {
-		return []time.Time{now.Add(o.ttl)}
-	}
-	return nil
 }
 
 // edges returns the instants the model's state holds (see edgeOp), at now,
@@ -173,20 +179,22 @@ func (o *oracle) edges(now time.Time, cfg core.Config, scopes bool) []time.Time 
 	var out []time.Time
 	if scopes {
 		for _, sc := range genScopes {
-			page, err := o.m.Members(ctx, sc, "", 1000)
+			v, err := o.m.Do(ctx, core.ReadMembers{Scope: sc, Limit: 1000})
 			if err != nil { // approx scopes list no members
 				continue
 			}
+			page := v.(core.MemberPage)
 			for _, m := range page.Members {
 				out = append(out, m.LastSeen.Add(cfg.Classes[sc.Class].Window))
 			}
 		}
 		return out
 	}
-	sts, err := o.m.Statuses(ctx, append(append([]string(nil), genUsers...), concUsers...))
+	v, err := o.m.Do(ctx, core.ReadStatuses{Users: append(append([]string(nil), genUsers...), concUsers...)})
 	if err != nil {
 		return nil
 	}
+	sts := v.([]core.UserStatus)
 	for _, st := range sts {
 		if !st.ManualUntil.IsZero() {
 			out = append(out, st.ManualUntil)

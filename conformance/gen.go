@@ -160,19 +160,19 @@ func evenMillis(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	}
 }
 
-func randomBeat(r *rand.Rand) beatSpec {
-	b := beatSpec{
-		user: pick(r, genUsers...), dev: pick(r, genDevices...), kind: pick(r, genKinds...),
-		tok:    pick(r, tokCur, tokCur, tokCur, tokNone, tokNone, tokStale, tokBogus),
-		active: r.Intn(3) != 0, bg: r.Intn(6) == 0, gw: pick(r, genGateways...), meta: pick(r, genMetas...),
-	}
+// randomBeat draws a heartbeat and the token and client time it sends.
+func randomBeat(r *rand.Rand) (core.Heartbeat, sym) {
+	// drawn in this order, so that a seed makes the sequences it always made
+	hb := core.Heartbeat{User: pick(r, genUsers...), Device: pick(r, genDevices...), Kind: pick(r, genKinds...)}
+	s := sym{tok: pick(r, tokCur, tokCur, tokCur, tokNone, tokNone, tokStale, tokBogus)}
+	hb.Active, hb.Background, hb.Gateway, hb.Meta = r.Intn(3) != 0, r.Intn(6) == 0, pick(r, genGateways...), pick(r, genMetas...)
 	switch r.Intn(12) {
 	case 0:
-		b.at = 1
+		s.at = 1
 	case 1:
-		b.at = 2
+		s.at = 2
 	}
-	return b
+	return hb, s
 }
 
 // randomOp draws one step. The weights favour the steps that move state
@@ -190,67 +190,73 @@ func randomOp(r *rand.Rand) op {
 			return advanceOp{evenMillis(r, 20*time.Second, 40*time.Second)}
 		}
 	case n < 34:
-		return beatOp{beats: []beatSpec{randomBeat(r)}, skew: maxSkew}
+		hb, s := randomBeat(r)
+		return call{op: hb, syms: []sym{s}}
 	case n < 37:
-		beats := make([]beatSpec, 2+r.Intn(2))
+		c := call{}
+		beats := make(core.HeartbeatBatch, 2+r.Intn(2))
 		for i := range beats {
-			beats[i] = randomBeat(r)
+			var s sym
+			beats[i], s = randomBeat(r)
+			c.syms = append(c.syms, s)
 		}
-		return beatOp{beats: beats, skew: maxSkew}
+		c.op = beats
+		return c
 	case n < 44:
-		o := loginOp{user: pick(r, genUsers...), dev: pick(r, genDevices...), kind: pick(r, genKinds...),
-			gw: pick(r, genGateways...), bg: r.Intn(6) == 0, meta: pick(r, genMetas...)}
+		l := core.Login{User: pick(r, genUsers...), Device: pick(r, genDevices...), Kind: pick(r, genKinds...),
+			Gateway: pick(r, genGateways...), Background: r.Intn(6) == 0, Meta: pick(r, genMetas...)}
 		if r.Intn(3) == 0 {
 			p := pick(r, core.PolicyMulti, core.PolicyExclusive, core.PolicyExclusivePerKind)
-			o.policy = &p
+			l.Policy = &p
 		}
+		s := sym{}
 		switch r.Intn(8) {
 		case 0, 1:
-			o.tok = tokCur
+			s.tok = tokCur
 		case 2:
-			o.tok = tokBogus
+			s.tok = tokBogus
 		}
-		return o
+		return call{op: l, syms: []sym{s}}
 	case n < 50:
-		return endOp{logout: r.Intn(2) == 0, user: pick(r, genUsers...), dev: pick(r, genDevices...),
-			tok: pick(r, tokCur, tokCur, tokNone, tokStale)}
+		logout, user, dev := r.Intn(2) == 0, pick(r, genUsers...), pick(r, genDevices...)
+		return endCall(logout, user, dev, pick(r, tokCur, tokCur, tokNone, tokStale))
 	case n < 53:
-		o := manualOp{user: pick(r, genUsers...), m: pick(r, core.ManualNone, core.ManualDND, core.ManualInvisible)}
-		if o.m != core.ManualNone && r.Intn(2) == 0 {
-			o.ttl = evenMillis(r, time.Second, 30*time.Second)
+		o := core.SetManual{User: pick(r, genUsers...), Manual: pick(r, core.ManualNone, core.ManualDND, core.ManualInvisible)}
+		if o.Manual != core.ManualNone && r.Intn(2) == 0 {
+			o.TTL = evenMillis(r, time.Second, 30*time.Second)
 		}
-		return o
+		return call{op: o}
 	case n < 59:
-		return statusOp{users: []string{pick(r, genUsers...)}}
+		return call{op: core.ReadStatus{User: pick(r, genUsers...)}}
 	case n < 61:
-		return statusOp{users: []string{pick(r, genUsers...), pick(r, genUsers...), pick(r, genUsers...)}}
+		return call{op: core.ReadStatuses{Users: []string{pick(r, genUsers...), pick(r, genUsers...), pick(r, genUsers...)}}}
 	case n < 70:
-		return touchOp{touches: []core.ScopeTouch{{Scope: pick(r, genScopes...), Member: pick(r, genMembers...)}}}
+		return call{op: core.ScopeTouch{Scope: pick(r, genScopes...), Member: pick(r, genMembers...)}}
 	case n < 72:
-		ts := make([]core.ScopeTouch, 2+r.Intn(3))
+		ts := make(core.TouchBatch, 2+r.Intn(3))
 		for i := range ts {
 			ts[i] = core.ScopeTouch{Scope: pick(r, genScopes...), Member: pick(r, genMembers...)}
 		}
-		return touchOp{touches: ts}
+		return call{op: ts}
 	case n < 75:
-		return leaveOp{sc: pick(r, genScopes...), member: pick(r, genMembers...)}
+		return call{op: core.Leave{Scope: pick(r, genScopes...), Member: pick(r, genMembers...)}}
 	case n < 81:
-		return countOp{sc: pick(r, genScopes...), twice: r.Intn(3) == 0}
+		return call{op: core.ReadCount{Scope: pick(r, genScopes...)}, twice: r.Intn(3) == 0}
 	case n < 84:
-		return membersOp{sc: pick(r, genScopes...), limit: pick(r, 1, 2, 3, 1000)}
+		return call{op: core.ReadMembers{Scope: pick(r, genScopes...), Limit: pick(r, 1, 2, 3, 1000)}}
 	case n < 86:
 		sc := pick(r, genScopes...)
 		win := 20 * time.Second
 		if sc.Class != "ex" {
 			win = 30 * time.Second
 		}
-		return activeOp{sc: sc, d: evenMillis(r, time.Second, win)}
+		return call{op: core.ReadActive{Scope: sc, Within: evenMillis(r, time.Second, win)}}
 	case n < 92:
-		return sweepOp{scopes: false}
+		return call{op: core.SweepUsers{}}
 	case n < 98:
-		return sweepOp{scopes: true}
+		return call{op: core.SweepScopes{}}
 	}
-	return invalidOp{which: r.Intn(len(invalidNames))}
+	return invalidCalls[r.Intn(len(invalidCalls))]
 }
 
 // The devices of a focused sequence's one user: a phone that stays in the
@@ -276,26 +282,36 @@ func randomFocusedOp(r *rand.Rand) op {
 		}
 		return advanceOp{evenMillis(r, time.Second, 15*time.Second)}
 	case n < 50:
-		return beatOp{beats: []beatSpec{{user: focusUser, dev: focusPhone, kind: core.KindIOS, bg: true,
-			tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}, skew: maxSkew}
+		return call{op: core.Heartbeat{User: focusUser, Device: focusPhone, Kind: core.KindIOS, Background: true},
+			syms: []sym{{tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}}
 	case n < 68:
-		return beatOp{beats: []beatSpec{{user: focusUser, dev: focusTab, kind: core.KindWeb, active: r.Intn(2) == 0,
-			tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}, skew: maxSkew}
+		return call{op: core.Heartbeat{User: focusUser, Device: focusTab, Kind: core.KindWeb, Active: r.Intn(2) == 0},
+			syms: []sym{{tok: pick(r, tokCur, tokCur, tokCur, tokNone)}}}
 	case n < 72:
 		if r.Intn(2) == 0 {
-			return loginOp{user: focusUser, dev: focusPhone, kind: core.KindIOS, bg: true}
+			return call{op: core.Login{User: focusUser, Device: focusPhone, Kind: core.KindIOS, Background: true}, syms: []sym{{}}}
 		}
-		return loginOp{user: focusUser, dev: focusTab, kind: core.KindWeb}
+		return call{op: core.Login{User: focusUser, Device: focusTab, Kind: core.KindWeb}, syms: []sym{{}}}
 	case n < 75:
-		return endOp{logout: r.Intn(2) == 0, user: focusUser, dev: pick(r, focusPhone, focusTab), tok: tokCur}
+		logout := r.Intn(2) == 0
+		return endCall(logout, focusUser, pick(r, focusPhone, focusTab), tokCur)
 	case n < 77:
-		o := manualOp{user: focusUser, m: pick(r, core.ManualNone, core.ManualDND)}
-		if o.m != core.ManualNone {
-			o.ttl = evenMillis(r, time.Second, 30*time.Second)
+		o := core.SetManual{User: focusUser, Manual: pick(r, core.ManualNone, core.ManualDND)}
+		if o.Manual != core.ManualNone {
+			o.TTL = evenMillis(r, time.Second, 30*time.Second)
 		}
-		return o
+		return call{op: o}
 	case n < 92:
-		return sweepOp{scopes: false}
+		return call{op: core.SweepUsers{}}
 	}
-	return statusOp{users: []string{focusUser}}
+	return call{op: core.ReadStatus{User: focusUser}}
+}
+
+// endCall is a logout (or a disconnect) of user/dev sending token tok.
+func endCall(logout bool, user, dev string, tok tokenMode) call {
+	var op core.Op = core.Disconnect{User: user, Device: dev}
+	if logout {
+		op = core.Logout{User: user, Device: dev}
+	}
+	return call{op: op, syms: []sym{{tok: tok}}}
 }

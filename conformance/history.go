@@ -56,9 +56,9 @@ func expected(err error) bool {
 func (r *round) checkOutcomes() *failure {
 	for _, o := range r.hist {
 		if !expected(o.err) {
-			return r.fail(propOutcomes, []*raceOp{o}, "%s failed: %v", o.kind, o.err)
+			return r.fail(propOutcomes, []*raceOp{o}, "%s failed: %v", o.name(), o.err)
 		}
-		for _, a := range o.acks {
+		for _, a := range o.acks() {
 			if !expected(a.Err) {
 				return r.fail(propOutcomes, []*raceOp{o}, "heartbeat failed: %v", a.Err)
 			}
@@ -82,17 +82,16 @@ func overlapsSpan(o, from, to *raceOp) bool { return o.ret >= from.call && o.cal
 func (r *round) sessionOps(user, dev string) []*raceOp {
 	var out []*raceOp
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkLogin:
-			if o.err == nil && o.login.User == user && o.login.Device == dev && o.login.Token == "" {
+		if l, ok := o.op.(core.Login); ok {
+			if o.err == nil && l.User == user && l.Device == dev && l.Token == "" {
 				out = append(out, o)
 			}
-		case rkBeat:
-			for i, b := range o.beats {
-				if o.err == nil && o.acks[i].Err == nil && b.User == user && b.Device == dev {
-					out = append(out, o)
-					break
-				}
+			continue
+		}
+		for i, b := range o.beats() {
+			if o.err == nil && o.acks()[i].Err == nil && b.User == user && b.Device == dev {
+				out = append(out, o)
+				break
 			}
 		}
 	}
@@ -104,15 +103,11 @@ func (r *round) sessionOps(user, dev string) []*raceOp {
 func (r *round) enders(user, dev string) []*raceOp {
 	var out []*raceOp
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkLogout, rkDisconnect:
-			if o.user == user && o.dev == dev {
-				out = append(out, o)
-			}
-		case rkLogin:
-			if o.login.User == user && o.login.Device != dev {
-				out = append(out, o)
-			}
+		if u, d, _, ok := o.ends(); ok && u == user && d == dev {
+			out = append(out, o)
+		}
+		if l, ok := o.op.(core.Login); ok && l.User == user && l.Device != dev {
+			out = append(out, o)
 		}
 	}
 	return out
@@ -120,7 +115,7 @@ func (r *round) enders(user, dev string) []*raceOp {
 
 // beatOf returns the heartbeat of user/dev in o, if o is a heartbeat.
 func beatOf(o *raceOp, user, dev string) (core.Heartbeat, bool) {
-	for _, b := range o.beats {
+	for _, b := range o.beats() {
 		if b.User == user && b.Device == dev {
 			return b, true
 		}
@@ -135,10 +130,15 @@ func beatOf(o *raceOp, user, dev string) (core.Heartbeat, bool) {
 // instant, as they may have landed last.
 func (r *round) checkDevicesKept() *failure {
 	for _, rd := range r.hist {
-		if (rd.kind != rkStatus && rd.kind != rkStatuses) || rd.err != nil {
+		switch rd.op.(type) {
+		case core.ReadStatus, core.ReadStatuses:
+		default:
 			continue
 		}
-		for _, st := range rd.statuses {
+		if rd.err != nil {
+			continue
+		}
+		for _, st := range rd.statuses() {
 			listed := map[string]bool{}
 			for _, d := range st.Devices {
 				if d.State != core.StatusOffline {
@@ -206,19 +206,23 @@ func (r *round) checkDevicesKept() *failure {
 // loadsUser reports whether o runs a script that loads user's records
 // (and so deletes those past their deadline).
 func loadsUser(o *raceOp, user string) bool {
-	switch o.kind {
-	case rkSweepUsers:
+	switch op := o.op.(type) {
+	case core.SweepUsers:
 		return o.err == nil && !o.held()
-	case rkBeat:
-		for _, b := range o.beats {
+	case core.Heartbeat, core.HeartbeatBatch:
+		for _, b := range o.beats() {
 			if b.User == user {
 				return true
 			}
 		}
-	case rkLogin:
-		return o.login.User == user
-	case rkLogout, rkDisconnect, rkManual:
-		return o.user == user
+	case core.Login:
+		return op.User == user
+	case core.Logout:
+		return op.User == user
+	case core.Disconnect:
+		return op.User == user
+	case core.SetManual:
+		return op.User == user
 	}
 	return false
 }
@@ -227,10 +231,11 @@ func loadsUser(o *raceOp, user string) bool {
 func (r *round) touchesOf(sc core.Scope, member string) []*raceOp {
 	var out []*raceOp
 	for _, o := range r.hist {
-		if o.kind != rkTouch || o.err != nil {
+		ts, ok := o.op.(core.TouchBatch)
+		if !ok || o.err != nil {
 			continue
 		}
-		for _, t := range o.touches {
+		for _, t := range ts {
 			if t.Scope == sc && t.Member == member {
 				out = append(out, o)
 				break
@@ -243,7 +248,7 @@ func (r *round) touchesOf(sc core.Scope, member string) []*raceOp {
 func (r *round) leavesOf(sc core.Scope, member string) []*raceOp {
 	var out []*raceOp
 	for _, o := range r.hist {
-		if o.kind == rkLeave && o.sc == sc && o.member == member {
+		if l, ok := o.op.(core.Leave); ok && l.Scope == sc && l.Member == member {
 			out = append(out, o)
 		}
 	}
@@ -286,7 +291,7 @@ func (r *round) mustBeLive(rd *raceOp, sc core.Scope, d time.Duration) ([]string
 		// A scope sweep removes members past the window at its own
 		// instant; one that took a later instant may have landed first.
 		for _, x := range r.hist {
-			if x.kind == rkSweepScopes && x.err == nil && !x.held() && overlapsSpan(x, last, rd) &&
+			if _, ok := x.op.(core.SweepScopes); ok && x.err == nil && !x.held() && overlapsSpan(x, last, rd) &&
 				time.Duration(x.now-h)*time.Millisecond > raceWindow {
 				left = true
 				break
@@ -307,35 +312,42 @@ func (r *round) checkMembersKept() *failure {
 		if rd.err != nil {
 			continue
 		}
-		switch rd.kind {
-		case rkMembers:
-			live, why := r.mustBeLive(rd, rd.sc, raceWindow)
+		var sc core.Scope
+		d, n := raceWindow, int64(0)
+		switch op := rd.op.(type) {
+		case core.ReadMembers:
+			live, why := r.mustBeLive(rd, op.Scope, raceWindow)
 			listed := map[string]bool{}
-			for _, m := range rd.page.Members {
+			for _, m := range as[core.MemberPage](rd.out).Members {
 				listed[m.ID] = true
 			}
 			for i, m := range live {
 				if !listed[m] {
 					return r.fail(propNoEarlyRemove, []*raceOp{why[i], rd}, "members of %s at %s do not list %s, touched within the window",
-						rd.sc, r.x.rel(time.UnixMilli(rd.now)), m)
+						op.Scope, r.x.rel(time.UnixMilli(rd.now)), m)
 				}
 			}
-		case rkCount, rkActive:
-			layout := layoutOf(rd.sc.Class)
-			d, n := raceWindow, rd.count.N
-			if rd.kind == rkActive {
-				d, n = rd.d, rd.n
-			} else if layout == core.LayoutCompact {
+			continue
+		case core.ReadCount:
+			if layoutOf(op.Scope.Class) == core.LayoutCompact {
 				continue // a compact count is the last sweep's
 			}
-			live, why := r.mustBeLive(rd, rd.sc, d)
+			sc, n = op.Scope, as[core.Count](rd.out).N
+		case core.ReadActive:
+			sc, d, n = op.Scope, op.Within, as[int64](rd.out)
+		default:
+			continue
+		}
+		{
+			layout := layoutOf(sc.Class)
+			live, why := r.mustBeLive(rd, sc, d)
 			k := int64(len(live))
 			if layout == core.LayoutApprox {
 				k -= r.tolerance(k)
 			}
 			if n < k {
 				return r.fail(propNoEarlyRemove, append(why, rd), "%s of %s at %s is %d, but %v were touched within %v",
-					rd.kind, rd.sc, r.x.rel(time.UnixMilli(rd.now)), n, live, d)
+					rd.name(), sc, r.x.rel(time.UnixMilli(rd.now)), n, live, d)
 			}
 		}
 	}
@@ -349,22 +361,24 @@ func (r *round) checkMembersKept() *failure {
 func (r *round) checkStaleCounts() *failure {
 	var sweeps []*raceOp
 	for _, o := range r.hist {
-		if o.kind == rkSweepScopes && o.err == nil && !o.held() {
+		if _, ok := o.op.(core.SweepScopes); ok && o.err == nil && !o.held() {
 			sweeps = append(sweeps, o)
 		}
 	}
 	last := map[string]*raceOp{} // the previous cached count of a client and scope
 	for _, c := range r.hist {
-		if c.kind != rkCount || c.err != nil || layoutOf(c.sc.Class) == core.LayoutApprox {
+		rc, ok := c.op.(core.ReadCount)
+		if !ok || c.err != nil || layoutOf(rc.Scope.Class) == core.LayoutApprox {
 			continue
 		}
+		count := as[core.Count](c.out)
 		if c.cached {
 			// A cached count may lag (checkLinearizable lets it be older
 			// than the model's), but never goes back in time for a reader.
-			k := fmt.Sprint(c.client, c.sc)
-			if p := last[k]; p != nil && c.count.AsOf.Before(p.count.AsOf) {
+			k := fmt.Sprint(c.client, rc.Scope)
+			if p := last[k]; p != nil && count.AsOf.Before(as[core.Count](p.out).AsOf) {
 				return r.fail(propNoStaleCount, []*raceOp{p, c}, "a cached count of %s went back from as-of %s to %s",
-					c.sc, r.x.rel(p.count.AsOf), r.x.rel(c.count.AsOf))
+					rc.Scope, r.x.rel(as[core.Count](p.out).AsOf), r.x.rel(count.AsOf))
 			}
 			last[k] = c
 			continue
@@ -375,7 +389,7 @@ func (r *round) checkStaleCounts() *failure {
 			var touches []*raceOp
 			var tmax int64
 			var lastRet int64
-			for _, t := range r.touchesOf(c.sc, m) {
+			for _, t := range r.touchesOf(rc.Scope, m) {
 				if t.call <= c.ret {
 					touches = append(touches, t)
 					tmax = max(tmax, t.now)
@@ -398,9 +412,9 @@ func (r *round) checkStaleCounts() *failure {
 				why = append(why, gone, touches[len(touches)-1])
 			}
 		}
-		if c.count.N > int64(len(maybe)) {
+		if count.N > int64(len(maybe)) {
 			return r.fail(propNoStaleCount, append(why, c), "count of %s at %s is %d; only %v may still be there",
-				c.sc, r.x.rel(time.UnixMilli(c.now)), c.count.N, maybe)
+				rc.Scope, r.x.rel(time.UnixMilli(c.now)), count.N, maybe)
 		}
 	}
 	return nil
@@ -428,7 +442,7 @@ func (r *round) checkEvents() *failure {
 			balance[c.User][c.From]--
 			byUser[c.User] = append(byUser[c.User], o)
 		}
-		for _, k := range o.res.Kicked {
+		for _, k := range as[core.LoginResult](o.out).Kicked {
 			if k.Gateway != "" {
 				kicks = append(kicks, r.x.kick(k))
 			}
@@ -490,24 +504,22 @@ func diff(want, got []string) string {
 
 // touchesDevice reports whether o concerns user/dev's session.
 func touchesDevice(o *raceOp, user, dev string) bool {
-	switch o.kind {
-	case rkLogin:
-		return o.login.User == user
-	case rkLogout, rkDisconnect:
-		return o.user == user && o.dev == dev
-	case rkBeat:
-		_, ok := beatOf(o, user, dev)
-		return ok
+	if l, ok := o.op.(core.Login); ok {
+		return l.User == user
 	}
-	return false
+	if u, d, _, ok := o.ends(); ok {
+		return u == user && d == dev
+	}
+	_, ok := beatOf(o, user, dev)
+	return ok
 }
 
 // reissued reports whether a login (a retry with Login.Token) may have
 // issued token again to user/dev between the end k and the heartbeat b.
 func (r *round) reissued(user, dev, token string, k, b *raceOp) bool {
 	for _, o := range r.hist {
-		if o.kind == rkLogin && o.err == nil && o.login.User == user && o.login.Device == dev &&
-			o.res.Token == token && o.ret >= k.call && o.call <= b.ret {
+		if l, ok := o.op.(core.Login); ok && o.err == nil && l.User == user && l.Device == dev &&
+			as[core.LoginResult](o.out).Token == token && o.ret >= k.call && o.call <= b.ret {
 			return true
 		}
 	}
@@ -528,18 +540,18 @@ type issue struct {
 func (r *round) checkKickedTokens() *failure {
 	issued := map[string][]issue{} // by user/device
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkLogin:
+		if l, ok := o.op.(core.Login); ok {
 			if o.err == nil {
-				k := o.login.User + "/" + o.login.Device
-				issued[k] = append(issued[k], issue{o.res.Token, o})
+				k := l.User + "/" + l.Device
+				issued[k] = append(issued[k], issue{as[core.LoginResult](o.out).Token, o})
 			}
-		case rkBeat:
-			for i, a := range o.acks {
-				if a.Err == nil && o.beats[i].Token == "" {
-					k := o.beats[i].User + "/" + o.beats[i].Device
-					issued[k] = append(issued[k], issue{a.Token, o})
-				}
+			continue
+		}
+		beats := o.beats()
+		for i, a := range o.acks() {
+			if a.Err == nil && beats[i].Token == "" {
+				k := beats[i].User + "/" + beats[i].Device
+				issued[k] = append(issued[k], issue{a.Token, o})
 			}
 		}
 	}
@@ -557,29 +569,30 @@ func (r *round) checkKickedTokens() *failure {
 		}
 	}
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkLogin:
+		switch op := o.op.(type) {
+		case core.Login:
 			if o.err != nil {
 				continue
 			}
-			killAll(o.login.User+"/"+o.login.Device, o, o.res.Token)
-			for _, k := range o.res.Kicked {
-				killAll(k.User+"/"+k.Device, o, o.res.Token)
+			res := as[core.LoginResult](o.out)
+			killAll(op.User+"/"+op.Device, o, res.Token)
+			for _, k := range res.Kicked {
+				killAll(k.User+"/"+k.Device, o, res.Token)
 			}
-		case rkLogout:
+		case core.Logout:
 			// Under PolicyMulti a logged-out token stays refused only until
 			// its device's window ends (Config.KickFence): after that a
 			// heartbeat carrying it is an implicit login.
-			if o.err != nil || !o.ended.Removed || r.cfg.Policy == core.PolicyMulti {
+			if o.err != nil || !as[core.Ended](o.out).Removed || r.cfg.Policy == core.PolicyMulti {
 				continue
 			}
-			key := o.user + "/" + o.dev
-			if o.token != "" {
+			key := op.User + "/" + op.Device
+			if op.Token != "" {
 				if killed[key] == nil {
 					killed[key] = map[string]*raceOp{}
 				}
-				if prev := killed[key][o.token]; prev == nil || o.ret < prev.ret {
-					killed[key][o.token] = o
+				if prev := killed[key][op.Token]; prev == nil || o.ret < prev.ret {
+					killed[key][op.Token] = o
 				}
 			} else {
 				killAll(key, o, "")
@@ -587,11 +600,12 @@ func (r *round) checkKickedTokens() *failure {
 		}
 	}
 	for _, o := range r.hist {
-		if o.kind != rkBeat || o.err != nil {
+		beats := o.beats()
+		if len(beats) == 0 || o.err != nil {
 			continue
 		}
-		for i, b := range o.beats {
-			if b.Token == "" || o.acks[i].Err != nil {
+		for i, b := range beats {
+			if b.Token == "" || o.acks()[i].Err != nil {
 				continue
 			}
 			k := killed[b.User+"/"+b.Device][b.Token]

@@ -13,6 +13,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // Regression tests for bugs the conformance suite found outside this
@@ -67,7 +68,7 @@ func TestSpreadCountAsOf(t *testing.T) {
 	}
 	sc := core.Scope{Class: "video", ID: "v1"}
 	for name, p := range map[string]core.Presence{"engine": e, "model": m} {
-		c, err := p.Count(context.Background(), sc)
+		c, err := opdo.Do[core.Count](context.Background(), p, core.ReadCount{Scope: sc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,17 +93,17 @@ func TestKickedTokenFenced(t *testing.T) {
 	for name, p := range map[string]core.Presence{"engine": e, "model": m} {
 		clk.t = t0
 		mr.SetTime(clk.t)
-		l1, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb, Gateway: "g1"})
+		l1, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d1", Kind: core.KindWeb, Gateway: "g1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ex := core.PolicyExclusive
-		if r, err := p.Login(ctx, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil || len(r.Kicked) != 1 {
+		if r, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil || len(r.Kicked) != 1 {
 			t.Fatalf("exclusive login: %+v, %v", r, err)
 		}
 		clk.t = t0.Add(61 * time.Second) // past the web window, well within KickFence
 		mr.SetTime(clk.t)
-		ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
+		ack, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
 		if !errors.Is(err, core.ErrSessionReplaced) {
 			t.Errorf("%s: heartbeat with the kicked token 61 s later: token %q, err %v; want ErrSessionReplaced", name, ack.Token, err)
 		}
@@ -130,22 +131,22 @@ func TestKickFenceAllTokens(t *testing.T) {
 			mr.SetTime(clk.t)
 		}
 		set(0)
-		l1, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb})
+		l1, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d1", Kind: core.KindWeb})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Login(ctx, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil {
+		if _, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil {
 			t.Fatal(err)
 		}
 		set(time.Second)
-		if _, err := p.Login(ctx, core.Login{User: "u", Device: "d1", Kind: core.KindWeb}); err != nil {
+		if _, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d1", Kind: core.KindWeb}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := p.Login(ctx, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil || len(r.Kicked) == 0 {
+		if r, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d2", Kind: core.KindWeb, Policy: &ex}); err != nil || len(r.Kicked) == 0 {
 			t.Fatalf("second exclusive login: %+v, %v", r, err)
 		}
 		set(2 * time.Second)
-		ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
+		ack, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: l1.Token})
 		if !errors.Is(err, core.ErrSessionReplaced) {
 			t.Errorf("%s: heartbeat with a token kicked 2 s ago: token %q, err %v; want ErrSessionReplaced", name, ack.Token, err)
 		}
@@ -180,50 +181,50 @@ func TestKickFenceOutlivesLaterSession(t *testing.T) {
 		run  func(p core.Presence, set setFunc) (t1, t2 string, err error)
 	}{
 		{"kicked by another device", func(p core.Presence, set setFunc) (string, string, error) {
-			l1, err := p.Login(ctx, web("d1"))
+			l1, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			if err != nil {
 				return "", "", err
 			}
 			kick := web("d2")
 			kick.Policy = &ex
-			if _, err := p.Login(ctx, kick); err != nil {
+			if _, err := opdo.Do[core.LoginResult](ctx, p, kick); err != nil {
 				return "", "", err
 			}
 			set(time.Second)
-			l2, err := p.Login(ctx, web("d1"))
+			l2, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			return l1.Token, l2.Token, err
 		}},
 		{"replaced by a login of its device", func(p core.Presence, set setFunc) (string, string, error) {
-			l1, err := p.Login(ctx, web("d1"))
+			l1, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			if err != nil {
 				return "", "", err
 			}
 			set(time.Second)
-			l2, err := p.Login(ctx, web("d1"))
+			l2, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			return l1.Token, l2.Token, err
 		}},
 		{"disconnected before the next login", func(p core.Presence, set setFunc) (string, string, error) {
-			l1, err := p.Login(ctx, web("d1"))
+			l1, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			if err != nil {
 				return "", "", err
 			}
-			if _, err := p.Disconnect(ctx, "u", "d1", l1.Token); err != nil {
+			if _, err := opdo.Do[core.Ended](ctx, p, core.Disconnect{User: "u", Device: "d1", Token: l1.Token}); err != nil {
 				return "", "", err
 			}
 			set(time.Second)
-			l2, err := p.Login(ctx, web("d1"))
+			l2, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			return l1.Token, l2.Token, err
 		}},
 		{"an implicit login's, disconnected before the next login", func(p core.Presence, set setFunc) (string, string, error) {
-			ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb})
+			ack, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb})
 			if err != nil {
 				return "", "", err
 			}
-			if _, err := p.Disconnect(ctx, "u", "d1", ack.Token); err != nil {
+			if _, err := opdo.Do[core.Ended](ctx, p, core.Disconnect{User: "u", Device: "d1", Token: ack.Token}); err != nil {
 				return "", "", err
 			}
 			set(time.Second)
-			l2, err := p.Login(ctx, web("d1"))
+			l2, err := opdo.Do[core.LoginResult](ctx, p, web("d1"))
 			return ack.Token, l2.Token, err
 		}},
 	}
@@ -232,12 +233,12 @@ func TestKickFenceOutlivesLaterSession(t *testing.T) {
 		run  func(p core.Presence, t2 string, set setFunc) error
 	}{
 		{"disconnect", func(p core.Presence, t2 string, set setFunc) error {
-			_, err := p.Disconnect(ctx, "u", "d1", t2)
+			_, err := opdo.Do[core.Ended](ctx, p, core.Disconnect{User: "u", Device: "d1", Token: t2})
 			set(2 * time.Second)
 			return err
 		}},
 		{"logout", func(p core.Presence, t2 string, set setFunc) error {
-			_, err := p.Logout(ctx, "u", "d1", t2)
+			_, err := opdo.Do[core.Ended](ctx, p, core.Logout{User: "u", Device: "d1", Token: t2})
 			set(62 * time.Second) // past the web window of 60 s: the logout's own fence has ended
 			return err
 		}},
@@ -268,7 +269,7 @@ func TestKickFenceOutlivesLaterSession(t *testing.T) {
 					if err := end.run(p, t2, set); err != nil {
 						t.Fatalf("%s: %v", name, err)
 					}
-					ack, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: t1})
+					ack, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d1", Kind: core.KindWeb, Token: t1})
 					if !errors.Is(err, core.ErrSessionReplaced) {
 						t.Errorf("%s: heartbeat at t0+%v with a token superseded at t0+1s at the latest: token %q, err %v; want ErrSessionReplaced",
 							name, clk.t.Sub(t0), ack.Token, err)

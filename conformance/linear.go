@@ -77,8 +77,9 @@ func (c *linChecker) apply(b *modelBox, p *raceOp) *raceOp {
 	b.clk.ms.Store(p.now)
 	b.rd.b = p.tokenBytes()
 	q.exec(context.Background(), b.m)
-	if q.kind == rkSweepUsers && len(p.users) == 1 {
-		q.report.Changes = changesOf(q.report.Changes, p.users[0])
+	if r, ok := q.out.(core.SweepReport); ok && p.user != "" {
+		r.Changes = changesOf(r.Changes, p.user)
+		q.out = r
 	}
 	return q
 }
@@ -105,9 +106,9 @@ func (c *linChecker) take(s *linState) *modelBox {
 
 func (c *linChecker) step(state, input, _ any) (bool, any) {
 	s, p := state.(*linState), input.(*raceOp)
-	if (p.kind == rkSweepUsers || p.kind == rkSweepScopes) && p.held() {
+	if p.isSweep() && p.held() {
 		// Another sweeper held the lock: the sweep did nothing.
-		return len(p.report.Changes) == 0, s
+		return len(p.report().Changes) == 0, s
 	}
 	b := c.take(s)
 	q := c.apply(b, p)
@@ -126,7 +127,7 @@ func (c *linChecker) step(state, input, _ any) (bool, any) {
 // returned an older count than the model's q: the cache lags behind the
 // server until the invalidation arrives, which docs/design.md §9 allows.
 func staleRead(p, q *raceOp) bool {
-	return p.cached && p.err == nil && q.err == nil && p.count.AsOf.Before(q.count.AsOf)
+	return p.cached && p.err == nil && q.err == nil && as[core.Count](p.out).AsOf.Before(as[core.Count](q.out).AsOf)
 }
 
 func changesOf(cs []core.Change, user string) []core.Change {
@@ -161,74 +162,108 @@ func (c *linChecker) model() porcupine.Model {
 func (r *round) partition() map[string][]*raceOp {
 	users, scopes := map[string]bool{}, map[core.Scope]bool{}
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkBeat:
-			for _, b := range o.beats {
-				users[b.User] = true
-			}
-		case rkLogin:
-			users[o.login.User] = true
-		case rkLogout, rkDisconnect, rkManual, rkStatus:
-			users[o.user] = true
-		case rkStatuses:
-			for _, u := range o.users {
+		if u := userOf(o.op); u != "" {
+			users[u] = true
+		}
+		if sc, ok := scopeOf(o.op); ok {
+			scopes[sc] = true
+		}
+		switch op := o.op.(type) {
+		case core.ReadStatuses:
+			for _, u := range op.Users {
 				users[u] = true
 			}
-		case rkTouch:
-			for _, t := range o.touches {
+		case core.TouchBatch:
+			for _, t := range op {
 				scopes[t.Scope] = true
 			}
-		case rkLeave, rkCount, rkMembers, rkActive:
-			scopes[o.sc] = true
 		}
 	}
 	parts := map[string][]*raceOp{}
 	add := func(key string, p *raceOp) { parts[key] = append(parts[key], p) }
 	for _, o := range r.hist {
-		switch o.kind {
-		case rkBeat:
-			add("user "+o.beats[0].User, o)
-		case rkLogin:
-			add("user "+o.login.User, o)
-		case rkLogout, rkDisconnect, rkManual, rkStatus:
-			add("user "+o.user, o)
-		case rkStatuses:
-			for i, u := range o.users {
+		if u := userOf(o.op); u != "" {
+			add("user "+u, o)
+			continue
+		}
+		if sc, ok := scopeOf(o.op); ok {
+			add("scope "+sc.String(), o)
+			continue
+		}
+		switch op := o.op.(type) {
+		case core.ReadStatuses:
+			sts := o.statuses()
+			for i, u := range op.Users {
 				p := o.inputs()
-				p.kind, p.user, p.users, p.err = rkStatus, u, nil, o.err
+				p.op, p.err = core.ReadStatus{User: u}, o.err
 				if o.err == nil {
-					p.statuses = []core.UserStatus{o.statuses[i]}
+					p.out = sts[i]
 				}
 				add("user "+u, p)
 			}
-		case rkSweepUsers:
+		case core.SweepUsers:
 			for u := range users {
 				p := o.inputs()
-				p.users, p.err = []string{u}, o.err
-				p.report = core.SweepReport{Held: o.report.Held, Changes: changesOf(o.report.Changes, u)}
+				p.user, p.err = u, o.err
+				p.out = core.SweepReport{Held: o.report().Held, Changes: changesOf(o.report().Changes, u)}
 				add("user "+u, p)
 			}
-		case rkTouch:
-			by := map[core.Scope][]core.ScopeTouch{}
-			for _, t := range o.touches {
+		case core.TouchBatch:
+			by := map[core.Scope]core.TouchBatch{}
+			for _, t := range op {
 				by[t.Scope] = append(by[t.Scope], t)
 			}
 			for sc, ts := range by {
 				p := o.inputs()
-				p.touches, p.err = ts, o.err
+				p.op, p.err = ts, o.err
 				add("scope "+sc.String(), p)
 			}
-		case rkLeave, rkCount, rkMembers, rkActive:
-			add("scope "+o.sc.String(), o)
-		case rkSweepScopes:
+		case core.SweepScopes:
 			for sc := range scopes {
 				p := o.inputs()
-				p.err, p.report = o.err, core.SweepReport{Held: o.report.Held}
+				p.err, p.out = o.err, core.SweepReport{Held: o.report().Held}
 				add("scope "+sc.String(), p)
 			}
 		}
 	}
 	return parts
+}
+
+// userOf is the one user an op of the race workload concerns, or "" (a
+// batch's beats are one user's).
+func userOf(op core.Op) string {
+	switch op := op.(type) {
+	case core.Heartbeat:
+		return op.User
+	case core.HeartbeatBatch:
+		return op[0].User
+	case core.Login:
+		return op.User
+	case core.Logout:
+		return op.User
+	case core.Disconnect:
+		return op.User
+	case core.SetManual:
+		return op.User
+	case core.ReadStatus:
+		return op.User
+	}
+	return ""
+}
+
+// scopeOf is the one scope an op concerns, if it concerns one.
+func scopeOf(op core.Op) (core.Scope, bool) {
+	switch op := op.(type) {
+	case core.Leave:
+		return op.Scope, true
+	case core.ReadCount:
+		return op.Scope, true
+	case core.ReadMembers:
+		return op.Scope, true
+	case core.ReadActive:
+		return op.Scope, true
+	}
+	return core.Scope{}, false
 }
 
 // checkLinearizable checks each partition of the round's history.
@@ -292,11 +327,11 @@ func (r *round) illegal(c *linChecker, key string, ops []*raceOp, info porcupine
 			// What the model, after the longest order, makes of it.
 			box := c.newBox()
 			for _, op := range longest {
-				if p := op.Input.(*raceOp); !((p.kind == rkSweepUsers || p.kind == rkSweepScopes) && p.held()) {
+				if p := op.Input.(*raceOp); !(p.isSweep() && p.held()) {
 					c.apply(box, p)
 				}
 			}
-			if (o.kind == rkSweepUsers || o.kind == rkSweepScopes) && o.held() {
+			if o.isSweep() && o.held() {
 				b.WriteString("      (a held sweep: the model expects no changes)\n")
 			} else {
 				b.WriteString("      model then: " + render(c.apply(box, o).outcome(r.x)) + "\n")

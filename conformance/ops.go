@@ -13,8 +13,9 @@ import (
 )
 
 // op is one step of a sequence. Steps are plain values: a sequence can be
-// printed, replayed and shrunk. Inputs that depend on earlier outcomes
-// (session tokens) are named symbolically and resolved when the step runs.
+// printed, replayed and shrunk. Most are a core.Op run through Do (call);
+// inputs that depend on earlier outcomes (session tokens) are named
+// symbolically and resolved when the step runs.
 type op interface {
 	fmt.Stringer
 	// run performs the step on p and renders what it observed.
@@ -181,46 +182,61 @@ func (o advanceOp) String() string { return "advance " + o.d.String() }
 
 func (o advanceOp) run(x *runner, p core.Presence) obs { return obs{text: x.rel(x.now())} }
 
-// ---- user presence
+// ---- calls
 
-// beatSpec is one heartbeat.
-type beatSpec struct {
-	user, dev  string
-	kind       core.Kind
-	tok        tokenMode
-	active, bg bool
-	gw         string
-	meta       map[string]string
-	at         int // 0: no client time; 1: 1.5 s ago; 2: beyond MaxSkew ahead
+// sym is the symbolic part of a heartbeat, a login or an end of a session:
+// the token it sends, by name, and a beat's client time.
+type sym struct {
+	tok tokenMode
+	at  int // 0: no client time; 1: 1.5 s ago; 2: beyond MaxSkew ahead
 }
 
-func (b beatSpec) String() string {
-	s := b.user + "/" + b.dev + " " + b.kind.String() + " " + b.tok.String()
-	if b.active {
-		s += " active"
-	}
-	if b.bg {
-		s += " background"
-	}
-	if b.gw != "" {
-		s += " gw=" + b.gw
-	}
-	if b.meta != nil {
-		s += " meta=" + renderMeta(b.meta)
-	}
-	switch b.at {
-	case 1:
-		s += " at=-1.5s"
-	case 2:
-		s += " at=+skew"
-	}
-	return s
+// call runs one core.Op through Do. Its session tokens are empty in op and
+// named by syms instead: one for each beat of a Heartbeat or
+// HeartbeatBatch, one for a Login (the token it asks for), Logout or
+// Disconnect.
+type call struct {
+	op   core.Op
+	syms []sym
+	// twice reads a count twice in a row (the second read of a compact
+	// count is a client-side cache hit where the adapter caches)
+	twice bool
+	// invalid names the bad argument of a call that both sides must reject,
+	// naming the same field, before sending anything
+	invalid string
 }
 
-func (b beatSpec) heartbeat(x *runner, skew time.Duration) core.Heartbeat {
-	hb := core.Heartbeat{User: b.user, Device: b.dev, Kind: b.kind, Token: x.book.token(b.user, b.dev, b.tok),
-		Active: b.active, Background: b.bg, Gateway: b.gw, Meta: b.meta}
-	switch b.at {
+// resolve returns c's op with its tokens and client times filled in.
+func (c call) resolve(x *runner) core.Op {
+	if len(c.syms) == 0 {
+		return c.op
+	}
+	switch op := c.op.(type) {
+	case core.Heartbeat:
+		return x.beat(op, c.syms[0], maxSkew)
+	case core.HeartbeatBatch:
+		out := make(core.HeartbeatBatch, len(op))
+		for i, hb := range op {
+			out[i] = x.beat(hb, c.syms[i], maxSkew)
+		}
+		return out
+	case core.Login:
+		op.Token = x.book.token(op.User, op.Device, c.syms[0].tok)
+		return op
+	case core.Logout:
+		op.Token = x.book.token(op.User, op.Device, c.syms[0].tok)
+		return op
+	case core.Disconnect:
+		op.Token = x.book.token(op.User, op.Device, c.syms[0].tok)
+		return op
+	}
+	return c.op
+}
+
+// beat fills in a heartbeat's token and client time.
+func (x *runner) beat(hb core.Heartbeat, s sym, skew time.Duration) core.Heartbeat {
+	hb.Token = x.book.token(hb.User, hb.Device, s.tok)
+	switch s.at {
 	case 1:
 		hb.At = x.now().Add(-1500 * time.Millisecond)
 	case 2:
@@ -229,52 +245,133 @@ func (b beatSpec) heartbeat(x *runner, skew time.Duration) core.Heartbeat {
 	return hb
 }
 
-// beatOp sends one heartbeat (Heartbeat) or several (HeartbeatBatch).
-type beatOp struct {
-	beats []beatSpec
-	skew  time.Duration
-}
+// maxPages bounds a listing, so that a cursor that never ends fails the step.
+const maxPages = 64
 
-func (o beatOp) String() string {
-	parts := make([]string, len(o.beats))
-	for i, b := range o.beats {
-		parts[i] = b.String()
-	}
-	if len(parts) == 1 {
-		return "heartbeat " + parts[0]
-	}
-	return "heartbeat batch {" + strings.Join(parts, "; ") + "}"
-}
-
-func (o beatOp) run(x *runner, p core.Presence) obs {
+func (c call) run(x *runner, p core.Presence) obs {
 	var out obs
-	beats := make([]core.Heartbeat, len(o.beats))
-	for i, b := range o.beats {
-		beats[i] = b.heartbeat(x, o.skew)
+	op := c.resolve(x)
+	switch o := op.(type) {
+	case core.ReadMembers: // every page, from the first
+		var pages []string
+		for range maxPages {
+			v, err := p.Do(x.ctx, o)
+			if err != nil {
+				pages = append(pages, errName(err))
+				break
+			}
+			page := as[core.MemberPage](v)
+			pages = append(pages, x.members(page))
+			if o.Cursor = page.Next; o.Cursor == "" {
+				out.text = strings.Join(pages, " | ")
+				return out
+			}
+		}
+		out.text = strings.Join(pages, " | ") + " | …"
+		return out
+	case core.ReadCount:
+		if c.twice {
+			parts := make([]string, 2)
+			for i := range parts {
+				v, err := p.Do(x.ctx, op)
+				parts[i] = x.outcome(&out, op, v, err)
+			}
+			out.text = strings.Join(parts, "; ")
+			return out
+		}
 	}
-	if len(beats) == 1 {
-		ack, err := p.Heartbeat(x.ctx, beats[0])
+	v, err := p.Do(x.ctx, op)
+	if c.invalid != "" {
+		switch {
+		case err == nil:
+			out.text = "accepted"
+		case !errors.Is(err, core.ErrInvalid):
+			out.text = "not ErrInvalid: " + errName(err)
+		default:
+			out.text = errName(err)
+		}
+		return out
+	}
+	out.text = x.outcome(&out, op, v, err)
+	return out
+}
+
+// as is an outcome as the type its op names, or the zero T (which then
+// disagrees with the model's) if a target returned another type.
+func as[T any](v any) T {
+	t, _ := v.(T)
+	return t
+}
+
+// outcome renders what op returned (v, err), adding the events and tokens
+// it handed out to o. A heartbeat's refusal reads the same alone as in a
+// batch.
+func (x *runner) outcome(o *obs, op core.Op, v any, err error) string {
+	if hb, ok := op.(core.Heartbeat); ok {
+		ack := as[core.Ack](v)
 		if err != nil && ack.Err == nil {
 			ack.Err = err
 		}
-		out.text = x.ack(&out, beats[0], ack)
-		return out
+		return x.ack(o, hb, ack)
 	}
-	acks, err := p.HeartbeatBatch(x.ctx, beats)
 	if err != nil {
-		out.text = errName(err)
-		return out
+		return errName(err)
 	}
-	if len(acks) != len(beats) {
-		out.text = fmt.Sprintf("%d acks for %d beats", len(acks), len(beats))
-		return out
+	switch op := op.(type) {
+	case core.HeartbeatBatch:
+		acks := as[[]core.Ack](v)
+		if len(acks) != len(op) {
+			return fmt.Sprintf("%d acks for %d beats", len(acks), len(op))
+		}
+		parts := make([]string, len(acks))
+		for i, ack := range acks {
+			parts[i] = x.ack(o, op[i], ack)
+		}
+		return strings.Join(parts, "; ")
+	case core.Login:
+		res := as[core.LoginResult](v)
+		o.issued = append(o.issued, [2]string{op.User + "/" + op.Device, res.Token})
+		kicks := make([]string, len(res.Kicked))
+		for i, k := range res.Kicked {
+			kicks[i] = x.kick(k)
+			if k.Gateway != "" {
+				o.kicks = append(o.kicks, k.Gateway+"|"+kicks[i])
+			}
+		}
+		sort.Strings(kicks)
+		return "ok token=" + res.Token + " kicked=[" + strings.Join(kicks, " ") + "] " + x.changeList(o, res.Changes)
+	case core.Logout, core.Disconnect:
+		r := as[core.Ended](v)
+		return "removed=" + strconv.FormatBool(r.Removed) + " " + x.changeList(o, r.Changes)
+	case core.SetManual:
+		return "ok " + x.changeList(o, as[[]core.Change](v))
+	case core.ReadStatus:
+		return x.status(as[core.UserStatus](v))
+	case core.ReadStatuses:
+		sts := as[[]core.UserStatus](v)
+		parts := make([]string, len(sts))
+		for i, st := range sts {
+			parts[i] = x.status(st)
+		}
+		return strings.Join(parts, "; ")
+	case core.ScopeTouch, core.TouchBatch:
+		return "ok"
+	case core.Leave:
+		return "was there=" + strconv.FormatBool(as[bool](v))
+	case core.ReadCount:
+		c := as[core.Count](v)
+		return fmt.Sprintf("n=%s asOf=%s stale=%t", number(o, op.Scope, c.N), x.rel(c.AsOf), c.Stale)
+	case core.ReadMembers:
+		return x.members(as[core.MemberPage](v))
+	case core.ReadActive:
+		return "n=" + number(o, op.Scope, as[int64](v))
+	case core.SweepUsers, core.SweepScopes:
+		// Reports compare by what they did (changes, removed, released),
+		// not by how many steps it took.
+		r := as[core.SweepReport](v)
+		return fmt.Sprintf("removed=%d released=%d changes=%s", r.Removed, r.Released, x.changeList(o, r.Changes))
 	}
-	parts := make([]string, len(acks))
-	for i, ack := range acks {
-		parts[i] = x.ack(&out, beats[i], ack)
-	}
-	out.text = strings.Join(parts, "; ")
-	return out
+	return fmt.Sprintf("an outcome of %T", op)
 }
 
 func (x *runner) ack(o *obs, hb core.Heartbeat, ack core.Ack) string {
@@ -285,153 +382,13 @@ func (x *runner) ack(o *obs, hb core.Heartbeat, ack core.Ack) string {
 	return "ok token=" + ack.Token + " " + x.changeList(o, ack.Changes)
 }
 
-// loginOp logs a device in, optionally under another policy than the
-// engine's.
-type loginOp struct {
-	user, dev string
-	kind      core.Kind
-	gw        string
-	bg        bool
-	meta      map[string]string
-	policy    *core.Policy
-	// tok is the token the login asks for (Login.Token): none (a new
-	// one), the device's current one (a retry whose reply was lost), or a
-	// token of the client's choosing.
-	tok tokenMode
-}
-
-func (o loginOp) String() string {
-	s := "login " + o.user + "/" + o.dev + " " + o.kind.String()
-	if o.gw != "" {
-		s += " gw=" + o.gw
+// members renders one page of members.
+func (x *runner) members(page core.MemberPage) string {
+	ids := make([]string, len(page.Members))
+	for i, m := range page.Members {
+		ids[i] = m.ID + "@" + x.rel(m.LastSeen)
 	}
-	if o.bg {
-		s += " background"
-	}
-	if o.meta != nil {
-		s += " meta=" + renderMeta(o.meta)
-	}
-	if o.policy != nil {
-		s += " policy=" + o.policy.String()
-	}
-	switch o.tok {
-	case tokCur:
-		s += " (retry with its token)"
-	case tokBogus:
-		s += " with token " + bogusToken
-	}
-	return s
-}
-
-func (o loginOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	res, err := p.Login(x.ctx, core.Login{User: o.user, Device: o.dev, Kind: o.kind, Gateway: o.gw,
-		Background: o.bg, Meta: o.meta, Policy: o.policy, Token: x.book.token(o.user, o.dev, o.tok)})
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.issued = append(out.issued, [2]string{o.user + "/" + o.dev, res.Token})
-	kicks := make([]string, len(res.Kicked))
-	for i, k := range res.Kicked {
-		kicks[i] = x.kick(k)
-		if k.Gateway != "" {
-			out.kicks = append(out.kicks, k.Gateway+"|"+kicks[i])
-		}
-	}
-	sort.Strings(kicks)
-	out.text = "ok token=" + res.Token + " kicked=[" + strings.Join(kicks, " ") + "] " + x.changeList(&out, res.Changes)
-	return out
-}
-
-// endOp logs a device out or disconnects it.
-type endOp struct {
-	logout    bool
-	user, dev string
-	tok       tokenMode
-}
-
-func (o endOp) String() string {
-	verb := "disconnect "
-	if o.logout {
-		verb = "logout "
-	}
-	return verb + o.user + "/" + o.dev + " " + o.tok.String()
-}
-
-func (o endOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	tok := x.book.token(o.user, o.dev, o.tok)
-	var r core.Ended
-	var err error
-	if o.logout {
-		r, err = p.Logout(x.ctx, o.user, o.dev, tok)
-	} else {
-		r, err = p.Disconnect(x.ctx, o.user, o.dev, tok)
-	}
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.text = "removed=" + strconv.FormatBool(r.Removed) + " " + x.changeList(&out, r.Changes)
-	return out
-}
-
-// manualOp sets a manual status.
-type manualOp struct {
-	user string
-	m    core.Manual
-	ttl  time.Duration
-}
-
-func (o manualOp) String() string {
-	s := "manual " + o.user + " " + o.m.String()
-	if o.ttl != 0 {
-		s += " for " + o.ttl.String()
-	}
-	return s
-}
-
-func (o manualOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	cs, err := p.SetManual(x.ctx, o.user, o.m, o.ttl)
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.text = "ok " + x.changeList(&out, cs)
-	return out
-}
-
-// statusOp reads one user's status (Status) or several (Statuses).
-type statusOp struct{ users []string }
-
-func (o statusOp) String() string {
-	if len(o.users) == 1 {
-		return "status " + o.users[0]
-	}
-	return "statuses " + strings.Join(o.users, ",")
-}
-
-func (o statusOp) run(x *runner, p core.Presence) obs {
-	var sts []core.UserStatus
-	if len(o.users) == 1 {
-		st, err := p.Status(x.ctx, o.users[0])
-		if err != nil {
-			return obs{text: errName(err)}
-		}
-		sts = []core.UserStatus{st}
-	} else {
-		var err error
-		if sts, err = p.Statuses(x.ctx, o.users); err != nil {
-			return obs{text: errName(err)}
-		}
-	}
-	parts := make([]string, len(sts))
-	for i, st := range sts {
-		parts[i] = x.status(st)
-	}
-	return obs{text: strings.Join(parts, "; ")}
+	return strings.Join(ids, " ")
 }
 
 func (x *runner) status(st core.UserStatus) string {
@@ -464,6 +421,113 @@ func renderMeta(m map[string]string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
+// ---- how steps read
+
+func (c call) String() string {
+	if c.invalid != "" {
+		return "invalid: " + c.invalid
+	}
+	switch op := c.op.(type) {
+	case core.Heartbeat:
+		return "heartbeat " + beatString(op, c.syms[0])
+	case core.HeartbeatBatch:
+		parts := make([]string, len(op))
+		for i, hb := range op {
+			parts[i] = beatString(hb, c.syms[i])
+		}
+		return "heartbeat batch {" + strings.Join(parts, "; ") + "}"
+	case core.Login:
+		return loginString(op, c.syms[0].tok)
+	case core.Logout:
+		return "logout " + op.User + "/" + op.Device + " " + c.syms[0].tok.String()
+	case core.Disconnect:
+		return "disconnect " + op.User + "/" + op.Device + " " + c.syms[0].tok.String()
+	case core.SetManual:
+		s := "manual " + op.User + " " + op.Manual.String()
+		if op.TTL != 0 {
+			s += " for " + op.TTL.String()
+		}
+		return s
+	case core.ReadStatus:
+		return "status " + op.User
+	case core.ReadStatuses:
+		return "statuses " + strings.Join(op.Users, ",")
+	case core.ScopeTouch:
+		return "touch " + op.Scope.String() + " " + op.Member
+	case core.TouchBatch:
+		parts := make([]string, len(op))
+		for i, t := range op {
+			parts[i] = t.Scope.String() + " " + t.Member
+		}
+		return "touch batch {" + strings.Join(parts, "; ") + "}"
+	case core.Leave:
+		return "leave " + op.Scope.String() + " " + op.Member
+	case core.ReadCount:
+		if c.twice {
+			return "count twice " + op.Scope.String()
+		}
+		return "count " + op.Scope.String()
+	case core.ReadMembers:
+		return fmt.Sprintf("members %s by %d", op.Scope, op.Limit)
+	case core.ReadActive:
+		return "active within " + op.Within.String() + " " + op.Scope.String()
+	case core.SweepUsers:
+		return "sweep users"
+	case core.SweepScopes:
+		return "sweep scopes"
+	}
+	return fmt.Sprintf("%T", c.op)
+}
+
+func beatString(hb core.Heartbeat, s sym) string {
+	out := hb.User + "/" + hb.Device + " " + hb.Kind.String() + " " + s.tok.String()
+	if hb.Active {
+		out += " active"
+	}
+	if hb.Background {
+		out += " background"
+	}
+	if hb.Gateway != "" {
+		out += " gw=" + hb.Gateway
+	}
+	if hb.Meta != nil {
+		out += " meta=" + renderMeta(hb.Meta)
+	}
+	switch s.at {
+	case 1:
+		out += " at=-1.5s"
+	case 2:
+		out += " at=+skew"
+	}
+	return out
+}
+
+// loginString reads a login that asks for token tok (Login.Token): none (a
+// new one), the device's current one (a retry whose reply was lost), or a
+// token of the client's choosing.
+func loginString(l core.Login, tok tokenMode) string {
+	s := "login " + l.User + "/" + l.Device + " " + l.Kind.String()
+	if l.Gateway != "" {
+		s += " gw=" + l.Gateway
+	}
+	if l.Background {
+		s += " background"
+	}
+	if l.Meta != nil {
+		s += " meta=" + renderMeta(l.Meta)
+	}
+	if l.Policy != nil {
+		s += " policy=" + l.Policy.String()
+	}
+	switch tok {
+	case tokCur:
+		s += " (retry with its token)"
+	case tokBogus:
+		s += " with token " + bogusToken
+	}
+	return s
+}
+
 // ---- scopes
 
 // layoutOf is the layout of a scope class of the generated configurations,
@@ -486,223 +550,27 @@ func number(o *obs, sc core.Scope, n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// touchOp touches members of scopes (Touch, or TouchBatch for several).
-type touchOp struct{ touches []core.ScopeTouch }
-
-func (o touchOp) String() string {
-	parts := make([]string, len(o.touches))
-	for i, t := range o.touches {
-		parts[i] = t.Scope.String() + " " + t.Member
-	}
-	if len(parts) == 1 {
-		return "touch " + parts[0]
-	}
-	return "touch batch {" + strings.Join(parts, "; ") + "}"
-}
-
-func (o touchOp) run(x *runner, p core.Presence) obs {
-	var err error
-	if len(o.touches) == 1 {
-		err = p.Touch(x.ctx, o.touches[0].Scope, o.touches[0].Member)
-	} else {
-		err = p.TouchBatch(x.ctx, o.touches)
-	}
-	if err != nil {
-		return obs{text: errName(err)}
-	}
-	return obs{text: "ok"}
-}
-
-// leaveOp removes a member from a scope.
-type leaveOp struct {
-	sc     core.Scope
-	member string
-}
-
-func (o leaveOp) String() string { return "leave " + o.sc.String() + " " + o.member }
-
-func (o leaveOp) run(x *runner, p core.Presence) obs {
-	ok, err := p.Leave(x.ctx, o.sc, o.member)
-	if err != nil {
-		return obs{text: errName(err)}
-	}
-	return obs{text: "was there=" + strconv.FormatBool(ok)}
-}
-
-// countOp reads a scope's count, twice in a row when twice is set (the
-// second read of a compact count is a client-side cache hit where the
-// adapter caches).
-type countOp struct {
-	sc    core.Scope
-	twice bool
-}
-
-func (o countOp) String() string {
-	if o.twice {
-		return "count twice " + o.sc.String()
-	}
-	return "count " + o.sc.String()
-}
-
-func (o countOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	n := 1
-	if o.twice {
-		n = 2
-	}
-	parts := make([]string, n)
-	for i := range parts {
-		c, err := p.Count(x.ctx, o.sc)
-		if err != nil {
-			parts[i] = errName(err)
-			continue
-		}
-		parts[i] = fmt.Sprintf("n=%s asOf=%s stale=%t", number(&out, o.sc, c.N), x.rel(c.AsOf), c.Stale)
-	}
-	out.text = strings.Join(parts, "; ")
-	return out
-}
-
-// membersOp lists a scope's members, page by page.
-type membersOp struct {
-	sc    core.Scope
-	limit int
-}
-
-func (o membersOp) String() string { return fmt.Sprintf("members %s by %d", o.sc, o.limit) }
-
-// maxPages bounds a listing, so that a cursor that never ends fails the step.
-const maxPages = 64
-
-func (o membersOp) run(x *runner, p core.Presence) obs {
-	var pages []string
-	cursor := ""
-	for range maxPages {
-		page, err := p.Members(x.ctx, o.sc, cursor, o.limit)
-		if err != nil {
-			pages = append(pages, errName(err))
-			break
-		}
-		ids := make([]string, len(page.Members))
-		for i, m := range page.Members {
-			ids[i] = m.ID + "@" + x.rel(m.LastSeen)
-		}
-		pages = append(pages, strings.Join(ids, " "))
-		if cursor = page.Next; cursor == "" {
-			return obs{text: strings.Join(pages, " | ")}
-		}
-	}
-	return obs{text: strings.Join(pages, " | ") + " | …"}
-}
-
-// activeOp counts the members touched within d.
-type activeOp struct {
-	sc core.Scope
-	d  time.Duration
-}
-
-func (o activeOp) String() string { return "active within " + o.d.String() + " " + o.sc.String() }
-
-func (o activeOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	n, err := p.ActiveWithin(x.ctx, o.sc, o.d)
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.text = "n=" + number(&out, o.sc, n)
-	return out
-}
-
-// sweepOp runs a sweep pass over users or scopes. Reports compare by what
-// they did (changes, removed, released), not by how many steps it took.
-type sweepOp struct{ scopes bool }
-
-func (o sweepOp) String() string {
-	if o.scopes {
-		return "sweep scopes"
-	}
-	return "sweep users"
-}
-
-func (o sweepOp) run(x *runner, p core.Presence) obs {
-	var out obs
-	var r core.SweepReport
-	var err error
-	if o.scopes {
-		r, err = p.SweepScopes(x.ctx)
-	} else {
-		r, err = p.SweepUsers(x.ctx)
-	}
-	if err != nil {
-		out.text = errName(err)
-		return out
-	}
-	out.text = fmt.Sprintf("removed=%d released=%d changes=%s", r.Removed, r.Released, x.changeList(&out, r.Changes))
-	return out
-}
-
 // ---- rejected input
 
-// invalidOp makes a call with one bad argument; both sides must reject it
-// naming the same field, before sending anything.
-type invalidOp struct{ which int }
-
-var invalidNames = []string{
-	"heartbeat with an empty user",
-	"login with a 129-byte device",
-	"touch of an unknown class",
-	"members with limit 0",
-	"active within 0s",
-	"manual status with a negative ttl",
-	"status of a user with a control character",
-	"heartbeat with 17 metadata entries",
-	"members with a malformed cursor",
-	"logout with a token holding a control character",
-	"count of a scope with an empty ID",
-	"login with an unknown kind",
-}
-
-func (o invalidOp) String() string { return "invalid: " + invalidNames[o.which] }
-
-func (o invalidOp) run(x *runner, p core.Presence) obs {
-	var err error
+// invalidCalls are calls with one bad argument each.
+var invalidCalls = func() []call {
 	ex := core.Scope{Class: "ex", ID: "r1"}
-	switch o.which {
-	case 0:
-		_, err = p.Heartbeat(x.ctx, core.Heartbeat{Device: "d1"})
-	case 1:
-		_, err = p.Login(x.ctx, core.Login{User: "u1", Device: strings.Repeat("d", core.MaxIDBytes+1)})
-	case 2:
-		err = p.Touch(x.ctx, core.Scope{Class: "nope", ID: "r1"}, "m1")
-	case 3:
-		_, err = p.Members(x.ctx, ex, "", 0)
-	case 4:
-		_, err = p.ActiveWithin(x.ctx, ex, 0)
-	case 5:
-		_, err = p.SetManual(x.ctx, "u1", core.ManualDND, -time.Second)
-	case 6:
-		_, err = p.Status(x.ctx, "u\x01")
-	case 7:
-		meta := map[string]string{}
-		for i := range core.MaxMetaEntries + 1 {
-			meta["k"+strconv.Itoa(i)] = "v"
-		}
-		_, err = p.Heartbeat(x.ctx, core.Heartbeat{User: "u1", Device: "d1", Meta: meta})
-	case 8:
-		_, err = p.Members(x.ctx, ex, "not-a-cursor", 10)
-	case 9:
-		_, err = p.Logout(x.ctx, "u1", "d1", "a\x01b")
-	case 10:
-		_, err = p.Count(x.ctx, core.Scope{Class: "ex"})
-	case 11:
-		_, err = p.Login(x.ctx, core.Login{User: "u1", Device: "d1", Kind: core.Kind(99)})
+	meta := map[string]string{}
+	for i := range core.MaxMetaEntries + 1 {
+		meta["k"+strconv.Itoa(i)] = "v"
 	}
-	if err == nil {
-		return obs{text: "accepted"}
+	return []call{
+		{invalid: "heartbeat with an empty user", op: core.Heartbeat{Device: "d1"}},
+		{invalid: "login with a 129-byte device", op: core.Login{User: "u1", Device: strings.Repeat("d", core.MaxIDBytes+1)}},
+		{invalid: "touch of an unknown class", op: core.ScopeTouch{Scope: core.Scope{Class: "nope", ID: "r1"}, Member: "m1"}},
+		{invalid: "members with limit 0", op: core.ReadMembers{Scope: ex}},
+		{invalid: "active within 0s", op: core.ReadActive{Scope: ex}},
+		{invalid: "manual status with a negative ttl", op: core.SetManual{User: "u1", Manual: core.ManualDND, TTL: -time.Second}},
+		{invalid: "status of a user with a control character", op: core.ReadStatus{User: "u\x01"}},
+		{invalid: "heartbeat with 17 metadata entries", op: core.Heartbeat{User: "u1", Device: "d1", Meta: meta}},
+		{invalid: "members with a malformed cursor", op: core.ReadMembers{Scope: ex, Cursor: "not-a-cursor", Limit: 10}},
+		{invalid: "logout with a token holding a control character", op: core.Logout{User: "u1", Device: "d1", Token: "a\x01b"}},
+		{invalid: "count of a scope with an empty ID", op: core.ReadCount{Scope: core.Scope{Class: "ex"}}},
+		{invalid: "login with an unknown kind", op: core.Login{User: "u1", Device: "d1", Kind: core.Kind(99)}},
 	}
-	if !errors.Is(err, core.ErrInvalid) {
-		return obs{text: "not ErrInvalid: " + errName(err)}
-	}
-	return obs{text: errName(err)}
-}
+}()

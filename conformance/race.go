@@ -275,7 +275,9 @@ func (r *round) tick(rng *rand.Rand) int64 {
 // do runs o on the worker's engine at the next instant and records it.
 func (w *worker) do(ctx context.Context, o *raceOp) *raceOp {
 	o.client, o.adapter = w.id, w.adapter
-	o.cached = w.caching && o.kind == rkCount && layoutOf(o.sc.Class) == core.LayoutCompact
+	if c, ok := o.op.(core.ReadCount); ok {
+		o.cached = w.caching && layoutOf(c.Scope.Class) == core.LayoutCompact
+	}
 	o.now = w.r.tick(w.rng)
 	w.clk.ms.Store(o.now)
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
@@ -302,16 +304,13 @@ func (r *round) learn(o *raceOp) {
 			t.cur = token
 		}
 	}
-	switch o.kind {
-	case rkLogin:
-		if o.err == nil {
-			set(o.login.User, o.login.Device, o.res.Token)
-		}
-	case rkBeat:
-		for i, a := range o.acks {
-			if a.Err == nil {
-				set(o.beats[i].User, o.beats[i].Device, a.Token)
-			}
+	if l, ok := o.op.(core.Login); ok && o.err == nil {
+		set(l.User, l.Device, as[core.LoginResult](o.out).Token)
+	}
+	beats := o.beats()
+	for i, a := range o.acks() {
+		if a.Err == nil {
+			set(beats[i].User, beats[i].Device, a.Token)
 		}
 	}
 }
@@ -389,20 +388,20 @@ func (r *round) run(ctx context.Context) error {
 		r.clock.Lock()
 		r.clock.ms += jump.Milliseconds()
 		r.clock.Unlock()
-		sw.do(ctx, &raceOp{kind: rkSweepUsers})
+		sw.do(ctx, &raceOp{op: core.SweepUsers{}})
 	}
 	rd := workers[len(workers)-3]
 	for range 3 {
-		sw.do(ctx, &raceOp{kind: rkSweepScopes})
+		sw.do(ctx, &raceOp{op: core.SweepScopes{}})
 		// Everything has expired and been swept: reads must see nothing.
 		for _, sc := range raceScopes {
-			rd.do(ctx, &raceOp{kind: rkCount, sc: sc})
+			rd.do(ctx, &raceOp{op: core.ReadCount{Scope: sc}})
 			if sc.Class != "ap" {
-				rd.do(ctx, &raceOp{kind: rkMembers, sc: sc})
+				rd.do(ctx, &raceOp{op: core.ReadMembers{Scope: sc, Limit: core.MaxPage}})
 			}
 		}
 	}
-	rd.do(ctx, &raceOp{kind: rkStatuses, users: append(append([]string{}, raceSteady...), raceChurn...)})
+	rd.do(ctx, &raceOp{op: core.ReadStatuses{Users: append(append([]string{}, raceSteady...), raceChurn...)}})
 	if feed != nil {
 		return r.drain(ctx, feed, feedEng)
 	}
@@ -456,12 +455,12 @@ func steadyWorker(ctx context.Context, w *worker) {
 		devs = append(devs, dev{"s1", "m", core.KindIOS})
 	}
 	for _, d := range devs {
-		w.do(ctx, &raceOp{kind: rkLogin, login: core.Login{User: d.user, Device: d.id, Kind: d.kind, Gateway: "g1"}})
+		w.do(ctx, &raceOp{op: core.Login{User: d.user, Device: d.id, Kind: d.kind, Gateway: "g1"}})
 	}
 	for i := 0; i < raceOpsPerWorker; i++ {
 		d := devs[i%len(devs)]
-		w.do(ctx, &raceOp{kind: rkBeat, beats: []core.Heartbeat{{User: d.user, Device: d.id, Kind: d.kind,
-			Token: w.r.token(d.user, d.id, false), Active: w.rng.IntN(2) == 0}}})
+		w.do(ctx, &raceOp{op: core.Heartbeat{User: d.user, Device: d.id, Kind: d.kind,
+			Token: w.r.token(d.user, d.id, false), Active: w.rng.IntN(2) == 0}})
 	}
 }
 
@@ -472,15 +471,15 @@ func churnWorker(ctx context.Context, w *worker) {
 		n := w.rng.IntN(100)
 		switch {
 		case n < 40:
-			w.do(ctx, &raceOp{kind: rkBeat, beats: []core.Heartbeat{{User: u, Device: d.id, Kind: d.kind,
-				Token: w.r.token(u, d.id, false), Active: w.rng.IntN(3) != 0, Background: w.rng.IntN(8) == 0}}})
+			w.do(ctx, &raceOp{op: core.Heartbeat{User: u, Device: d.id, Kind: d.kind,
+				Token: w.r.token(u, d.id, false), Active: w.rng.IntN(3) != 0, Background: w.rng.IntN(8) == 0}})
 		case n < 48:
-			w.do(ctx, &raceOp{kind: rkBeat, beats: []core.Heartbeat{{User: u, Device: d.id, Kind: d.kind,
-				Token: w.r.token(u, d.id, true), Active: true}}})
+			w.do(ctx, &raceOp{op: core.Heartbeat{User: u, Device: d.id, Kind: d.kind,
+				Token: w.r.token(u, d.id, true), Active: true}})
 		case n < 53:
 			// a gateway's tick: the beats of a user's devices in one batch,
 			// each with its token (bogus when it has none).
-			var beats []core.Heartbeat
+			var beats core.HeartbeatBatch
 			for _, d := range raceDevices[:2] {
 				tok := w.r.token(u, d.id, false)
 				if tok == "" {
@@ -488,7 +487,7 @@ func churnWorker(ctx context.Context, w *worker) {
 				}
 				beats = append(beats, core.Heartbeat{User: u, Device: d.id, Kind: d.kind, Token: tok, Active: true})
 			}
-			w.do(ctx, &raceOp{kind: rkBeat, beats: beats})
+			w.do(ctx, &raceOp{op: beats})
 		case n < 70:
 			l := core.Login{User: u, Device: d.id, Kind: d.kind, Gateway: []string{"g1", "g2", ""}[w.rng.IntN(3)]}
 			if w.rng.IntN(5) == 0 {
@@ -499,19 +498,19 @@ func churnWorker(ctx context.Context, w *worker) {
 				p := []core.Policy{core.PolicyExclusive, core.PolicyExclusivePerKind}[w.rng.IntN(2)]
 				l.Policy = &p
 			}
-			w.do(ctx, &raceOp{kind: rkLogin, login: l})
+			w.do(ctx, &raceOp{op: l})
 		case n < 77:
-			w.do(ctx, &raceOp{kind: rkLogout, user: u, dev: d.id, token: w.r.token(u, d.id, false)})
+			w.do(ctx, &raceOp{op: core.Logout{User: u, Device: d.id, Token: w.r.token(u, d.id, false)}})
 		case n < 84:
-			w.do(ctx, &raceOp{kind: rkDisconnect, user: u, dev: d.id, token: w.r.token(u, d.id, false)})
+			w.do(ctx, &raceOp{op: core.Disconnect{User: u, Device: d.id, Token: w.r.token(u, d.id, false)}})
 		case n < 90:
-			o := &raceOp{kind: rkManual, user: u, manual: core.Manual(w.rng.IntN(3))}
-			if o.manual != core.ManualNone && w.rng.IntN(2) == 0 {
-				o.ttl = time.Duration(300+w.rng.IntN(600)) * time.Millisecond
+			m := core.SetManual{User: u, Manual: core.Manual(w.rng.IntN(3))}
+			if m.Manual != core.ManualNone && w.rng.IntN(2) == 0 {
+				m.TTL = time.Duration(300+w.rng.IntN(600)) * time.Millisecond
 			}
-			w.do(ctx, o)
+			w.do(ctx, &raceOp{op: m})
 		default:
-			w.do(ctx, &raceOp{kind: rkStatus, user: u})
+			w.do(ctx, &raceOp{op: core.ReadStatus{User: u}})
 		}
 	}
 }
@@ -520,27 +519,27 @@ func scopeWorker(ctx context.Context, w *worker) {
 	for i := 0; i < raceOpsPerWorker; i++ {
 		sc := raceScopes[w.rng.IntN(len(raceScopes))]
 		if i < 6 {
-			w.do(ctx, &raceOp{kind: rkTouch, touches: []core.ScopeTouch{{Scope: raceScopes[i%len(raceScopes)], Member: earlyMember}}})
+			w.do(ctx, &raceOp{op: core.TouchBatch{{Scope: raceScopes[i%len(raceScopes)], Member: earlyMember}}})
 			continue
 		}
 		n := w.rng.IntN(100)
 		switch {
 		case n < 45:
-			w.do(ctx, &raceOp{kind: rkTouch, touches: []core.ScopeTouch{{Scope: sc, Member: raceMembers[w.rng.IntN(len(raceMembers))]}}})
+			w.do(ctx, &raceOp{op: core.TouchBatch{{Scope: sc, Member: raceMembers[w.rng.IntN(len(raceMembers))]}}})
 		case n < 65:
-			var ts []core.ScopeTouch
+			var ts core.TouchBatch
 			for _, sc := range raceScopes {
 				ts = append(ts, core.ScopeTouch{Scope: sc, Member: steadyMember})
 			}
-			w.do(ctx, &raceOp{kind: rkTouch, touches: ts})
+			w.do(ctx, &raceOp{op: ts})
 		case n < 85 && sc.Class != "ap":
-			w.do(ctx, &raceOp{kind: rkLeave, sc: sc, member: raceMembers[w.rng.IntN(len(raceMembers))]})
+			w.do(ctx, &raceOp{op: core.Leave{Scope: sc, Member: raceMembers[w.rng.IntN(len(raceMembers))]}})
 		default:
-			ts := make([]core.ScopeTouch, 2+w.rng.IntN(3))
+			ts := make(core.TouchBatch, 2+w.rng.IntN(3))
 			for j := range ts {
 				ts[j] = core.ScopeTouch{Scope: raceScopes[w.rng.IntN(len(raceScopes))], Member: raceMembers[w.rng.IntN(len(raceMembers))]}
 			}
-			w.do(ctx, &raceOp{kind: rkTouch, touches: ts})
+			w.do(ctx, &raceOp{op: ts})
 		}
 	}
 }
@@ -552,25 +551,25 @@ func readWorker(ctx context.Context, w *worker) {
 		n := w.rng.IntN(100)
 		switch {
 		case n < 30:
-			w.do(ctx, &raceOp{kind: rkStatus, user: all[w.rng.IntN(len(all))]})
+			w.do(ctx, &raceOp{op: core.ReadStatus{User: all[w.rng.IntN(len(all))]}})
 		case n < 45:
-			w.do(ctx, &raceOp{kind: rkStatuses, users: all})
+			w.do(ctx, &raceOp{op: core.ReadStatuses{Users: all}})
 		case n < 70:
-			w.do(ctx, &raceOp{kind: rkCount, sc: sc})
+			w.do(ctx, &raceOp{op: core.ReadCount{Scope: sc}})
 		case n < 85 && sc.Class != "ap":
-			w.do(ctx, &raceOp{kind: rkMembers, sc: sc})
+			w.do(ctx, &raceOp{op: core.ReadMembers{Scope: sc, Limit: core.MaxPage}})
 		default:
-			w.do(ctx, &raceOp{kind: rkActive, sc: sc, d: time.Duration(200+w.rng.IntN(1800)) * time.Millisecond})
+			w.do(ctx, &raceOp{op: core.ReadActive{Scope: sc, Within: time.Duration(200+w.rng.IntN(1800)) * time.Millisecond}})
 		}
 	}
 }
 
 func sweepWorker(ctx context.Context, w *worker) {
 	for i := 0; i < raceOpsPerWorker; i++ {
-		k := rkSweepUsers
+		var op core.Op = core.SweepUsers{}
 		if i%2 == 1 {
-			k = rkSweepScopes
+			op = core.SweepScopes{}
 		}
-		w.do(ctx, &raceOp{kind: k})
+		w.do(ctx, &raceOp{op: op})
 	}
 }

@@ -4,42 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/presencekit/presence/core"
 )
 
-// raceKind is the kind of a recorded operation of the race suite.
-type raceKind uint8
-
-const (
-	rkBeat raceKind = iota
-	rkLogin
-	rkLogout
-	rkDisconnect
-	rkManual
-	rkStatus
-	rkStatuses
-	rkTouch
-	rkLeave
-	rkCount
-	rkMembers
-	rkActive
-	rkSweepUsers
-	rkSweepScopes
-)
-
-var raceKindNames = [...]string{"heartbeat", "login", "logout", "disconnect", "manual", "status", "statuses",
-	"touch", "leave", "count", "members", "active within", "sweep users", "sweep scopes"}
-
-func (k raceKind) String() string { return raceKindNames[k] }
-
-// raceOp is one operation of a race history: its inputs, the virtual
-// instant it ran at, when it was called and returned (wall time since the
-// round began), and its outcome.
+// raceOp is one operation of a race history: a core.Op with its tokens
+// filled in, the virtual instant it ran at, when it was called and
+// returned (wall time since the round began), and its outcome.
 type raceOp struct {
 	id      int
 	client  int
@@ -47,103 +20,136 @@ type raceOp struct {
 	// cached marks a compact count read through a client-side cache: it
 	// may lag behind the server (see checkCachedCounts).
 	cached    bool
-	kind      raceKind
+	op        core.Op
 	now       int64 // virtual ms
 	call, ret int64 // wall ns since the round began
+	// user narrows a user sweep of a partition to one user's changes
+	user string
 
-	// inputs
-	beats   []core.Heartbeat
-	login   core.Login
-	user    string
-	dev     string
-	token   string
-	manual  core.Manual
-	ttl     time.Duration
-	users   []string
-	touches []core.ScopeTouch
-	sc      core.Scope
-	member  string
-	d       time.Duration
-
-	// outcome
-	err      error
-	acks     []core.Ack
-	res      core.LoginResult
-	ended    core.Ended
-	changes  []core.Change
-	statuses []core.UserStatus
-	count    core.Count
-	page     core.MemberPage
-	n        int64
-	was      bool
-	report   core.SweepReport
+	// out is the outcome, of the type op's doc names; a single heartbeat's
+	// is its []core.Ack of one, with its refusal in the Ack
+	out any
+	err error
 }
 
 // inputs returns a copy of o without its outcome, to run again.
 func (o *raceOp) inputs() *raceOp {
-	return &raceOp{id: o.id, client: o.client, adapter: o.adapter, cached: o.cached, kind: o.kind, now: o.now, call: o.call, ret: o.ret,
-		beats: o.beats, login: o.login, user: o.user, dev: o.dev, token: o.token, manual: o.manual, ttl: o.ttl,
-		users: o.users, touches: o.touches, sc: o.sc, member: o.member, d: o.d}
+	return &raceOp{id: o.id, client: o.client, adapter: o.adapter, cached: o.cached, op: o.op, now: o.now,
+		call: o.call, ret: o.ret, user: o.user}
 }
 
-// exec runs o on p and records the outcome in o.
+// exec runs o through p's door and records the outcome in o.
 func (o *raceOp) exec(ctx context.Context, p core.Presence) {
-	switch o.kind {
-	case rkBeat:
-		if len(o.beats) == 1 {
-			ack, err := p.Heartbeat(ctx, o.beats[0])
-			if err != nil && ack.Err == nil {
-				ack.Err = err
-			}
-			o.acks = []core.Ack{ack}
-		} else {
-			o.acks, o.err = p.HeartbeatBatch(ctx, o.beats)
+	o.out, o.err = p.Do(ctx, o.op)
+	if _, ok := o.op.(core.Heartbeat); ok {
+		ack, _ := o.out.(core.Ack)
+		if o.err != nil && ack.Err == nil {
+			ack.Err = o.err
 		}
-	case rkLogin:
-		o.res, o.err = p.Login(ctx, o.login)
-	case rkLogout:
-		o.ended, o.err = p.Logout(ctx, o.user, o.dev, o.token)
-	case rkDisconnect:
-		o.ended, o.err = p.Disconnect(ctx, o.user, o.dev, o.token)
-	case rkManual:
-		o.changes, o.err = p.SetManual(ctx, o.user, o.manual, o.ttl)
-	case rkStatus:
-		var st core.UserStatus
-		st, o.err = p.Status(ctx, o.user)
-		o.statuses = []core.UserStatus{st}
-	case rkStatuses:
-		o.statuses, o.err = p.Statuses(ctx, o.users)
-	case rkTouch:
-		o.err = p.TouchBatch(ctx, o.touches)
-	case rkLeave:
-		o.was, o.err = p.Leave(ctx, o.sc, o.member)
-	case rkCount:
-		o.count, o.err = p.Count(ctx, o.sc)
-	case rkMembers:
-		o.page, o.err = p.Members(ctx, o.sc, "", core.MaxPage)
-	case rkActive:
-		o.n, o.err = p.ActiveWithin(ctx, o.sc, o.d)
-	case rkSweepUsers:
-		o.report, o.err = p.SweepUsers(ctx)
-	case rkSweepScopes:
-		o.report, o.err = p.SweepScopes(ctx)
+		o.out, o.err = []core.Ack{ack}, nil
 	}
+}
+
+// name names o's verb in reports.
+func (o *raceOp) name() string {
+	switch o.op.(type) {
+	case core.Heartbeat, core.HeartbeatBatch:
+		return "heartbeat"
+	case core.Login:
+		return "login"
+	case core.Logout:
+		return "logout"
+	case core.Disconnect:
+		return "disconnect"
+	case core.SetManual:
+		return "manual"
+	case core.ReadStatus:
+		return "status"
+	case core.ReadStatuses:
+		return "statuses"
+	case core.TouchBatch:
+		return "touch"
+	case core.Leave:
+		return "leave"
+	case core.ReadCount:
+		return "count"
+	case core.ReadMembers:
+		return "members"
+	case core.ReadActive:
+		return "active within"
+	case core.SweepUsers:
+		return "sweep users"
+	case core.SweepScopes:
+		return "sweep scopes"
+	}
+	return fmt.Sprintf("%T", o.op)
+}
+
+// beats are the heartbeats of a heartbeat or batch (none for other ops).
+func (o *raceOp) beats() []core.Heartbeat {
+	switch op := o.op.(type) {
+	case core.Heartbeat:
+		return []core.Heartbeat{op}
+	case core.HeartbeatBatch:
+		return op
+	}
+	return nil
+}
+
+// acks are a heartbeat's or batch's outcome.
+func (o *raceOp) acks() []core.Ack { return as[[]core.Ack](o.out) }
+
+// statuses are a status read's outcome, one for ReadStatus.
+func (o *raceOp) statuses() []core.UserStatus {
+	if st, ok := o.out.(core.UserStatus); ok {
+		return []core.UserStatus{st}
+	}
+	return as[[]core.UserStatus](o.out)
+}
+
+// report is a sweep's outcome.
+func (o *raceOp) report() core.SweepReport { return as[core.SweepReport](o.out) }
+
+// isSweep reports whether o is a sweep, of users or scopes.
+func (o *raceOp) isSweep() bool {
+	switch o.op.(type) {
+	case core.SweepUsers, core.SweepScopes:
+		return true
+	}
+	return false
 }
 
 // held reports a sweep that found its bucket's lock held and did nothing
 // (the race suite runs one bucket of each kind).
-func (o *raceOp) held() bool { return o.report.Held > 0 }
+func (o *raceOp) held() bool { return o.report().Held > 0 }
+
+// ends returns who a logout or disconnect ends, with the token it sent.
+func (o *raceOp) ends() (user, dev, token string, ok bool) {
+	switch op := o.op.(type) {
+	case core.Logout:
+		return op.User, op.Device, op.Token, true
+	case core.Disconnect:
+		return op.User, op.Device, op.Token, true
+	}
+	return "", "", "", false
+}
 
 // allChanges returns every change the operation published.
 func (o *raceOp) allChanges() []core.Change {
 	var out []core.Change
-	for _, a := range o.acks {
+	for _, a := range o.acks() {
 		out = append(out, a.Changes...)
 	}
-	out = append(out, o.res.Changes...)
-	out = append(out, o.ended.Changes...)
-	out = append(out, o.changes...)
-	out = append(out, o.report.Changes...)
+	switch v := o.out.(type) {
+	case core.LoginResult:
+		out = append(out, v.Changes...)
+	case core.Ended:
+		out = append(out, v.Changes...)
+	case []core.Change:
+		out = append(out, v...)
+	case core.SweepReport:
+		out = append(out, v.Changes...)
+	}
 	return out
 }
 
@@ -151,24 +157,25 @@ func (o *raceOp) allChanges() []core.Change {
 // model running o draws them: a lock token for a sweep, the session token
 // of a login, the seed of a batch's implicit logins.
 func (o *raceOp) tokenBytes() []byte {
-	switch o.kind {
-	case rkLogin:
-		if o.login.Token != "" {
+	switch op := o.op.(type) {
+	case core.Login:
+		if op.Token != "" {
 			return nil // the caller chose the token
 		}
-		return tokenBytes(o.res.Token)
-	case rkSweepUsers, rkSweepScopes:
+		return tokenBytes(as[core.LoginResult](o.out).Token)
+	case core.SweepUsers, core.SweepScopes:
 		return make([]byte, 8)
-	case rkBeat:
+	case core.Heartbeat, core.HeartbeatBatch:
+		beats := o.beats()
 		tokenless := false
-		for _, b := range o.beats {
+		for _, b := range beats {
 			tokenless = tokenless || b.Token == ""
 		}
 		if !tokenless {
 			return nil
 		}
-		for i, a := range o.acks {
-			if a.Err == nil && o.beats[i].Token == "" {
+		for i, a := range o.acks() {
+			if a.Err == nil && beats[i].Token == "" {
 				if seed, _, ok := strings.Cut(a.Token, "."); ok {
 					return tokenBytes(seed)
 				}
@@ -197,54 +204,22 @@ func (o *raceOp) outcome(x *runner) obs {
 		out.text = errName(o.err)
 		return out
 	}
-	switch o.kind {
-	case rkBeat:
-		parts := make([]string, len(o.acks))
-		for i, a := range o.acks {
-			if a.Err != nil {
-				parts[i] = errName(a.Err)
-				continue
-			}
-			parts[i] = "ok token=" + a.Token + " " + x.changeList(&out, a.Changes)
-		}
-		out.text = strings.Join(parts, "; ")
-	case rkLogin:
-		kicks := make([]string, len(o.res.Kicked))
-		for i, k := range o.res.Kicked {
-			kicks[i] = x.kick(k)
-		}
-		sort.Strings(kicks)
-		out.text = "ok token=" + o.res.Token + " kicked=[" + strings.Join(kicks, " ") + "] " + x.changeList(&out, o.res.Changes)
-	case rkLogout, rkDisconnect:
-		out.text = "removed=" + strconv.FormatBool(o.ended.Removed) + " " + x.changeList(&out, o.ended.Changes)
-	case rkManual:
-		out.text = "ok " + x.changeList(&out, o.changes)
-	case rkStatus, rkStatuses:
-		parts := make([]string, len(o.statuses))
-		for i, st := range o.statuses {
-			parts[i] = x.status(st)
-		}
-		out.text = strings.Join(parts, "; ")
-	case rkTouch:
-		out.text = "ok"
-	case rkLeave:
-		out.text = "was there=" + strconv.FormatBool(o.was)
-	case rkCount:
-		out.text = fmt.Sprintf("n=%s asOf=%s stale=%t", number(&out, o.sc, o.count.N), x.rel(o.count.AsOf), o.count.Stale)
-	case rkMembers:
-		ids := make([]string, len(o.page.Members))
-		for i, m := range o.page.Members {
-			ids[i] = m.ID + "@" + x.rel(m.LastSeen)
-		}
-		out.text = strings.Join(ids, " ") + " next=" + o.page.Next
-	case rkActive:
-		out.text = "n=" + number(&out, o.sc, o.n)
-	case rkSweepUsers:
-		out.text = fmt.Sprintf("held=%t changes=%s", o.held(), x.changeList(&out, o.report.Changes))
-	case rkSweepScopes:
+	switch op := o.op.(type) {
+	case core.Heartbeat:
+		out.text = x.outcome(&out, core.HeartbeatBatch{op}, o.out, nil)
+	case core.ReadMembers:
+		page := as[core.MemberPage](o.out)
+		out.text = x.members(page) + " next=" + page.Next
+	case core.SweepUsers:
+		out.text = fmt.Sprintf("held=%t changes=%s", o.held(), x.changeList(&out, o.report().Changes))
+	case core.SweepScopes:
 		// Removed and Released are totals over every scope, which a
 		// partition of one scope cannot predict: only the lock is compared.
 		out.text = fmt.Sprintf("held=%t", o.held())
+	case core.ReadStatus:
+		out.text = x.outcome(&out, core.ReadStatuses{Users: []string{op.User}}, o.statuses(), nil)
+	default:
+		out.text = x.outcome(&out, o.op, o.out, nil)
 	}
 	return out
 }
@@ -252,46 +227,50 @@ func (o *raceOp) outcome(x *runner) obs {
 // describe renders o for a failure report.
 func (o *raceOp) describe(x *runner) string {
 	var in string
-	switch o.kind {
-	case rkBeat:
-		parts := make([]string, len(o.beats))
-		for i, b := range o.beats {
+	switch op := o.op.(type) {
+	case core.Heartbeat, core.HeartbeatBatch:
+		beats := o.beats()
+		parts := make([]string, len(beats))
+		for i, b := range beats {
 			parts[i] = fmt.Sprintf("%s/%s token=%q active=%t bg=%t", b.User, b.Device, b.Token, b.Active, b.Background)
 		}
 		in = strings.Join(parts, "; ")
-	case rkLogin:
-		in = fmt.Sprintf("%s/%s %s gw=%s", o.login.User, o.login.Device, o.login.Kind, o.login.Gateway)
-		if o.login.Token != "" {
-			in += " retry token=" + o.login.Token
+	case core.Login:
+		in = fmt.Sprintf("%s/%s %s gw=%s", op.User, op.Device, op.Kind, op.Gateway)
+		if op.Token != "" {
+			in += " retry token=" + op.Token
 		}
-		if o.login.Policy != nil {
-			in += " policy=" + o.login.Policy.String()
+		if op.Policy != nil {
+			in += " policy=" + op.Policy.String()
 		}
-	case rkLogout, rkDisconnect:
-		in = fmt.Sprintf("%s/%s token=%q", o.user, o.dev, o.token)
-	case rkManual:
-		in = fmt.Sprintf("%s %s for %v", o.user, o.manual, o.ttl)
-	case rkStatus:
-		in = o.user
-	case rkStatuses:
-		in = strings.Join(o.users, ",")
-	case rkTouch:
-		parts := make([]string, len(o.touches))
-		for i, t := range o.touches {
+	case core.Logout, core.Disconnect:
+		user, dev, token, _ := o.ends()
+		in = fmt.Sprintf("%s/%s token=%q", user, dev, token)
+	case core.SetManual:
+		in = fmt.Sprintf("%s %s for %v", op.User, op.Manual, op.TTL)
+	case core.ReadStatus:
+		in = op.User
+	case core.ReadStatuses:
+		in = strings.Join(op.Users, ",")
+	case core.TouchBatch:
+		parts := make([]string, len(op))
+		for i, t := range op {
 			parts[i] = t.Scope.String() + " " + t.Member
 		}
 		in = strings.Join(parts, "; ")
-	case rkLeave:
-		in = o.sc.String() + " " + o.member
-	case rkCount, rkMembers:
-		in = o.sc.String()
-	case rkActive:
-		in = o.sc.String() + " " + o.d.String()
+	case core.Leave:
+		in = op.Scope.String() + " " + op.Member
+	case core.ReadCount:
+		in = op.Scope.String()
+	case core.ReadMembers:
+		in = op.Scope.String()
+	case core.ReadActive:
+		in = op.Scope.String() + " " + op.Within.String()
 	}
 	via := o.adapter
 	if o.cached {
 		via += ", cached"
 	}
 	return fmt.Sprintf("#%d client %d (%s) at %s [wall %.3f–%.3f ms]: %s %s → %s", o.id, o.client, o.adapter,
-		x.rel(time.UnixMilli(o.now)), float64(o.call)/1e6, float64(o.ret)/1e6, o.kind, in, render(o.outcome(x)))
+		x.rel(time.UnixMilli(o.now)), float64(o.call)/1e6, float64(o.ret)/1e6, o.name(), in, render(o.outcome(x)))
 }

@@ -305,7 +305,7 @@ func (sys *system) do(o op) stepResult {
 			sys.s.combinedSteps++
 		}
 	}
-	if _, ok := o.(invalidOp); ok {
+	if c, ok := o.(call); ok && c.invalid != "" {
 		if n := sys.calls.Load() - before; n != 0 {
 			sys.fail("rejected input sends nothing", fmt.Sprintf("the engine made %d script calls", n))
 			return stepResult{ok: false}

@@ -5,25 +5,12 @@ import (
 	"time"
 )
 
-// Presence is the API that the Redis-backed Engine and the in-memory Model
-// both implement, so that either can stand in for the other.
+// Presence is the one door that the Redis-backed Engine, the in-memory
+// Model and the WebAssembly host's engine share, so that any of them can
+// stand in for another: Do takes any Op and returns the outcome its type
+// names, with the same errors.
 type Presence interface {
-	Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error)
-	HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error)
-	Login(ctx context.Context, l Login) (LoginResult, error)
-	Logout(ctx context.Context, user, device, token string) (Ended, error)
-	Disconnect(ctx context.Context, user, device, token string) (Ended, error)
-	SetManual(ctx context.Context, user string, m Manual, ttl time.Duration) ([]Change, error)
-	Status(ctx context.Context, user string) (UserStatus, error)
-	Statuses(ctx context.Context, users []string) ([]UserStatus, error)
-	Touch(ctx context.Context, sc Scope, member string) error
-	TouchBatch(ctx context.Context, touches []ScopeTouch) error
-	Leave(ctx context.Context, sc Scope, member string) (bool, error)
-	Count(ctx context.Context, sc Scope) (Count, error)
-	Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error)
-	ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error)
-	SweepUsers(ctx context.Context) (SweepReport, error)
-	SweepScopes(ctx context.Context) (SweepReport, error)
+	Do(ctx context.Context, op Op) (any, error)
 }
 
 // Heartbeat is one heartbeat of a device. Any application message may serve

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // cannedStore answers every heartbeat call with accepted beats and no
@@ -124,7 +125,7 @@ func BenchmarkModelHeartbeat(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clk.t = clk.t.Add(time.Millisecond)
-		if _, err := m.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Active: true}); err != nil {
+		if _, err := opdo.Do[core.Ack](ctx, m, core.Heartbeat{User: "u", Device: "d", Active: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestBoundedCallsAgreeWithModel runs batches that the engine splits into
@@ -141,14 +142,14 @@ func boundedSession(t *testing.T, p core.Presence, clk *manualClock, move func(t
 	}
 	tokens := map[string]string{}
 	if multi {
-		acks, err := p.HeartbeatBatch(ctx, beats[:core.MaxBatch])
+		acks, err := opdo.Do[[]core.Ack](ctx, p, core.HeartbeatBatch(beats[:core.MaxBatch]))
 		note("logins", acks, err)
 		for i, a := range acks {
 			tokens[beats[i].User+"/"+beats[i].Device] = a.Token
 		}
 	} else {
 		for _, b := range beats {
-			r, err := p.Login(ctx, core.Login{User: b.User, Device: b.Device, Kind: b.Kind})
+			r, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: b.User, Device: b.Device, Kind: b.Kind})
 			note("login", r, err)
 			tokens[b.User+"/"+b.Device] = r.Token
 		}
@@ -165,9 +166,9 @@ func boundedSession(t *testing.T, p core.Presence, clk *manualClock, move func(t
 			}
 		}
 	}
-	acks, err := p.HeartbeatBatch(ctx, steady)
+	acks, err := opdo.Do[[]core.Ack](ctx, p, core.HeartbeatBatch(steady))
 	note("beats", acks, err)
-	st, err := p.Statuses(ctx, users)
+	st, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: users})
 	note("statuses", st, err)
 
 	touches := make([]core.ScopeTouch, 0, core.MaxBatch)
@@ -178,30 +179,30 @@ func boundedSession(t *testing.T, p core.Presence, clk *manualClock, move func(t
 		}
 		touches = append(touches, core.ScopeTouch{Scope: sc, Member: users[i%n]})
 	}
-	err = p.TouchBatch(ctx, touches)
+	err = opdo.Err(ctx, p, core.TouchBatch(touches))
 	note("touches", nil, err)
 	for _, sc := range []core.Scope{video, room} {
-		c, err := p.Count(ctx, sc)
+		c, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 		note("count "+sc.Class, c, err)
 	}
-	page, err := p.Members(ctx, room, "", core.MaxPage)
+	page, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: room, Cursor: "", Limit: core.MaxPage})
 	note("members", page, err)
 
 	// past the windows, not yet past the keys' expiry (a real server's
 	// clock does not move with the test's): the sweeps settle a thousand
 	// users and members
 	at(65 * time.Second)
-	rep, err := p.SweepUsers(ctx)
+	rep, err := opdo.Do[core.SweepReport](ctx, p, core.SweepUsers{})
 	changes := append([]core.Change(nil), rep.Changes...)
 	sort.Slice(changes, func(i, j int) bool { return changes[i].User < changes[j].User })
 	note("user sweep", fmt.Sprint(rep.Visited, changes), err)
-	rep, err = p.SweepScopes(ctx)
+	rep, err = opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{})
 	note("scope sweep", fmt.Sprint(rep.Removed), err)
 	for _, sc := range []core.Scope{video, room} {
-		c, err := p.Count(ctx, sc)
+		c, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 		note("count after sweep "+sc.Class, c, err)
 	}
-	st, err = p.Statuses(ctx, users[:10])
+	st, err = opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: users[:10]})
 	note("statuses after sweep", st, err)
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestDebounce covers docs/design.md §7: one event per net change,
@@ -136,13 +137,7 @@ func TestOneEventPerChangeAcrossEngines(t *testing.T) {
 // both engines: counts move with the published (debounced) statuses.
 func TestOnlineCountsFollowPublishedChanges(t *testing.T) {
 	online := func(e *env) string {
-		o, ok := e.p.(interface {
-			Online(context.Context) (map[core.Status]int64, error)
-		})
-		if !ok {
-			return "no Online"
-		}
-		c, err := o.Online(e.ctx)
+		c, err := opdo.Do[map[core.Status]int64](e.ctx, e.p, core.ReadOnline{})
 		if err != nil {
 			return errName(err)
 		}

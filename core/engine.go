@@ -48,7 +48,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{plans: p, settings: p.settings, scripts: p.scripts, store: store, metrics: cfg.Metrics, log: cfg.Logger}
 	if e.metrics == nil {
-		e.metrics = NopMetrics{}
+		e.metrics = nopMetrics{}
 	}
 	s := p.settings
 	e.cache, _ = store.(CachedReader)

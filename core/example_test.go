@@ -109,9 +109,10 @@ func ExampleNewModel() {
 	clock := &manualClock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
 	m, _ := core.NewModel(core.Config{Clock: clock})
 
-	m.Heartbeat(ctx, core.Heartbeat{User: "dana", Device: "web", Active: true})
-	m.SetManual(ctx, "dana", core.ManualDND, time.Hour)
-	st, _ := m.Status(ctx, "dana")
+	m.Do(ctx, core.Heartbeat{User: "dana", Device: "web", Active: true})
+	m.Do(ctx, core.SetManual{User: "dana", Manual: core.ManualDND, TTL: time.Hour})
+	v, _ := m.Do(ctx, core.ReadStatus{User: "dana"})
+	st := v.(core.UserStatus)
 	fmt.Println(st.Status, st.Manual)
 	// Output: DND DND
 }

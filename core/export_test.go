@@ -14,3 +14,17 @@ func PageOf(user string, level, split int) int {
 
 // LogChunk is the most events one change log append carries (logChunk).
 const LogChunk = logChunk
+
+// NopMetrics discards everything, for tests that implement only some of
+// Metrics by embedding it.
+type NopMetrics = nopMetrics
+
+// Meta is, for tests, the meta hash of user bucket b (0 ≤ b < UserBuckets): its
+// layout version and its pages' level and split pointer (lua/recordlib.lua).
+func (k KeyNames) Meta(b int) string { return k.engine.settings.users[b].keys[0] }
+
+// CompactIndex is, for tests, the due index of sc (see CompactMeta).
+func (k KeyNames) CompactIndex(sc Scope) (string, error) {
+	sk, err := k.selfSized(sc)
+	return sk.compactIndexKey(), err
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -175,7 +176,7 @@ func hb(user, dev string, kind core.Kind, opts ...beatOpt) func(*env) string {
 		for _, o := range opts {
 			o(&h, e)
 		}
-		ack, err := e.p.Heartbeat(e.ctx, h)
+		ack, err := opdo.Do[core.Ack](e.ctx, e.p, h)
 		if err != nil {
 			return errName(err)
 		}
@@ -207,7 +208,7 @@ func batch(beats ...func(*env) core.Heartbeat) func(*env) string {
 		for i, b := range beats {
 			hbs[i] = b(e)
 		}
-		acks, err := e.p.HeartbeatBatch(e.ctx, hbs)
+		acks, err := opdo.Do[[]core.Ack](e.ctx, e.p, core.HeartbeatBatch(hbs))
 		if err != nil {
 			return errName(err)
 		}
@@ -237,7 +238,7 @@ func login(user, dev string, kind core.Kind, gw string, policy ...core.Policy) f
 		if len(policy) > 0 {
 			l.Policy = &policy[0]
 		}
-		res, err := e.p.Login(e.ctx, l)
+		res, err := opdo.Do[core.LoginResult](e.ctx, e.p, l)
 		if err != nil {
 			return errName(err)
 		}
@@ -252,14 +253,14 @@ func login(user, dev string, kind core.Kind, gw string, policy ...core.Policy) f
 
 func logout(user, dev string) func(*env) string {
 	return func(e *env) string {
-		r, err := e.p.Logout(e.ctx, user, dev, e.tokens[user+"/"+dev])
+		r, err := opdo.Do[core.Ended](e.ctx, e.p, core.Logout{User: user, Device: dev, Token: e.tokens[user+"/"+dev]})
 		return ended(r, err)
 	}
 }
 
 func disconnect(user, dev string) func(*env) string {
 	return func(e *env) string {
-		r, err := e.p.Disconnect(e.ctx, user, dev, e.tokens[user+"/"+dev])
+		r, err := opdo.Do[core.Ended](e.ctx, e.p, core.Disconnect{User: user, Device: dev, Token: e.tokens[user+"/"+dev]})
 		return ended(r, err)
 	}
 }
@@ -276,7 +277,7 @@ func ended(r core.Ended, err error) string {
 
 func manual(user string, m core.Manual, ttl time.Duration) func(*env) string {
 	return func(e *env) string {
-		cs, err := e.p.SetManual(e.ctx, user, m, ttl)
+		cs, err := opdo.Do[[]core.Change](e.ctx, e.p, core.SetManual{User: user, Manual: m, TTL: ttl})
 		if err != nil {
 			return errName(err)
 		}
@@ -287,7 +288,7 @@ func manual(user string, m core.Manual, ttl time.Duration) func(*env) string {
 // status renders "STATUS dev:STATE …", with " manual=M" when one is set.
 func status(user string) func(*env) string {
 	return func(e *env) string {
-		st, err := e.p.Status(e.ctx, user)
+		st, err := opdo.Do[core.UserStatus](e.ctx, e.p, core.ReadStatus{User: user})
 		if err != nil {
 			return errName(err)
 		}
@@ -303,7 +304,7 @@ func status(user string) func(*env) string {
 }
 
 func sweep(e *env) string {
-	r, err := e.p.SweepUsers(e.ctx)
+	r, err := opdo.Do[core.SweepReport](e.ctx, e.p, core.SweepUsers{})
 	if err != nil {
 		return errName(err)
 	}
@@ -316,7 +317,7 @@ func touch(sc core.Scope, members ...string) func(*env) string {
 		for i, m := range members {
 			batch[i] = core.ScopeTouch{Scope: sc, Member: m}
 		}
-		if err := e.p.TouchBatch(e.ctx, batch); err != nil {
+		if err := opdo.Err(e.ctx, e.p, core.TouchBatch(batch)); err != nil {
 			return errName(err)
 		}
 		return "ok"
@@ -325,7 +326,7 @@ func touch(sc core.Scope, members ...string) func(*env) string {
 
 func leave(sc core.Scope, member string) func(*env) string {
 	return func(e *env) string {
-		ok, err := e.p.Leave(e.ctx, sc, member)
+		ok, err := opdo.Do[bool](e.ctx, e.p, core.Leave{Scope: sc, Member: member})
 		if err != nil {
 			return errName(err)
 		}
@@ -335,7 +336,7 @@ func leave(sc core.Scope, member string) func(*env) string {
 
 func count(sc core.Scope) func(*env) string {
 	return func(e *env) string {
-		c, err := e.p.Count(e.ctx, sc)
+		c, err := opdo.Do[core.Count](e.ctx, e.p, core.ReadCount{Scope: sc})
 		if err != nil {
 			return errName(err)
 		}
@@ -345,7 +346,7 @@ func count(sc core.Scope) func(*env) string {
 
 func activeWithin(sc core.Scope, d time.Duration) func(*env) string {
 	return func(e *env) string {
-		n, err := e.p.ActiveWithin(e.ctx, sc, d)
+		n, err := opdo.Do[int64](e.ctx, e.p, core.ReadActive{Scope: sc, Within: d})
 		if err != nil {
 			return errName(err)
 		}
@@ -359,7 +360,7 @@ func members(sc core.Scope, limit int) func(*env) string {
 		var pages []string
 		cursor := ""
 		for i := 0; i < 100; i++ {
-			p, err := e.p.Members(e.ctx, sc, cursor, limit)
+			p, err := opdo.Do[core.MemberPage](e.ctx, e.p, core.ReadMembers{Scope: sc, Cursor: cursor, Limit: limit})
 			if err != nil {
 				return errName(err)
 			}
@@ -377,7 +378,7 @@ func members(sc core.Scope, limit int) func(*env) string {
 }
 
 func sweepScopes(e *env) string {
-	r, err := e.p.SweepScopes(e.ctx)
+	r, err := opdo.Do[core.SweepReport](e.ctx, e.p, core.SweepScopes{})
 	if err != nil {
 		return errName(err)
 	}

@@ -16,10 +16,6 @@ func (k KeyNames) UserBuckets() int { return len(k.engine.settings.users) }
 // UserBucket is the bucket of user.
 func (k KeyNames) UserBucket(user string) int { return int(k.engine.settings.keys.userBucket(user)) }
 
-// Meta is the meta hash of user bucket b (0 ≤ b < UserBuckets): its
-// layout version and its pages' level and split pointer (lua/recordlib.lua).
-func (k KeyNames) Meta(b int) string { return k.engine.settings.users[b].keys[0] }
-
 // Page is page n of user bucket b: a hash of user → record. Which page
 // holds a user depends on the bucket's meta, so tools list pages by this
 // name's prefix rather than compute it.
@@ -29,9 +25,6 @@ func (k KeyNames) Page(b, n int) string {
 
 // Big is the hash of user bucket b that holds the records too long for a page.
 func (k KeyNames) Big(b int) string { return k.engine.settings.users[b].keys[2] }
-
-// Manual is the hash of user bucket b that holds its users' manual statuses.
-func (k KeyNames) Manual(b int) string { return k.engine.settings.users[b].keys[3] }
 
 // Due is the due index of user bucket b.
 func (k KeyNames) Due(b int) string { return k.engine.settings.users[b].keys[1] }
@@ -60,35 +53,12 @@ func (k KeyNames) Shard(sc Scope, n int) (string, error) {
 	return sk.shardKeyN(n), nil
 }
 
-// ShardOf is the index of the compact shard of sc that holds member: for a
-// self-sized scope, at level and split pointer sp (its meta's L and s).
-func (k KeyNames) ShardOf(sc Scope, member string, level, sp int) (int, error) {
-	sk, err := k.scope(sc, LayoutCompact)
-	if err != nil {
-		return 0, err
-	}
-	if err := checkID("member", member); err != nil {
-		return 0, err
-	}
-	if sk.cls.spread {
-		return sk.shardIndex(member), nil
-	}
-	return linearShard(memberHash(member), level, sp), nil
-}
-
 // CompactMeta is the meta hash of sc, a scope of a compact class that does
 // not spread: L (level), s (split pointer), t (members stored) and N →
-// the size of shard N; its shards are 0 to 2^L + s - 1. CompactIndex is
-// its due index (shard → earliest instant a member's window may pass).
+// the size of shard N; its shards are 0 to 2^L + s - 1.
 func (k KeyNames) CompactMeta(sc Scope) (string, error) {
 	sk, err := k.selfSized(sc)
 	return sk.compactMetaKey(), err
-}
-
-// CompactIndex is the due index of sc (see CompactMeta).
-func (k KeyNames) CompactIndex(sc Scope) (string, error) {
-	sk, err := k.selfSized(sc)
-	return sk.compactIndexKey(), err
 }
 
 func (k KeyNames) selfSized(sc Scope) (scopeKeys, error) {

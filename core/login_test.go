@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestLoginPolicies covers docs/design.md §8: the three policies, kicks with
@@ -76,7 +77,7 @@ func TestLoginPolicies(t *testing.T) {
 			{0, saveToken("u", "web", "old"), "saved"},
 			{1 * sec, login("u", "web", core.KindWeb, "gw1"), "ok kicked=web@gw1 [u:OFFLINE→ONLINE]"},
 			{2 * sec, func(e *env) string {
-				r, err := e.p.Logout(e.ctx, "u", "web", e.tokens["old"])
+				r, err := opdo.Do[core.Ended](e.ctx, e.p, core.Logout{User: "u", Device: "web", Token: e.tokens["old"]})
 				return ended(r, err)
 			}, "replaced"},
 			{2 * sec, status("u"), "ONLINE web:ONLINE"},
@@ -150,7 +151,7 @@ func TestLoginPolicies(t *testing.T) {
 		}},
 		{"a heartbeat with an unknown token under multi is an implicit login", core.Config{}, []step{
 			{0, func(e *env) string {
-				ack, err := e.p.Heartbeat(e.ctx, core.Heartbeat{User: "u", Device: "web", Token: "from-before-a-restart"})
+				ack, err := opdo.Do[core.Ack](e.ctx, e.p, core.Heartbeat{User: "u", Device: "web", Token: "from-before-a-restart"})
 				if err != nil {
 					return errName(err)
 				}
@@ -224,7 +225,7 @@ func TestLoginWithTokenIsIdempotent(t *testing.T) {
 // is handed as the device's.
 func implicitLogin(user, dev string) func(*env) string {
 	return func(e *env) string {
-		ack, err := e.p.Heartbeat(e.ctx, core.Heartbeat{User: user, Device: dev, Kind: core.KindWeb})
+		ack, err := opdo.Do[core.Ack](e.ctx, e.p, core.Heartbeat{User: user, Device: dev, Kind: core.KindWeb})
 		if err != nil {
 			return errName(err)
 		}
@@ -240,7 +241,7 @@ func fixedToken(token string) beatOpt {
 
 func loginWithToken(user, dev, token string) func(*env) string {
 	return func(e *env) string {
-		res, err := e.p.Login(e.ctx, core.Login{User: user, Device: dev, Kind: core.KindWeb, Gateway: "gw2", Token: token})
+		res, err := opdo.Do[core.LoginResult](e.ctx, e.p, core.Login{User: user, Device: dev, Kind: core.KindWeb, Gateway: "gw2", Token: token})
 		if err != nil {
 			return errName(err)
 		}
@@ -260,7 +261,7 @@ func loginWithToken(user, dev, token string) func(*env) string {
 // found the sequence (seed 2444999146096993).
 func TestRetriedLoginFencesASessionAnImplicitLoginMade(t *testing.T) {
 	disconnectX := func(e *env) string {
-		r, err := e.p.Disconnect(e.ctx, "u", "p", "X")
+		r, err := opdo.Do[core.Ended](e.ctx, e.p, core.Disconnect{User: "u", Device: "p", Token: "X"})
 		return ended(r, err)
 	}
 	runTable(t, core.Config{}, []step{

@@ -1,7 +1,7 @@
 package core
 
 // Metrics receives the engine's counters. Implementations must be safe for
-// concurrent use; NopMetrics can be embedded to implement only some methods.
+// concurrent use. Config.Metrics nil means none.
 type Metrics interface {
 	// Heartbeats counts heartbeats accepted and refused.
 	Heartbeats(accepted, refused int)
@@ -17,22 +17,12 @@ type Metrics interface {
 	CacheRead(hit bool)
 }
 
-// NopMetrics discards everything.
-type NopMetrics struct{}
+// nopMetrics discards everything: the engine's metrics when
+// Config.Metrics is nil.
+type nopMetrics struct{}
 
-// Heartbeats does nothing.
-func (NopMetrics) Heartbeats(accepted, refused int) {}
-
-// Error does nothing.
-func (NopMetrics) Error(op string, err error) {}
-
-// Swept does nothing.
-func (NopMetrics) Swept(kind string, r SweepReport) {}
-
-// Published does nothing.
-func (NopMetrics) Published(kind string, n int) {}
-
-// CacheRead does nothing.
-func (NopMetrics) CacheRead(hit bool) {}
-
-var _ Metrics = NopMetrics{}
+func (nopMetrics) Heartbeats(accepted, refused int) {}
+func (nopMetrics) Error(op string, err error)       {}
+func (nopMetrics) Swept(kind string, r SweepReport) {}
+func (nopMetrics) Published(kind string, n int)     {}
+func (nopMetrics) CacheRead(hit bool)               {}

@@ -204,17 +204,17 @@ func (m *Model) settle(id string, u *modelUser, c cause, now int64) []Change {
 	return []Change{{User: id, From: from, To: to, At: msTime(now)}}
 }
 
-// Heartbeat mirrors Engine.Heartbeat.
-func (m *Model) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
-	acks, err := m.HeartbeatBatch(ctx, []Heartbeat{hb})
+// heartbeat is Engine.Heartbeat on the model.
+func (m *Model) heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
+	acks, err := m.heartbeatBatch(ctx, []Heartbeat{hb})
 	if err != nil {
 		return Ack{}, err
 	}
 	return acks[0], acks[0].Err
 }
 
-// HeartbeatBatch mirrors Engine.HeartbeatBatch.
-func (m *Model) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
+// heartbeatBatch is Engine.HeartbeatBatch on the model.
+func (m *Model) heartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
 	if err := checkBatch("beats", len(beats)); err != nil {
 		return nil, err
 	}
@@ -322,8 +322,8 @@ func (m *Model) beat(hb Heartbeat, issue string, now int64) (string, []Change, e
 	return token, m.settle(hb.User, u, causeChange, now), nil
 }
 
-// Login mirrors Engine.Login.
-func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
+// login is Engine.Login on the model.
+func (m *Model) login(ctx context.Context, l Login) (LoginResult, error) {
 	policy := m.settings.cfg.Policy
 	if l.Policy != nil {
 		policy = *l.Policy
@@ -383,13 +383,13 @@ func (m *Model) Login(ctx context.Context, l Login) (LoginResult, error) {
 	return res, nil
 }
 
-// Logout mirrors Engine.Logout.
-func (m *Model) Logout(ctx context.Context, user, device, token string) (Ended, error) {
+// logout is Engine.Logout on the model.
+func (m *Model) logout(ctx context.Context, user, device, token string) (Ended, error) {
 	return m.end(causeLogout, user, device, token)
 }
 
-// Disconnect mirrors Engine.Disconnect.
-func (m *Model) Disconnect(ctx context.Context, user, device, token string) (Ended, error) {
+// disconnect is Engine.Disconnect on the model.
+func (m *Model) disconnect(ctx context.Context, user, device, token string) (Ended, error) {
 	return m.end(causeLeave, user, device, token)
 }
 
@@ -417,8 +417,8 @@ func (m *Model) end(c cause, user, device, token string) (Ended, error) {
 	return Ended{Removed: true, Changes: m.settle(user, u, c, now)}, nil
 }
 
-// SetManual mirrors Engine.SetManual.
-func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time.Duration) ([]Change, error) {
+// setManual is Engine.SetManual on the model.
+func (m *Model) setManual(ctx context.Context, user string, man Manual, ttl time.Duration) ([]Change, error) {
 	if err := checkManual(user, man, ttl); err != nil {
 		return nil, err
 	}
@@ -433,20 +433,20 @@ func (m *Model) SetManual(ctx context.Context, user string, man Manual, ttl time
 	return m.settle(user, u, causeChange, now), nil
 }
 
-// Status mirrors Engine.Status.
-func (m *Model) Status(ctx context.Context, user string) (UserStatus, error) {
+// status is Engine.Status on the model.
+func (m *Model) status(ctx context.Context, user string) (UserStatus, error) {
 	if err := checkID("user", user); err != nil {
 		return UserStatus{}, err
 	}
-	out, err := m.Statuses(ctx, []string{user})
+	out, err := m.statuses(ctx, []string{user})
 	if err != nil {
 		return UserStatus{}, err
 	}
 	return out[0], nil
 }
 
-// Statuses mirrors Engine.Statuses.
-func (m *Model) Statuses(ctx context.Context, users []string) ([]UserStatus, error) {
+// statuses is Engine.Statuses on the model.
+func (m *Model) statuses(ctx context.Context, users []string) ([]UserStatus, error) {
 	if err := checkUsers(users); err != nil {
 		return nil, err
 	}
@@ -469,9 +469,9 @@ func (m *Model) Statuses(ctx context.Context, users []string) ([]UserStatus, err
 	return out, nil
 }
 
-// SweepUsers mirrors Engine.SweepUsers: every user due by now is settled,
+// sweepUsers is Engine.SweepUsers on the model: every user due by now is settled,
 // bucket by bucket, in index order.
-func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
+func (m *Model) sweepUsers(ctx context.Context) (SweepReport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.token(); err != nil {
@@ -510,4 +510,17 @@ func (m *Model) SweepUsers(ctx context.Context) (SweepReport, error) {
 		}
 	}
 	return r, nil
+}
+
+// online is Engine.Online on the model.
+func (m *Model) online(ctx context.Context) (map[Status]int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
+	for _, u := range m.users {
+		if u.state.pub != StatusOffline {
+			out[u.state.pub]++
+		}
+	}
+	return out, nil
 }

@@ -112,16 +112,16 @@ func (s *modelScope) mergeShard() {
 	s.shards, s.shardsExpire = s.shards[:from], s.shardsExpire[:from]
 }
 
-// Touch mirrors Engine.Touch.
-func (m *Model) Touch(ctx context.Context, sc Scope, member string) error {
+// touch is Engine.Touch on the model.
+func (m *Model) touch(ctx context.Context, sc Scope, member string) error {
 	if err := m.settings.checkTouch(sc, member); err != nil {
 		return err
 	}
-	return m.TouchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
+	return m.touchBatch(ctx, []ScopeTouch{{Scope: sc, Member: member}})
 }
 
-// TouchBatch mirrors Engine.TouchBatch.
-func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
+// touchBatch is Engine.TouchBatch on the model.
+func (m *Model) touchBatch(ctx context.Context, touches []ScopeTouch) error {
 	if err := checkBatch("touches", len(touches)); err != nil {
 		return err
 	}
@@ -170,8 +170,8 @@ func (m *Model) TouchBatch(ctx context.Context, touches []ScopeTouch) error {
 	return nil
 }
 
-// Leave mirrors Engine.Leave.
-func (m *Model) Leave(ctx context.Context, sc Scope, member string) (bool, error) {
+// leave is Engine.Leave on the model.
+func (m *Model) leave(ctx context.Context, sc Scope, member string) (bool, error) {
 	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return false, err
@@ -221,8 +221,8 @@ func (m *Model) size(s *modelScope, cls classSettings, win, now int64) int64 {
 	return n
 }
 
-// Count mirrors Engine.Count (approx counts are exact here).
-func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
+// count is Engine.Count on the model (approx counts are exact here).
+func (m *Model) count(ctx context.Context, sc Scope) (Count, error) {
 	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return Count{}, err
@@ -239,8 +239,8 @@ func (m *Model) Count(ctx context.Context, sc Scope) (Count, error) {
 	return Count{N: m.size(s, cls, cls.window, now), AsOf: msTime(now)}, nil
 }
 
-// Members mirrors Engine.Members.
-func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
+// members is Engine.Members on the model.
+func (m *Model) members(ctx context.Context, sc Scope, cursor string, limit int) (MemberPage, error) {
 	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return MemberPage{}, err
@@ -297,8 +297,8 @@ func (m *Model) Members(ctx context.Context, sc Scope, cursor string, limit int)
 	return page, nil
 }
 
-// ActiveWithin mirrors Engine.ActiveWithin.
-func (m *Model) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
+// activeWithin is Engine.ActiveWithin on the model.
+func (m *Model) activeWithin(ctx context.Context, sc Scope, d time.Duration) (int64, error) {
 	cls, err := m.settings.checkScope("scope", sc)
 	if err != nil {
 		return 0, err
@@ -324,8 +324,8 @@ func (m *Model) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (in
 	return n, nil
 }
 
-// SweepScopes mirrors Engine.SweepScopes.
-func (m *Model) SweepScopes(ctx context.Context) (SweepReport, error) {
+// sweepScopes is Engine.SweepScopes on the model.
+func (m *Model) sweepScopes(ctx context.Context) (SweepReport, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, err := m.token(); err != nil {

@@ -11,7 +11,7 @@ import (
 func (hb Heartbeat) plan(pl *Planner, now string) Stepper             { return pl.p.heartbeat(now, hb) }
 func (hb Heartbeat) exec(ctx context.Context, e *Engine) (Ack, error) { return e.heartbeat(ctx, hb) }
 func (hb Heartbeat) run(ctx context.Context, e *Engine) (any, error)  { return hb.exec(ctx, e) }
-func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.Heartbeat(ctx, hb) }
+func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.heartbeat(ctx, hb) }
 
 func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper { return pl.p.heartbeatBatch(now, b) }
 func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
@@ -19,7 +19,7 @@ func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
 }
 func (b HeartbeatBatch) run(ctx context.Context, e *Engine) (any, error) { return b.exec(ctx, e) }
 func (b HeartbeatBatch) apply(ctx context.Context, m *Model) (any, error) {
-	return m.HeartbeatBatch(ctx, b)
+	return m.heartbeatBatch(ctx, b)
 }
 
 func (l Login) plan(pl *Planner, now string) Stepper { return pl.p.login(now, l) }
@@ -27,7 +27,7 @@ func (l Login) exec(ctx context.Context, e *Engine) (LoginResult, error) {
 	return drive[LoginResult](ctx, e, l, true)
 }
 func (l Login) run(ctx context.Context, e *Engine) (any, error)  { return l.exec(ctx, e) }
-func (l Login) apply(ctx context.Context, m *Model) (any, error) { return m.Login(ctx, l) }
+func (l Login) apply(ctx context.Context, m *Model) (any, error) { return m.login(ctx, l) }
 
 func (o Logout) plan(pl *Planner, now string) Stepper {
 	return pl.p.end(now, "logout", o.User, o.Device, o.Token)
@@ -37,7 +37,7 @@ func (o Logout) exec(ctx context.Context, e *Engine) (Ended, error) {
 }
 func (o Logout) run(ctx context.Context, e *Engine) (any, error) { return o.exec(ctx, e) }
 func (o Logout) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Logout(ctx, o.User, o.Device, o.Token)
+	return m.logout(ctx, o.User, o.Device, o.Token)
 }
 
 func (d Disconnect) plan(pl *Planner, now string) Stepper {
@@ -48,7 +48,7 @@ func (d Disconnect) exec(ctx context.Context, e *Engine) (Ended, error) {
 }
 func (d Disconnect) run(ctx context.Context, e *Engine) (any, error) { return d.exec(ctx, e) }
 func (d Disconnect) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Disconnect(ctx, d.User, d.Device, d.Token)
+	return m.disconnect(ctx, d.User, d.Device, d.Token)
 }
 
 func (s SetManual) plan(pl *Planner, now string) Stepper {
@@ -59,7 +59,7 @@ func (s SetManual) exec(ctx context.Context, e *Engine) ([]Change, error) {
 }
 func (s SetManual) run(ctx context.Context, e *Engine) (any, error) { return s.exec(ctx, e) }
 func (s SetManual) apply(ctx context.Context, m *Model) (any, error) {
-	return m.SetManual(ctx, s.User, s.Manual, s.TTL)
+	return m.setManual(ctx, s.User, s.Manual, s.TTL)
 }
 
 func (r ReadStatus) plan(pl *Planner, now string) Stepper { return pl.status(now, r.User) }
@@ -68,7 +68,7 @@ func (r ReadStatus) exec(ctx context.Context, e *Engine) (UserStatus, error) {
 }
 func (r ReadStatus) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
 func (r ReadStatus) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Status(ctx, r.User)
+	return m.status(ctx, r.User)
 }
 
 func (r ReadStatuses) plan(pl *Planner, now string) Stepper { return pl.statuses(now, r.Users) }
@@ -77,7 +77,7 @@ func (r ReadStatuses) exec(ctx context.Context, e *Engine) ([]UserStatus, error)
 }
 func (r ReadStatuses) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
 func (r ReadStatuses) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Statuses(ctx, r.Users)
+	return m.statuses(ctx, r.Users)
 }
 
 func (t ScopeTouch) plan(pl *Planner, now string) Stepper { return pl.touch(now, t.Scope, t.Member) }
@@ -87,7 +87,7 @@ func (t ScopeTouch) exec(ctx context.Context, e *Engine) error {
 }
 func (t ScopeTouch) run(ctx context.Context, e *Engine) (any, error) { return nil, t.exec(ctx, e) }
 func (t ScopeTouch) apply(ctx context.Context, m *Model) (any, error) {
-	return nil, m.Touch(ctx, t.Scope, t.Member)
+	return nil, m.touch(ctx, t.Scope, t.Member)
 }
 
 func (b TouchBatch) plan(pl *Planner, now string) Stepper { return pl.touchBatch(now, b) }
@@ -97,7 +97,7 @@ func (b TouchBatch) exec(ctx context.Context, e *Engine) error {
 }
 func (b TouchBatch) run(ctx context.Context, e *Engine) (any, error) { return nil, b.exec(ctx, e) }
 func (b TouchBatch) apply(ctx context.Context, m *Model) (any, error) {
-	return nil, m.TouchBatch(ctx, b)
+	return nil, m.touchBatch(ctx, b)
 }
 
 func (l Leave) plan(pl *Planner, now string) Stepper { return pl.leave(now, l.Scope, l.Member) }
@@ -106,7 +106,7 @@ func (l Leave) exec(ctx context.Context, e *Engine) (bool, error) {
 }
 func (l Leave) run(ctx context.Context, e *Engine) (any, error) { return l.exec(ctx, e) }
 func (l Leave) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Leave(ctx, l.Scope, l.Member)
+	return m.leave(ctx, l.Scope, l.Member)
 }
 
 func (r ReadCount) plan(pl *Planner, now string) Stepper { return pl.count(now, r.Scope) }
@@ -114,7 +114,7 @@ func (r ReadCount) exec(ctx context.Context, e *Engine) (Count, error) {
 	return e.readCount(ctx, r.Scope)
 }
 func (r ReadCount) run(ctx context.Context, e *Engine) (any, error)  { return r.exec(ctx, e) }
-func (r ReadCount) apply(ctx context.Context, m *Model) (any, error) { return m.Count(ctx, r.Scope) }
+func (r ReadCount) apply(ctx context.Context, m *Model) (any, error) { return m.count(ctx, r.Scope) }
 
 func (r ReadMembers) plan(pl *Planner, now string) Stepper {
 	return pl.members(now, r.Scope, r.Cursor, r.Limit)
@@ -124,7 +124,7 @@ func (r ReadMembers) exec(ctx context.Context, e *Engine) (MemberPage, error) {
 }
 func (r ReadMembers) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
 func (r ReadMembers) apply(ctx context.Context, m *Model) (any, error) {
-	return m.Members(ctx, r.Scope, r.Cursor, r.Limit)
+	return m.members(ctx, r.Scope, r.Cursor, r.Limit)
 }
 
 func (r ReadActive) plan(pl *Planner, now string) Stepper {
@@ -135,7 +135,7 @@ func (r ReadActive) exec(ctx context.Context, e *Engine) (int64, error) {
 }
 func (r ReadActive) run(ctx context.Context, e *Engine) (any, error) { return r.exec(ctx, e) }
 func (r ReadActive) apply(ctx context.Context, m *Model) (any, error) {
-	return m.ActiveWithin(ctx, r.Scope, r.Within)
+	return m.activeWithin(ctx, r.Scope, r.Within)
 }
 
 func (r ReadOnline) plan(pl *Planner, now string) Stepper { return pl.online(now) }
@@ -143,14 +143,14 @@ func (r ReadOnline) exec(ctx context.Context, e *Engine) (map[Status]int64, erro
 	return drive[map[Status]int64](ctx, e, r, false)
 }
 func (r ReadOnline) run(ctx context.Context, e *Engine) (any, error)  { return r.exec(ctx, e) }
-func (r ReadOnline) apply(ctx context.Context, m *Model) (any, error) { return m.Online(ctx) }
+func (r ReadOnline) apply(ctx context.Context, m *Model) (any, error) { return m.online(ctx) }
 
 func (s SweepUsers) plan(pl *Planner, now string) Stepper { return pl.sweepUsers(now) }
 func (s SweepUsers) exec(ctx context.Context, e *Engine) (SweepReport, error) {
 	return drive[SweepReport](ctx, e, s, false)
 }
 func (s SweepUsers) run(ctx context.Context, e *Engine) (any, error)  { return s.exec(ctx, e) }
-func (s SweepUsers) apply(ctx context.Context, m *Model) (any, error) { return m.SweepUsers(ctx) }
+func (s SweepUsers) apply(ctx context.Context, m *Model) (any, error) { return m.sweepUsers(ctx) }
 
 func (s SweepScopes) plan(pl *Planner, now string) Stepper { return pl.sweepScopes(now) }
 func (s SweepScopes) exec(ctx context.Context, e *Engine) (SweepReport, error) {
@@ -158,7 +158,7 @@ func (s SweepScopes) exec(ctx context.Context, e *Engine) (SweepReport, error) {
 }
 func (s SweepScopes) run(ctx context.Context, e *Engine) (any, error) { return s.exec(ctx, e) }
 func (s SweepScopes) apply(ctx context.Context, m *Model) (any, error) {
-	return m.SweepScopes(ctx)
+	return m.sweepScopes(ctx)
 }
 
 func (r ReadChangeLog) plan(pl *Planner, now string) Stepper {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestCompactResizeUnderConcurrency touches 1,000 new members into a
@@ -94,7 +95,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 	}
 	touchAll(t, model, fresh)
 	for _, p := range []core.Presence{e, model} {
-		if _, err := p.SweepScopes(ctx); err != nil {
+		if _, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +103,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 	// more to remove or merge
 	clk.t = clk.t.Add(11 * time.Second)
 	for _, p := range []core.Presence{e, model} {
-		if _, err := p.SweepScopes(ctx); err != nil {
+		if _, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := countOf(t, p); got != 1000 {

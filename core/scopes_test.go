@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // scopeConfig has one class of each layout with a 60 s window and a 10 s
@@ -184,7 +185,7 @@ func TestCountsDoNotDependOnShards(t *testing.T) {
 // HyperLogLog of miniredis estimates small sets less closely than Redis).
 func countNear(sc core.Scope, want, tol int64) func(*env) string {
 	return func(e *env) string {
-		c, err := e.p.Count(e.ctx, sc)
+		c, err := opdo.Do[core.Count](e.ctx, e.p, core.ReadCount{Scope: sc})
 		if err != nil {
 			return errName(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // wrap is the first instant after t0 at which a compact shard's stored
@@ -42,7 +43,7 @@ func TestCompactStampsWrap(t *testing.T) {
 // from the wrap instant, sorted by member.
 func lastSeen(sc core.Scope) func(*env) string {
 	return func(e *env) string {
-		p, err := e.p.Members(e.ctx, sc, "", core.MaxPage)
+		p, err := opdo.Do[core.MemberPage](e.ctx, e.p, core.ReadMembers{Scope: sc, Cursor: "", Limit: core.MaxPage})
 		if err != nil {
 			return errName(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestCompactSweepSeesChangesMidSweep sweeps a self-sized compact scope
@@ -85,13 +86,13 @@ func TestCompactSweepSeesChangesMidSweep(t *testing.T) {
 			midSweep := func(p core.Presence) {
 				touchAll(t, p, late)
 				if tt.leave {
-					if ok, err := p.Leave(ctx, video, fresh[0].Member); err != nil || !ok {
+					if ok, err := opdo.Do[bool](ctx, p, core.Leave{Scope: video, Member: fresh[0].Member}); err != nil || !ok {
 						t.Fatalf("leave: %v, %v", ok, err)
 					}
 				}
 			}
 			midSweep(model)
-			mr, err := model.SweepScopes(ctx)
+			mr, err := opdo.Do[core.SweepReport](ctx, model, core.SweepScopes{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +131,7 @@ func TestCompactSweepSeesChangesMidSweep(t *testing.T) {
 			}
 			clk.t = clk.t.Add(10 * time.Second)
 			both(func(p core.Presence) {
-				if _, err := p.SweepScopes(ctx); err != nil {
+				if _, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{}); err != nil {
 					t.Fatal(err)
 				}
 				if got := countOf(t, p); got != want {
@@ -147,7 +148,7 @@ func allMembers(t *testing.T, p core.Presence) []string {
 	var out []string
 	cursor := ""
 	for {
-		page, err := p.Members(context.Background(), video, cursor, 7)
+		page, err := opdo.Do[core.MemberPage](context.Background(), p, core.ReadMembers{Scope: video, Cursor: cursor, Limit: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +171,7 @@ func touchAll(t *testing.T, p core.Presence, ts []core.ScopeTouch) {
 		if hi > len(ts) {
 			hi = len(ts)
 		}
-		if err := p.TouchBatch(context.Background(), ts[lo:hi]); err != nil {
+		if err := opdo.Err(context.Background(), p, core.TouchBatch(ts[lo:hi])); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +179,7 @@ func touchAll(t *testing.T, p core.Presence, ts []core.ScopeTouch) {
 
 func countOf(t *testing.T, p core.Presence) int64 {
 	t.Helper()
-	c, err := p.Count(context.Background(), video)
+	c, err := opdo.Do[core.Count](context.Background(), p, core.ReadCount{Scope: video})
 	if err != nil {
 		t.Fatal(err)
 	}

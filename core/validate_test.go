@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // TestBadInputIsRefusedBeforeRedis checks docs/design.md §3: every bad input
@@ -26,92 +27,92 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 		call  func(p core.Presence) error
 	}{
 		{"empty user", "Heartbeat.User", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{Device: "d"})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{Device: "d"})
 			return err
 		}},
 		{"long device", "Heartbeat.Device", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: long})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: long})
 			return err
 		}},
 		{"control character", "Heartbeat.User", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "a\nb", Device: "d"})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "a\nb", Device: "d"})
 			return err
 		}},
 		{"invalid UTF-8", "Heartbeat.Device", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "\xff\xfe"})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "\xff\xfe"})
 			return err
 		}},
 		{"unknown kind", "Heartbeat.Kind", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Kind: 42})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Kind: 42})
 			return err
 		}},
 		{"too much metadata", "Heartbeat.Meta", func(p core.Presence) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Meta: bigMeta})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Meta: bigMeta})
 			return err
 		}},
 		{"metadata over 1 KiB", "Login.Meta", func(p core.Presence) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Meta: map[string]string{"k": strings.Repeat("v", 1024)}})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d", Meta: map[string]string{"k": strings.Repeat("v", 1024)}})
 			return err
 		}},
 		{"unknown policy", "Login.Policy", func(p core.Presence) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Policy: &bad})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d", Policy: &bad})
 			return err
 		}},
 		{"gateway with control character", "Login.Gateway", func(p core.Presence) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Gateway: "gw\x00"})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d", Gateway: "gw\x00"})
 			return err
 		}},
 		{"logout without device", "device", func(p core.Presence) error {
-			_, err := p.Logout(ctx, "u", "", "")
+			_, err := opdo.Do[core.Ended](ctx, p, core.Logout{User: "u", Device: "", Token: ""})
 			return err
 		}},
 		{"unknown manual status", "manual", func(p core.Presence) error {
-			_, err := p.SetManual(ctx, "u", 7, 0)
+			_, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: "u", Manual: 7, TTL: 0})
 			return err
 		}},
 		{"negative manual lifetime", "ttl", func(p core.Presence) error {
-			_, err := p.SetManual(ctx, "u", core.ManualDND, -time.Second)
+			_, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: "u", Manual: core.ManualDND, TTL: -time.Second})
 			return err
 		}},
 		{"empty batch", "users", func(p core.Presence) error {
-			_, err := p.Statuses(ctx, nil)
+			_, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: nil})
 			return err
 		}},
 		{"batch over the cap", "users", func(p core.Presence) error {
-			_, err := p.Statuses(ctx, make([]string, core.MaxBatch+1))
+			_, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: make([]string, core.MaxBatch+1)})
 			return err
 		}},
 		{"one bad user in a batch", "users[1]", func(p core.Presence) error {
-			_, err := p.Statuses(ctx, []string{"a", "", "c"})
+			_, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: []string{"a", "", "c"}})
 			return err
 		}},
 		{"page over the cap", "limit", func(p core.Presence) error {
-			_, err := p.Members(ctx, room, "", core.MaxPage+1)
+			_, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: room, Cursor: "", Limit: core.MaxPage + 1})
 			return err
 		}},
 		{"forged cursor", "cursor", func(p core.Presence) error {
-			_, err := p.Members(ctx, room, "x.y", 10)
+			_, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: room, Cursor: "x.y", Limit: 10})
 			return err
 		}},
 		{"status of a bad user names the argument", "user", func(p core.Presence) error {
-			_, err := p.Status(ctx, " u")
+			_, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: " u"})
 			return err
 		}},
 		{"touch of an unknown class names the argument", "scope.Class", func(p core.Presence) error {
-			return p.Touch(ctx, core.Scope{Class: "nope", ID: "1"}, "a")
+			return opdo.Err(ctx, p, core.ScopeTouch{Scope: core.Scope{Class: "nope", ID: "1"}, Member: "a"})
 		}},
 		{"touch of a bad scope ID names the argument", "scope.ID", func(p core.Presence) error {
-			return p.Touch(ctx, core.Scope{Class: room.Class, ID: "1\u2028"}, "a")
+			return opdo.Err(ctx, p, core.ScopeTouch{Scope: core.Scope{Class: room.Class, ID: "1\u2028"}, Member: "a"})
 		}},
 		{"touch of a bad member names the argument", "member", func(p core.Presence) error {
-			return p.Touch(ctx, room, "\ufeffa")
+			return opdo.Err(ctx, p, core.ScopeTouch{Scope: room, Member: "\ufeffa"})
 		}},
 		{"login of a device with trailing space", "Login.Device", func(p core.Presence) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: "d "})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d "})
 			return err
 		}},
 		{"one bad touch in a batch sends nothing", "touches[1].Member", func(p core.Presence) error {
-			return p.TouchBatch(ctx, []core.ScopeTouch{{Scope: room, Member: "a"}, {Scope: room, Member: long}})
+			return opdo.Err(ctx, p, core.TouchBatch([]core.ScopeTouch{{Scope: room, Member: "a"}, {Scope: room, Member: long}}))
 		}},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // The caps of docs/design.md §3 and core's constants, each shown at the cap
@@ -68,42 +69,64 @@ func TestBoundsIDs(t *testing.T) {
 	}
 	requests := []request{
 		{"Heartbeat.User", func(p core.Presence, id string) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: id, Device: "d"})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: id, Device: "d"})
 			return err
 		}, false},
 		{"Heartbeat.Device", func(p core.Presence, id string) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: id})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: id})
 			return err
 		}, false},
 		{"Heartbeat.Gateway", func(p core.Presence, id string) error {
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Gateway: id})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Gateway: id})
 			return err
 		}, true},
 		{"Heartbeat.Token", func(p core.Presence, id string) error {
 			// A new device each time: an implicit login adopts the token.
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u2", Device: fmt.Sprintf("t%d-%x", len(id), crc16(id)), Token: id})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u2", Device: fmt.Sprintf("t%d-%x", len(id), crc16(id)), Token: id})
 			return err
 		}, true},
 		{"Login.User", func(p core.Presence, id string) error {
-			_, err := p.Login(ctx, core.Login{User: id, Device: "d"})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: id, Device: "d"})
 			return err
 		}, false},
 		{"Login.Device", func(p core.Presence, id string) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: id})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: id})
 			return err
 		}, false},
 		{"Login.Gateway", func(p core.Presence, id string) error {
-			_, err := p.Login(ctx, core.Login{User: "u", Device: "d", Gateway: id})
+			_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d", Gateway: id})
 			return err
 		}, true},
-		{"user", func(p core.Presence, id string) error { _, err := p.SetManual(ctx, id, core.ManualDND, 0); return err }, false},
-		{"users[1]", func(p core.Presence, id string) error { _, err := p.Statuses(ctx, []string{"u", id}); return err }, false},
-		{"device", func(p core.Presence, id string) error { _, err := p.Logout(ctx, "u", id, ""); return err }, false},
-		{"token", func(p core.Presence, id string) error { _, err := p.Disconnect(ctx, "u", "x", id); return err }, true},
-		{"scope.ID", func(p core.Presence, id string) error { return p.Touch(ctx, sc(id), "m") }, false},
-		{"member", func(p core.Presence, id string) error { return p.Touch(ctx, sc("s"), id) }, false},
-		{"scope.ID", func(p core.Presence, id string) error { _, err := p.Count(ctx, sc(id)); return err }, false},
-		{"member", func(p core.Presence, id string) error { _, err := p.Leave(ctx, sc("s"), id); return err }, false},
+		{"user", func(p core.Presence, id string) error {
+			_, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: id, Manual: core.ManualDND, TTL: 0})
+			return err
+		}, false},
+		{"users[1]", func(p core.Presence, id string) error {
+			_, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: []string{"u", id}})
+			return err
+		}, false},
+		{"device", func(p core.Presence, id string) error {
+			_, err := opdo.Do[core.Ended](ctx, p, core.Logout{User: "u", Device: id, Token: ""})
+			return err
+		}, false},
+		{"token", func(p core.Presence, id string) error {
+			_, err := opdo.Do[core.Ended](ctx, p, core.Disconnect{User: "u", Device: "x", Token: id})
+			return err
+		}, true},
+		{"scope.ID", func(p core.Presence, id string) error {
+			return opdo.Err(ctx, p, core.ScopeTouch{Scope: sc(id), Member: "m"})
+		}, false},
+		{"member", func(p core.Presence, id string) error {
+			return opdo.Err(ctx, p, core.ScopeTouch{Scope: sc("s"), Member: id})
+		}, false},
+		{"scope.ID", func(p core.Presence, id string) error {
+			_, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc(id)})
+			return err
+		}, false},
+		{"member", func(p core.Presence, id string) error {
+			_, err := opdo.Do[bool](ctx, p, core.Leave{Scope: sc("s"), Member: id})
+			return err
+		}, false},
 	}
 	ps, rec := backends(t, core.Config{})
 	for _, r := range requests {
@@ -155,8 +178,8 @@ func TestBoundsMeta(t *testing.T) {
 	for _, tt := range tests {
 		for i, p := range ps {
 			before := rec.count()
-			_, errL := p.Login(ctx, core.Login{User: "u", Device: "d", Meta: tt.meta})
-			_, errH := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Meta: tt.meta})
+			_, errL := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d", Meta: tt.meta})
+			_, errH := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Meta: tt.meta})
 			if tt.limit != "" {
 				refused(t, fmt.Sprintf("%d: Login with %s", i, tt.name), errL, "Login.Meta", tt.limit, nil, 0)
 				refused(t, fmt.Sprintf("%d: Heartbeat with %s", i, tt.name), errH, "Heartbeat.Meta", tt.limit, rec, before)
@@ -166,7 +189,7 @@ func TestBoundsMeta(t *testing.T) {
 				t.Errorf("%d: %s: Login %v, Heartbeat %v", i, tt.name, errL, errH)
 				continue
 			}
-			st, err := p.Status(ctx, "u")
+			st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: "u"})
 			if err != nil || len(st.Devices) != 1 || !sameMeta(st.Devices[0].Meta, tt.meta) {
 				t.Errorf("%d: %s: Status = %+v, %v; want the metadata sent", i, tt.name, st, err)
 			}
@@ -186,20 +209,20 @@ func TestBoundsDevices(t *testing.T) {
 		ps, _ := backends(t, core.Config{MaxDevices: max})
 		for i, p := range ps {
 			for d := range want {
-				if _, err := p.Login(ctx, core.Login{User: "u", Device: "d" + strconv.Itoa(d), Kind: core.KindWeb}); err != nil {
+				if _, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d" + strconv.Itoa(d), Kind: core.KindWeb}); err != nil {
 					t.Fatalf("%d: login %d of %d: %v", i, d+1, want, err)
 				}
 			}
-			if _, err := p.Login(ctx, core.Login{User: "u", Device: "one-more"}); !errors.Is(err, core.ErrTooManyDevices) {
+			if _, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "one-more"}); !errors.Is(err, core.ErrTooManyDevices) {
 				t.Errorf("%d: login %d with MaxDevices %d: %v, want ErrTooManyDevices", i, want+1, max, err)
 			}
-			if _, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "one-more"}); !errors.Is(err, core.ErrTooManyDevices) {
+			if _, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "one-more"}); !errors.Is(err, core.ErrTooManyDevices) {
 				t.Errorf("%d: implicit login %d with MaxDevices %d: %v, want ErrTooManyDevices", i, want+1, max, err)
 			}
-			if _, err := p.Login(ctx, core.Login{User: "u", Device: "d0", Kind: core.KindWeb}); err != nil {
+			if _, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: "u", Device: "d0", Kind: core.KindWeb}); err != nil {
 				t.Errorf("%d: a logged-in device logging in again at the cap: %v", i, err)
 			}
-			st, err := p.Status(ctx, "u")
+			st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: "u"})
 			if err != nil || len(st.Devices) != want {
 				t.Errorf("%d: %d devices after the refusals, %v; want %d, nothing truncated", i, len(st.Devices), err, want)
 			}
@@ -239,40 +262,40 @@ func TestBoundsBatches(t *testing.T) {
 		return out
 	}
 	for i, p := range ps {
-		if acks, err := p.HeartbeatBatch(ctx, beats(1000)); err != nil || len(acks) != 1000 {
+		if acks, err := opdo.Do[[]core.Ack](ctx, p, core.HeartbeatBatch(beats(1000))); err != nil || len(acks) != 1000 {
 			t.Errorf("%d: HeartbeatBatch of 1000: %d acks, %v", i, len(acks), err)
 		}
-		if sts, err := p.Statuses(ctx, users(1000)); err != nil || len(sts) != 1000 || sts[999].Status != core.StatusOnline {
+		if sts, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: users(1000)}); err != nil || len(sts) != 1000 || sts[999].Status != core.StatusOnline {
 			t.Errorf("%d: Statuses of 1000: %d, %v", i, len(sts), err)
 		}
-		if err := p.TouchBatch(ctx, touches(1000)); err != nil {
+		if err := opdo.Err(ctx, p, core.TouchBatch(touches(1000))); err != nil {
 			t.Errorf("%d: TouchBatch of 1000: %v", i, err)
 		}
 		before := rec.count()
 		for _, n := range []int{0, 1001} {
 			limit := "1000"
-			_, err := p.HeartbeatBatch(ctx, beats(n))
+			_, err := opdo.Do[[]core.Ack](ctx, p, core.HeartbeatBatch(beats(n)))
 			refused(t, fmt.Sprintf("%d: HeartbeatBatch of %d", i, n), err, "beats", limit, rec, before)
-			_, err = p.Statuses(ctx, users(n))
+			_, err = opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: users(n)})
 			refused(t, fmt.Sprintf("%d: Statuses of %d", i, n), err, "users", limit, rec, before)
-			refused(t, fmt.Sprintf("%d: TouchBatch of %d", i, n), p.TouchBatch(ctx, touches(n)), "touches", limit, rec, before)
+			refused(t, fmt.Sprintf("%d: TouchBatch of %d", i, n), opdo.Err(ctx, p, core.TouchBatch(touches(n))), "touches", limit, rec, before)
 		}
 
 		// Pages: 1000 members at most; 1001 members take two pages.
-		if err := p.Touch(ctx, sc, "one-more"); err != nil {
+		if err := opdo.Err(ctx, p, core.ScopeTouch{Scope: sc, Member: "one-more"}); err != nil {
 			t.Fatal(err)
 		}
-		page, err := p.Members(ctx, sc, "", 1000)
+		page, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: "", Limit: 1000})
 		if err != nil || len(page.Members) != 1000 || page.Next == "" {
 			t.Fatalf("%d: first page of 1001 members: %d, next %q, %v", i, len(page.Members), page.Next, err)
 		}
-		page, err = p.Members(ctx, sc, page.Next, 1000)
+		page, err = opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: page.Next, Limit: 1000})
 		if err != nil || len(page.Members) != 1 || page.Next != "" {
 			t.Errorf("%d: second page of 1001 members: %d, next %q, %v", i, len(page.Members), page.Next, err)
 		}
 		before = rec.count()
 		for _, n := range []int{0, -1, 1001} {
-			_, err := p.Members(ctx, sc, "", n)
+			_, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: "", Limit: n})
 			refused(t, fmt.Sprintf("%d: Members limit %d", i, n), err, "limit", "1000", rec, before)
 		}
 	}

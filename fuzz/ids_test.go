@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // idCase is one request of the identifier target: what it sends, and for
@@ -76,7 +77,7 @@ func FuzzIdentifiers(f *testing.F) {
 
 		cases := []idCase{
 			{"Login", loginBad, nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Login(ctx, core.Login{User: user, Device: device, Kind: kind, Gateway: gateway, Meta: meta})
+				_, err := opdo.Do[core.LoginResult](ctx, p, core.Login{User: user, Device: device, Kind: kind, Gateway: gateway, Meta: meta})
 				return err
 			}, func(t *testing.T, ctx context.Context, p core.Presence) {
 				checkDevice(t, ctx, p, user, device, kind, gateway, meta, true)
@@ -84,14 +85,14 @@ func FuzzIdentifiers(f *testing.F) {
 			{"Heartbeat", hbBad, nil, func(ctx context.Context, p core.Presence) error {
 				// Logged in above with another token: a valid token is
 				// refused as superseded, no token is accepted under Multi.
-				_, err := p.Heartbeat(ctx, core.Heartbeat{User: user, Device: device, Kind: kind, Gateway: gateway,
+				_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: user, Device: device, Kind: kind, Gateway: gateway,
 					Meta: meta, Active: true})
 				return err
 			}, func(t *testing.T, ctx context.Context, p core.Presence) {
 				checkDevice(t, ctx, p, user, device, kind, gateway, meta, true)
 			}},
 			{"Heartbeat with token", hbTokenBad, nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Heartbeat(ctx, core.Heartbeat{User: user, Device: device, Kind: kind, Gateway: gateway,
+				_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: user, Device: device, Kind: kind, Gateway: gateway,
 					Meta: meta, Token: token, Active: true})
 				if token != "" && errors.Is(err, core.ErrSessionReplaced) {
 					return nil // a client-chosen token cannot match the session's
@@ -99,56 +100,56 @@ func FuzzIdentifiers(f *testing.F) {
 				return err
 			}, nil},
 			{"SetManual", blame(nil, validID(user), "user"), nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.SetManual(ctx, user, core.ManualDND, 0)
+				_, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: user, Manual: core.ManualDND, TTL: 0})
 				return err
 			}, func(t *testing.T, ctx context.Context, p core.Presence) {
-				st, err := p.Status(ctx, user)
+				st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: user})
 				if err != nil || st.Manual != core.ManualDND {
 					t.Errorf("after SetManual(%q, DND): Status = %+v, %v", user, st, err)
 				}
 			}},
 			{"Statuses", blame(blame(nil, validID(user), "users[0]"), validID(device), "users[1]"), nil,
 				func(ctx context.Context, p core.Presence) error {
-					sts, err := p.Statuses(ctx, []string{user, device})
+					sts, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: []string{user, device}})
 					if err == nil && (len(sts) != 2 || sts[0].User != user || sts[1].User != device) {
 						t.Errorf("Statuses(%q, %q) = %+v", user, device, sts)
 					}
 					return err
 				}, nil},
 			{"Touch", touchBad, nil, func(ctx context.Context, p core.Presence) error {
-				return p.Touch(ctx, sc, member)
+				return opdo.Err(ctx, p, core.ScopeTouch{Scope: sc, Member: member})
 			}, func(t *testing.T, ctx context.Context, p core.Presence) {
 				checkMember(t, ctx, p, sc, member)
 			}},
 			{"Count", scopeBad, nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Count(ctx, sc)
+				_, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 				return err
 			}, nil},
 			{"Members", blame(scopeBad, cursorOK(metaVal), "cursor"), []string{"cursor"}, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Members(ctx, sc, metaVal, 1+int(sel))
+				_, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: metaVal, Limit: 1 + int(sel)})
 				if errors.Is(err, core.ErrUnsupported) && class == "approx" {
 					return nil
 				}
 				return err
 			}, nil},
 			{"Leave", blame(scopeBad, validID(member), "member"), nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Leave(ctx, sc, member)
+				_, err := opdo.Do[bool](ctx, p, core.Leave{Scope: sc, Member: member})
 				if errors.Is(err, core.ErrUnsupported) && class == "approx" {
 					return nil
 				}
 				return err
 			}, nil},
 			{"Logout", logoutBad, nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Logout(ctx, user, device, "")
+				_, err := opdo.Do[core.Ended](ctx, p, core.Logout{User: user, Device: device, Token: ""})
 				return err
 			}, func(t *testing.T, ctx context.Context, p core.Presence) {
-				st, err := p.Status(ctx, user)
+				st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: user})
 				if err != nil || slices.ContainsFunc(st.Devices, func(d core.Device) bool { return d.ID == device }) {
 					t.Errorf("after Logout(%q, %q): Status = %+v, %v", user, device, st, err)
 				}
 			}},
 			{"Disconnect", disconnectBad, nil, func(ctx context.Context, p core.Presence) error {
-				_, err := p.Disconnect(ctx, user, device, token)
+				_, err := opdo.Do[core.Ended](ctx, p, core.Disconnect{User: user, Device: device, Token: token})
 				return err
 			}, nil},
 		}
@@ -237,7 +238,7 @@ func checkRejected(t *testing.T, what string, err error, bad []string) {
 // checkDevice asserts that Status lists the device with exactly what was sent.
 func checkDevice(t *testing.T, ctx context.Context, p core.Presence, user, device string, kind core.Kind, gateway string, meta map[string]string, metaSent bool) {
 	t.Helper()
-	st, err := p.Status(ctx, user)
+	st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: user})
 	if err != nil {
 		t.Errorf("Status(%q): %v", user, err)
 		return
@@ -274,11 +275,11 @@ func sameMeta(a, b map[string]string) bool {
 // checkMember asserts that a touched member is counted and listed.
 func checkMember(t *testing.T, ctx context.Context, p core.Presence, sc core.Scope, member string) {
 	t.Helper()
-	c, err := p.Count(ctx, sc)
+	c, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 	if err != nil || c.N != 1 {
 		t.Errorf("Count(%v) after one touch = %+v, %v; want 1", sc, c, err)
 	}
-	page, err := p.Members(ctx, sc, "", core.MaxPage)
+	page, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: "", Limit: core.MaxPage})
 	if sc.Class == "approx" {
 		if !errors.Is(err, core.ErrUnsupported) {
 			t.Errorf("Members(%v) of an approx scope: %v, want ErrUnsupported", sc, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // rules are a Config's effective timing parameters, derived by the test
@@ -305,7 +306,7 @@ func (p *pair) observe() []core.UserStatus {
 	p.t.Helper()
 	var out []core.UserStatus
 	p.both("Statuses", func(i int, b core.Presence) obs {
-		sts, err := b.Statuses(p.ctx, p.users)
+		sts, err := opdo.Do[[]core.UserStatus](p.ctx, b, core.ReadStatuses{Users: p.users})
 		var text []string
 		for _, st := range sts {
 			if i == 0 {
@@ -357,7 +358,7 @@ func (p *pair) heartbeats(beats []beat) {
 			hbs[j] = bt.hb
 			hbs[j].Token = p.token(i, bt.hb.User, bt.hb.Device, bt.tokenMode)
 		}
-		acks, err := b.HeartbeatBatch(p.ctx, hbs)
+		acks, err := opdo.Do[[]core.Ack](p.ctx, b, core.HeartbeatBatch(hbs))
 		var o obs
 		o.err = err
 		for j, a := range acks {
@@ -377,7 +378,7 @@ func (p *pair) heartbeats(beats []beat) {
 func (p *pair) login(l core.Login) {
 	p.t.Helper()
 	p.both("Login", func(i int, b core.Presence) obs {
-		res, err := b.Login(p.ctx, l)
+		res, err := opdo.Do[core.LoginResult](p.ctx, b, l)
 		o := obs{err: err, changes: res.Changes}
 		if err == nil {
 			if res.Token == "" {
@@ -399,9 +400,9 @@ func (p *pair) end(logout bool, user, device string, tokenMode int) {
 		var r core.Ended
 		var err error
 		if logout {
-			r, err = b.Logout(p.ctx, user, device, tok)
+			r, err = opdo.Do[core.Ended](p.ctx, b, core.Logout{User: user, Device: device, Token: tok})
 		} else {
-			r, err = b.Disconnect(p.ctx, user, device, tok)
+			r, err = opdo.Do[core.Ended](p.ctx, b, core.Disconnect{User: user, Device: device, Token: tok})
 		}
 		return obs{text: fmt.Sprint(r.Removed), changes: r.Changes, err: err}
 	})
@@ -410,7 +411,7 @@ func (p *pair) end(logout bool, user, device string, tokenMode int) {
 func (p *pair) manual(user string, m core.Manual, ttl time.Duration) {
 	p.t.Helper()
 	p.both("SetManual", func(i int, b core.Presence) obs {
-		cs, err := b.SetManual(p.ctx, user, m, ttl)
+		cs, err := opdo.Do[[]core.Change](p.ctx, b, core.SetManual{User: user, Manual: m, TTL: ttl})
 		return obs{changes: cs, err: err}
 	})
 }
@@ -421,7 +422,7 @@ func (p *pair) sweepUsers() {
 		// Visited is left out: the engine settles every user of a due page
 		// (core/lua/recordlib.lua), the model only the users due; both
 		// publish the same changes, compared here.
-		r, err := b.SweepUsers(p.ctx)
+		r, err := opdo.Do[core.SweepReport](p.ctx, b, core.SweepUsers{})
 		return obs{changes: r.Changes, err: err}
 	})
 }
@@ -429,7 +430,7 @@ func (p *pair) sweepUsers() {
 func (p *pair) sweepScopes() {
 	p.t.Helper()
 	p.both("SweepScopes", func(i int, b core.Presence) obs {
-		r, err := b.SweepScopes(p.ctx)
+		r, err := opdo.Do[core.SweepReport](p.ctx, b, core.SweepScopes{})
 		if len(r.Changes) > 0 {
 			p.t.Fatalf("a scope sweep published user changes: %v", renderChanges(r.Changes))
 		}
@@ -439,13 +440,15 @@ func (p *pair) sweepScopes() {
 
 func (p *pair) touch(ts []core.ScopeTouch) {
 	p.t.Helper()
-	p.both("TouchBatch", func(i int, b core.Presence) obs { return obs{text: fmt.Sprint(ts), err: b.TouchBatch(p.ctx, ts)} })
+	p.both("TouchBatch", func(i int, b core.Presence) obs {
+		return obs{text: fmt.Sprint(ts), err: opdo.Err(p.ctx, b, core.TouchBatch(ts))}
+	})
 }
 
 func (p *pair) leave(sc core.Scope, member string) {
 	p.t.Helper()
 	p.both("Leave", func(i int, b core.Presence) obs {
-		ok, err := b.Leave(p.ctx, sc, member)
+		ok, err := opdo.Do[bool](p.ctx, b, core.Leave{Scope: sc, Member: member})
 		return obs{text: fmt.Sprint(ok), err: err}
 	})
 }
@@ -453,7 +456,7 @@ func (p *pair) leave(sc core.Scope, member string) {
 func (p *pair) count(sc core.Scope, fuzzy bool) {
 	p.t.Helper()
 	p.both("Count "+sc.String(), func(i int, b core.Presence) obs {
-		c, err := b.Count(p.ctx, sc)
+		c, err := opdo.Do[core.Count](p.ctx, b, core.ReadCount{Scope: sc})
 		return obs{text: fmt.Sprintf("asOf=%d stale=%v", ms(c.AsOf), c.Stale), n: c.N, fuzzy: fuzzy, err: err}
 	})
 }
@@ -461,7 +464,7 @@ func (p *pair) count(sc core.Scope, fuzzy bool) {
 func (p *pair) activeWithin(sc core.Scope, d time.Duration, fuzzy bool) {
 	p.t.Helper()
 	p.both("ActiveWithin "+sc.String(), func(i int, b core.Presence) obs {
-		n, err := b.ActiveWithin(p.ctx, sc, d)
+		n, err := opdo.Do[int64](p.ctx, b, core.ReadActive{Scope: sc, Within: d})
 		return obs{n: n, fuzzy: fuzzy, err: err}
 	})
 }
@@ -474,7 +477,7 @@ func (p *pair) members(sc core.Scope, limit int) {
 		var text []string
 		cursor := ""
 		for range 100 {
-			page, err := b.Members(p.ctx, sc, cursor, limit)
+			page, err := opdo.Do[core.MemberPage](p.ctx, b, core.ReadMembers{Scope: sc, Cursor: cursor, Limit: limit})
 			if err != nil {
 				return obs{text: strings.Join(text, " | "), err: err}
 			}

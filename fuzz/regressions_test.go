@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 )
 
@@ -60,13 +61,13 @@ func TestRegressionModelRefusalPrunes(t *testing.T) {
 			p = mod
 		}
 		for _, l := range []core.Login{{User: "u", Device: "web", Kind: core.KindWeb}, {User: "u", Device: "ios", Kind: core.KindIOS}} {
-			if _, err := p.Login(ctx, l); err != nil {
+			if _, err := opdo.Do[core.LoginResult](ctx, p, l); err != nil {
 				t.Fatal(err)
 			}
 		}
 		sweep := func(at time.Duration) string {
 			m.set(t0.Add(at))
-			r, err := p.SweepUsers(ctx)
+			r, err := opdo.Do[core.SweepReport](ctx, p, core.SweepUsers{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +77,7 @@ func TestRegressionModelRefusalPrunes(t *testing.T) {
 			t.Fatalf("%s: no OFFLINE→ONLINE after the coalesce window", name)
 		}
 		m.set(t0.Add(120500 * time.Millisecond))
-		if r, err := p.Logout(ctx, "u", "absent", ""); err != nil || r.Removed {
+		if r, err := opdo.Do[core.Ended](ctx, p, core.Logout{User: "u", Device: "absent", Token: ""}); err != nil || r.Removed {
 			t.Fatalf("%s: Logout of an absent device = %+v, %v", name, r, err)
 		}
 		if got := sweep(120500 * time.Millisecond); got != "" {
@@ -257,7 +258,7 @@ func TestRegressionModelSkewOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.UnixMilli(t0.UnixMilli() + math.MinInt64)
-	if _, err := mod.Heartbeat(context.Background(), core.Heartbeat{User: "u", Device: "d", At: at}); !errors.Is(err, core.ErrClockSkew) {
+	if _, err := opdo.Do[core.Ack](context.Background(), mod, core.Heartbeat{User: "u", Device: "d", At: at}); !errors.Is(err, core.ErrClockSkew) {
 		t.Errorf("Heartbeat At %d ms (now %d): %v, want ErrClockSkew", at.UnixMilli(), t0.UnixMilli(), err)
 	}
 }
@@ -296,7 +297,7 @@ func TestRegressionAtWraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []core.Presence{m.engine(t, core.Config{}), mod} {
-		if _, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", At: at}); !errors.Is(err, core.ErrClockSkew) {
+		if _, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", At: at}); !errors.Is(err, core.ErrClockSkew) {
 			t.Errorf("Heartbeat At year %d (UnixMilli %d, now %d): %v, want ErrClockSkew", at.Year(), at.UnixMilli(), now, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // replyLog is what the fake store handed out during one engine call: the
@@ -823,7 +824,7 @@ func memberProblems(ctx context.Context, ref core.Presence, sc core.Scope, p cor
 	if p.Next == "" {
 		return nil
 	}
-	if _, err := ref.Members(ctx, sc, p.Next, 1); errors.Is(err, core.ErrInvalid) {
+	if _, err := opdo.Do[core.MemberPage](ctx, ref, core.ReadMembers{Scope: sc, Cursor: p.Next, Limit: 1}); errors.Is(err, core.ErrInvalid) {
 		return []string{fmt.Sprintf("Next cursor %q is refused: %v", p.Next, err)}
 	}
 	return nil

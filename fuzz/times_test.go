@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // skewed reports whether the instant at is further than skew from now, in
@@ -82,10 +83,10 @@ func FuzzTimes(f *testing.F) {
 		at0 := now.Add(-1234 * time.Millisecond) // the device's first heartbeat
 		sc := core.Scope{Class: "room", ID: "r"}
 		for _, p := range []core.Presence{eng, mod} {
-			if _, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb}); err != nil {
+			if _, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb}); err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Touch(ctx, sc, "old"); err != nil {
+			if err := opdo.Err(ctx, p, core.ScopeTouch{Scope: sc, Member: "old"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -93,14 +94,14 @@ func FuzzTimes(f *testing.F) {
 		wantSkew := !at.IsZero() && skewed(at, now, orSkew(skew))
 		for i, p := range []core.Presence{eng, mod} {
 			name := [2]string{"engine", "model"}[i]
-			_, err := p.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb, Active: true, At: at})
+			_, err := opdo.Do[core.Ack](ctx, p, core.Heartbeat{User: "u", Device: "d", Kind: core.KindWeb, Active: true, At: at})
 			if gotSkew := errors.Is(err, core.ErrClockSkew); gotSkew != wantSkew {
 				t.Fatalf("%s: Heartbeat At %d ms (now %d, MaxSkew %v): err %v, want skew: %v", name, at.UnixMilli(), now.UnixMilli(), orSkew(skew), err, wantSkew)
 			}
 			if err != nil && !wantSkew {
 				t.Fatalf("%s: Heartbeat: %v", name, err)
 			}
-			st, err := p.Status(ctx, "u")
+			st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: "u"})
 			if err != nil || len(st.Devices) != 1 {
 				t.Fatalf("%s: Status = %+v, %v", name, st, err)
 			}
@@ -124,7 +125,7 @@ func FuzzTimes(f *testing.F) {
 		badTTL := ttl < 0 || ttl > 0 && ttl < time.Millisecond
 		for i, p := range []core.Presence{eng, mod} {
 			before := m.rec.count()
-			_, err := p.SetManual(ctx, "u", core.ManualDND, ttl)
+			_, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: "u", Manual: core.ManualDND, TTL: ttl})
 			if badTTL {
 				checkRejected(t, "SetManual", err, []string{"ttl"})
 				if m.rec.count() != before {
@@ -135,7 +136,7 @@ func FuzzTimes(f *testing.F) {
 			if err != nil {
 				t.Fatalf("SetManual(ttl %v): %v", ttl, err)
 			}
-			st, err := p.Status(ctx, "u")
+			st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: "u"})
 			want := time.Time{}
 			if ttl > 0 {
 				want = now.Add(ttl.Truncate(time.Millisecond))
@@ -147,10 +148,10 @@ func FuzzTimes(f *testing.F) {
 
 		// ActiveWithin's d: 1 ms to the class window (60 s for "room").
 		for _, p := range []core.Presence{eng, mod} {
-			if err := p.Touch(ctx, sc, "new"); err != nil {
+			if err := opdo.Err(ctx, p, core.ScopeTouch{Scope: sc, Member: "new"}); err != nil {
 				t.Fatal(err)
 			}
-			n, err := p.ActiveWithin(ctx, sc, d)
+			n, err := opdo.Do[int64](ctx, p, core.ReadActive{Scope: sc, Within: d})
 			if d < time.Millisecond || d.Truncate(time.Millisecond) > time.Minute {
 				checkRejected(t, "ActiveWithin", err, []string{"d"})
 				continue
@@ -173,7 +174,7 @@ func FuzzTimes(f *testing.F) {
 			}{{end.Add(-time.Millisecond), core.ManualDND}, {end, core.ManualNone}} {
 				m.set(c.at)
 				for _, p := range []core.Presence{eng, mod} {
-					st, err := p.Status(ctx, "u")
+					st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: "u"})
 					if err != nil || st.Manual != c.want {
 						t.Errorf("Status at %d (manual until %d): manual %v, %v; want %v", c.at.UnixMilli(), end.UnixMilli(), st.Manual, err, c.want)
 					}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/guest"
 )
@@ -53,8 +54,8 @@ func FuzzWasmABI(f *testing.F) {
 		if a, b := renderHeartbeat(hb), renderHeartbeat(got); a != b {
 			t.Errorf("heartbeat through the ABI:\n sent %s\n got  %s", a, b)
 		}
-		sameVerdict(t, "Heartbeat", func(p core.Presence) error { _, err := p.Heartbeat(context.Background(), hb); return err },
-			func(p core.Presence) error { _, err := p.Heartbeat(context.Background(), got); return err })
+		sameVerdict(t, "Heartbeat", func(p core.Presence) error { _, err := opdo.Do[core.Ack](context.Background(), p, hb); return err },
+			func(p core.Presence) error { _, err := opdo.Do[core.Ack](context.Background(), p, got); return err })
 
 		l := core.Login{User: s2, Device: s1, Kind: core.Kind(sel % 6), Gateway: s3, Meta: fuzzMeta(sel&3, s3, s1, s2)}
 		if sel&4 != 0 {
@@ -160,9 +161,9 @@ func runDecoded(t *testing.T, req abi.Request) {
 	ctx := context.Background()
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		_, err = mod.Heartbeat(ctx, a.Core())
+		_, err = opdo.Do[core.Ack](ctx, mod, a.Core())
 	case *abi.Login:
-		_, err = mod.Login(ctx, a.Core())
+		_, err = opdo.Do[core.LoginResult](ctx, mod, a.Core())
 	case *abi.Config:
 		cfg, cerr := a.Core()
 		if cerr == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/batcher"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // gate is a Beater over a core.Model that records each batch's size and
@@ -41,7 +42,7 @@ func (g *gate) HeartbeatBatch(ctx context.Context, beats []core.Heartbeat) ([]co
 	if g.fail != nil {
 		return nil, g.fail
 	}
-	return g.model.HeartbeatBatch(ctx, beats)
+	return opdo.Do[[]core.Ack](ctx, g.model, core.HeartbeatBatch(beats))
 }
 
 type fixedClock struct{}
@@ -99,7 +100,7 @@ func TestBeatsArrivingDuringACallMakeTheNextBatch(t *testing.T) {
 	if len(seen) != 11 {
 		t.Errorf("%d distinct callers answered, want 11", len(seen))
 	}
-	st, err := g.model.Status(ctx, "u7")
+	st, err := opdo.Do[core.UserStatus](ctx, g.model, core.ReadStatus{User: "u7"})
 	if err != nil || len(st.Devices) != 1 || st.Devices[0].ID != "web" {
 		t.Errorf("u7 after its batch: %+v, %v", st, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -85,24 +86,24 @@ func randomSpreadStep(r *rand.Rand) (name string, advance time.Duration, step sp
 			ts[i] = core.ScopeTouch{Scope: spreadScopes[r.IntN(len(spreadScopes))], Member: member()}
 		}
 		return fmt.Sprintf("touch %d", len(ts)), 0, func(ctx context.Context, p core.Presence) string {
-			return errText(p.TouchBatch(ctx, ts))
+			return errText(opdo.Err(ctx, p, core.TouchBatch(ts)))
 		}
 	case n < 40:
 		m := member()
 		return "leave " + sc.String() + " " + m, 0, func(ctx context.Context, p core.Presence) string {
-			ok, err := p.Leave(ctx, sc, m)
+			ok, err := opdo.Do[bool](ctx, p, core.Leave{Scope: sc, Member: m})
 			return fmt.Sprint(ok, errText(err))
 		}
 	case n < 55:
 		return "advance", time.Duration(100+r.IntN(12000)) * time.Millisecond, func(context.Context, core.Presence) string { return "" }
 	case n < 70:
 		return "sweep scopes", 0, func(ctx context.Context, p core.Presence) string {
-			rep, err := p.SweepScopes(ctx)
+			rep, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{})
 			return fmt.Sprintf("removed=%d released=%d %s", rep.Removed, rep.Released, errText(err))
 		}
 	case n < 80:
 		return "count " + sc.String(), 0, func(ctx context.Context, p core.Presence) string {
-			c, err := p.Count(ctx, sc)
+			c, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 			return fmt.Sprintf("n=%d asOf=%d stale=%t %s", c.N, c.AsOf.UnixMilli(), c.Stale, errText(err))
 		}
 	case n < 90:
@@ -113,7 +114,7 @@ func randomSpreadStep(r *rand.Rand) (name string, advance time.Duration, step sp
 	default:
 		d := time.Duration(1+r.IntN(int(spreadWindow.Milliseconds()))) * time.Millisecond
 		return "active within " + d.String() + " " + sc.String(), 0, func(ctx context.Context, p core.Presence) string {
-			n, err := p.ActiveWithin(ctx, sc, d)
+			n, err := opdo.Do[int64](ctx, p, core.ReadActive{Scope: sc, Within: d})
 			return fmt.Sprintf("n=%d %s", n, errText(err))
 		}
 	}
@@ -131,7 +132,7 @@ func memberPages(ctx context.Context, p core.Presence, sc core.Scope, limit int)
 		return b.String() + strings.Join(all, " ")
 	}
 	for range 2 * spreadMembers {
-		page, err := p.Members(ctx, sc, cursor, limit)
+		page, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: cursor, Limit: limit})
 		if err != nil {
 			return render() + errText(err)
 		}
@@ -233,7 +234,7 @@ func runSpreadSequence(t testing.TB, store core.Store, prefix string, spread boo
 	clk.advance(spreadWindow + time.Second)
 	for range 3 {
 		if !run("sweep scopes", func(ctx context.Context, p core.Presence) string {
-			rep, err := p.SweepScopes(ctx)
+			rep, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{})
 			return fmt.Sprintf("removed=%d released=%d %s", rep.Removed, rep.Released, errText(err))
 		}) {
 			break

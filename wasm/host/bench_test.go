@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -90,10 +91,10 @@ func benchHeartbeat(b *testing.B, open func(tb testing.TB, store core.Store, clk
 				run := func() error {
 					switch mode {
 					case "single":
-						_, err := r.p.Heartbeat(ctx, beats[0])
+						_, err := opdo.Do[core.Ack](ctx, r.p, beats[0])
 						return err
 					case "batch":
-						_, err := r.p.HeartbeatBatch(ctx, beats)
+						_, err := opdo.Do[[]core.Ack](ctx, r.p, core.HeartbeatBatch(beats))
 						return err
 					}
 					return r.together(ctx, beats)

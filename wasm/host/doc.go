@@ -6,15 +6,17 @@
 //
 // A Runtime compiles the module once; each NewInstance is an independent
 // instance (its own memory, its own engine), as an edge node would run one.
-// Instance.Configure returns an Engine, which implements core.Presence by
-// calling into the module, so anything written against the native engine
-// (tests, tools, the simulator) can drive the WebAssembly one:
+// Instance.Configure returns an Engine, whose Do runs any core.Op by
+// calling into the module (it implements core.Presence), so anything
+// written against the native engine's door (tests, tools, the simulator)
+// can drive the WebAssembly one:
 //
 //	rt, err := host.NewRuntime(ctx, wasmBytes, host.Options{})
 //	defer rt.Close(ctx)
 //	in, err := rt.NewInstance(ctx, goredis.New(client))
 //	eng, err := in.Configure(ctx, core.Config{Clock: clock}, host.EngineOptions{})
-//	ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb})
+//	v, err := eng.Do(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb})
+//	ack := v.(core.Ack)
 //
 // Engine.Run (Instance.Run) runs many operations as plans in flight
 // together in one instance: each round sends the calls of every waiting

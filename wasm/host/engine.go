@@ -2,7 +2,7 @@ package host
 
 import (
 	"context"
-	"time"
+	"fmt"
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
@@ -23,7 +23,7 @@ type EngineOptions struct {
 }
 
 // Engine is a presence engine running in a module instance. It implements
-// core.Presence; results and errors are those of the native core.Engine
+// core.Presence (Do); results and errors are those of the native core.Engine
 // (errors rebuilt by abi.Error.Err: same messages, same sentinels), or a
 // *ModuleError when the module itself fails.
 type Engine struct {
@@ -81,182 +81,120 @@ func (e *Engine) Run(ctx context.Context, ops ...*Op) error {
 	return e.in.Run(ctx, e.now, ops...)
 }
 
-// Heartbeat is core.Engine.Heartbeat in the module.
-func (e *Engine) Heartbeat(ctx context.Context, hb core.Heartbeat) (core.Ack, error) {
-	w := abi.FromHeartbeat(hb)
-	res, err := e.do(ctx, abi.OpHeartbeat, &w)
-	if err != nil {
-		return core.Ack{}, err
-	}
-	ack := res.(*abi.Ack).Core()
-	return ack, ack.Err
-}
-
-// HeartbeatBatch is core.Engine.HeartbeatBatch in the module.
-func (e *Engine) HeartbeatBatch(ctx context.Context, beats []core.Heartbeat) ([]core.Ack, error) {
-	w := abi.HeartbeatBatch{Beats: make([]abi.Heartbeat, len(beats))}
-	for i, hb := range beats {
-		w.Beats[i] = abi.FromHeartbeat(hb)
-	}
-	res, err := e.do(ctx, abi.OpHeartbeatBatch, &w)
+// Do runs op in the module, as core.Engine.Do does natively: the outcome
+// is of the type op's doc names, with the same errors. The ABI has no
+// AppendLog and no Ping: for them Do returns an error matching
+// core.ErrUnsupported.
+func (e *Engine) Do(ctx context.Context, op core.Op) (any, error) {
+	name, args, err := request(op)
 	if err != nil {
 		return nil, err
 	}
-	acks := res.(*abi.Acks).Acks
-	out := make([]core.Ack, len(acks))
-	for i, a := range acks {
-		out[i] = a.Core()
-	}
-	return out, nil
-}
-
-// Login is core.Engine.Login in the module.
-func (e *Engine) Login(ctx context.Context, l core.Login) (core.LoginResult, error) {
-	w := abi.FromLogin(l)
-	res, err := e.do(ctx, abi.OpLogin, &w)
-	if err != nil {
-		return core.LoginResult{}, err
-	}
-	return res.(*abi.LoginResult).Core(), nil
-}
-
-// Logout is core.Engine.Logout in the module.
-func (e *Engine) Logout(ctx context.Context, user, device, token string) (core.Ended, error) {
-	return e.end(ctx, abi.OpLogout, user, device, token)
-}
-
-// Disconnect is core.Engine.Disconnect in the module.
-func (e *Engine) Disconnect(ctx context.Context, user, device, token string) (core.Ended, error) {
-	return e.end(ctx, abi.OpDisconnect, user, device, token)
-}
-
-func (e *Engine) end(ctx context.Context, op, user, device, token string) (core.Ended, error) {
-	res, err := e.do(ctx, op, &abi.End{User: user, Device: device, Token: token})
-	if err != nil {
-		return core.Ended{}, err
-	}
-	return res.(*abi.Ended).Core(), nil
-}
-
-// SetManual is core.Engine.SetManual in the module.
-func (e *Engine) SetManual(ctx context.Context, user string, m core.Manual, ttl time.Duration) ([]core.Change, error) {
-	res, err := e.do(ctx, abi.OpSetManual, &abi.SetManual{User: user, Manual: abi.Manual(m), TTL: abi.Duration(ttl)})
+	res, err := e.do(ctx, name, args)
 	if err != nil {
 		return nil, err
 	}
-	return res.(*abi.Changes).Core(), nil
+	return outcome(res)
 }
 
-// Status is core.Engine.Status in the module.
-func (e *Engine) Status(ctx context.Context, user string) (core.UserStatus, error) {
-	res, err := e.do(ctx, abi.OpStatus, &abi.StatusArgs{User: user})
-	if err != nil {
-		return core.UserStatus{}, err
+// request is op as an ABI operation and its argument.
+func request(op core.Op) (string, any, error) {
+	switch op := op.(type) {
+	case core.Heartbeat:
+		w := abi.FromHeartbeat(op)
+		return abi.OpHeartbeat, &w, nil
+	case core.HeartbeatBatch:
+		w := abi.HeartbeatBatch{Beats: make([]abi.Heartbeat, len(op))}
+		for i, hb := range op {
+			w.Beats[i] = abi.FromHeartbeat(hb)
+		}
+		return abi.OpHeartbeatBatch, &w, nil
+	case core.Login:
+		w := abi.FromLogin(op)
+		return abi.OpLogin, &w, nil
+	case core.Logout:
+		return abi.OpLogout, &abi.End{User: op.User, Device: op.Device, Token: op.Token}, nil
+	case core.Disconnect:
+		return abi.OpDisconnect, &abi.End{User: op.User, Device: op.Device, Token: op.Token}, nil
+	case core.SetManual:
+		return abi.OpSetManual, &abi.SetManual{User: op.User, Manual: abi.Manual(op.Manual), TTL: abi.Duration(op.TTL)}, nil
+	case core.ReadStatus:
+		return abi.OpStatus, &abi.StatusArgs{User: op.User}, nil
+	case core.ReadStatuses:
+		return abi.OpStatuses, &abi.StatusesArgs{Users: op.Users}, nil
+	case core.ScopeTouch:
+		return abi.OpTouch, &abi.Touch{Scope: scope(op.Scope), Member: op.Member}, nil
+	case core.TouchBatch:
+		w := abi.TouchBatch{Touches: make([]abi.Touch, len(op))}
+		for i, t := range op {
+			w.Touches[i] = abi.Touch{Scope: scope(t.Scope), Member: t.Member}
+		}
+		return abi.OpTouchBatch, &w, nil
+	case core.Leave:
+		return abi.OpLeave, &abi.Touch{Scope: scope(op.Scope), Member: op.Member}, nil
+	case core.ReadCount:
+		return abi.OpCount, &abi.ScopeArgs{Scope: scope(op.Scope)}, nil
+	case core.ReadMembers:
+		return abi.OpMembers, &abi.MembersArgs{Scope: scope(op.Scope), Cursor: op.Cursor, Limit: op.Limit}, nil
+	case core.ReadActive:
+		return abi.OpActiveWithin, &abi.ActiveWithinArgs{Scope: scope(op.Scope), Within: abi.Duration(op.Within)}, nil
+	case core.ReadOnline:
+		return abi.OpOnline, &abi.Empty{}, nil
+	case core.SweepUsers:
+		return abi.OpSweepUsers, &abi.Empty{}, nil
+	case core.SweepScopes:
+		return abi.OpSweepScopes, &abi.Empty{}, nil
+	case core.ReadChangeLog:
+		return abi.OpChangeLogAfter, &abi.ChangeLogArgs{After: op.After, Limit: op.Limit}, nil
+	case core.AckEvents:
+		return abi.OpAck, &abi.AckArgs{IDs: op.IDs}, nil
 	}
-	return res.(*abi.UserStatus).Core(), nil
+	return "", nil, fmt.Errorf("presence/host: the ABI has no %T: %w", op, core.ErrUnsupported)
 }
 
-// Statuses is core.Engine.Statuses in the module.
-func (e *Engine) Statuses(ctx context.Context, users []string) ([]core.UserStatus, error) {
-	res, err := e.do(ctx, abi.OpStatuses, &abi.StatusesArgs{Users: users})
-	if err != nil {
-		return nil, err
+// outcome is an ABI result as the core outcome it stands for.
+func outcome(res any) (any, error) {
+	switch r := res.(type) {
+	case *abi.Ack:
+		ack := r.Core()
+		return ack, ack.Err
+	case *abi.Acks:
+		out := make([]core.Ack, len(r.Acks))
+		for i, a := range r.Acks {
+			out[i] = a.Core()
+		}
+		return out, nil
+	case *abi.LoginResult:
+		return r.Core(), nil
+	case *abi.Ended:
+		return r.Core(), nil
+	case *abi.Changes:
+		return r.Core(), nil
+	case *abi.UserStatus:
+		return r.Core(), nil
+	case *abi.Statuses:
+		out := make([]core.UserStatus, len(r.Statuses))
+		for i, w := range r.Statuses {
+			out[i] = w.Core()
+		}
+		return out, nil
+	case *abi.Removed:
+		return r.Removed, nil
+	case *abi.Count:
+		return r.Core(), nil
+	case *abi.MemberPage:
+		return r.Core(), nil
+	case *abi.N:
+		return r.N, nil
+	case *abi.SweepReport:
+		return r.Core(), nil
+	case *abi.ChangeLog:
+		entries, gap := r.Core()
+		return core.LogPage{Entries: entries, Gap: gap}, nil
+	case *abi.Online:
+		return r.Core()
 	}
-	ws := res.(*abi.Statuses).Statuses
-	out := make([]core.UserStatus, len(ws))
-	for i, w := range ws {
-		out[i] = w.Core()
-	}
-	return out, nil
+	return nil, nil // Empty: the op's outcome is nil
 }
 
 func scope(sc core.Scope) abi.Scope { return abi.Scope{Class: sc.Class, ID: sc.ID} }
-
-// Touch is core.Engine.Touch in the module.
-func (e *Engine) Touch(ctx context.Context, sc core.Scope, member string) error {
-	_, err := e.do(ctx, abi.OpTouch, &abi.Touch{Scope: scope(sc), Member: member})
-	return err
-}
-
-// TouchBatch is core.Engine.TouchBatch in the module.
-func (e *Engine) TouchBatch(ctx context.Context, touches []core.ScopeTouch) error {
-	w := abi.TouchBatch{Touches: make([]abi.Touch, len(touches))}
-	for i, t := range touches {
-		w.Touches[i] = abi.Touch{Scope: scope(t.Scope), Member: t.Member}
-	}
-	_, err := e.do(ctx, abi.OpTouchBatch, &w)
-	return err
-}
-
-// Leave is core.Engine.Leave in the module.
-func (e *Engine) Leave(ctx context.Context, sc core.Scope, member string) (bool, error) {
-	res, err := e.do(ctx, abi.OpLeave, &abi.Touch{Scope: scope(sc), Member: member})
-	if err != nil {
-		return false, err
-	}
-	return res.(*abi.Removed).Removed, nil
-}
-
-// Count is core.Engine.Count in the module.
-func (e *Engine) Count(ctx context.Context, sc core.Scope) (core.Count, error) {
-	res, err := e.do(ctx, abi.OpCount, &abi.ScopeArgs{Scope: scope(sc)})
-	if err != nil {
-		return core.Count{}, err
-	}
-	return res.(*abi.Count).Core(), nil
-}
-
-// Members is core.Engine.Members in the module.
-func (e *Engine) Members(ctx context.Context, sc core.Scope, cursor string, limit int) (core.MemberPage, error) {
-	res, err := e.do(ctx, abi.OpMembers, &abi.MembersArgs{Scope: scope(sc), Cursor: cursor, Limit: limit})
-	if err != nil {
-		return core.MemberPage{}, err
-	}
-	return res.(*abi.MemberPage).Core(), nil
-}
-
-// ActiveWithin is core.Engine.ActiveWithin in the module.
-func (e *Engine) ActiveWithin(ctx context.Context, sc core.Scope, d time.Duration) (int64, error) {
-	res, err := e.do(ctx, abi.OpActiveWithin, &abi.ActiveWithinArgs{Scope: scope(sc), Within: abi.Duration(d)})
-	if err != nil {
-		return 0, err
-	}
-	return res.(*abi.N).N, nil
-}
-
-// SweepUsers is core.Engine.SweepUsers in the module.
-func (e *Engine) SweepUsers(ctx context.Context) (core.SweepReport, error) {
-	return e.sweep(ctx, abi.OpSweepUsers)
-}
-
-// SweepScopes is core.Engine.SweepScopes in the module.
-func (e *Engine) SweepScopes(ctx context.Context) (core.SweepReport, error) {
-	return e.sweep(ctx, abi.OpSweepScopes)
-}
-
-func (e *Engine) sweep(ctx context.Context, op string) (core.SweepReport, error) {
-	res, err := e.do(ctx, op, &abi.Empty{})
-	if err != nil {
-		return core.SweepReport{}, err
-	}
-	return res.(*abi.SweepReport).Core(), nil
-}
-
-// ChangeLogAfter is core.Engine.ChangeLogAfter in the module.
-func (e *Engine) ChangeLogAfter(ctx context.Context, after string, limit int) ([]core.LoggedChange, bool, error) {
-	res, err := e.do(ctx, abi.OpChangeLogAfter, &abi.ChangeLogArgs{After: after, Limit: limit})
-	if err != nil {
-		return nil, false, err
-	}
-	entries, gap := res.(*abi.ChangeLog).Core()
-	return entries, gap, nil
-}
-
-// Online is core.Engine.Online in the module.
-func (e *Engine) Online(ctx context.Context) (map[core.Status]int64, error) {
-	res, err := e.do(ctx, abi.OpOnline, &abi.Empty{})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*abi.Online).Core()
-}

@@ -53,15 +53,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
+	if _, err := eng.Do(ctx, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true}); err != nil {
 		panic(err)
 	}
-	st, err := eng.Status(ctx, "alice")
+	v, err := eng.Do(ctx, core.ReadStatus{User: "alice"})
 	if err != nil {
 		panic(err)
 	}
+	st := v.(core.UserStatus)
 	fmt.Println(st.Status, st.Devices[0].ID, st.Devices[0].State)
-	_, err = eng.Heartbeat(ctx, core.Heartbeat{User: "", Device: "phone"})
+	_, err = eng.Do(ctx, core.Heartbeat{User: "", Device: "phone"})
 	fmt.Println(err)
 	// Output:
 	// ONLINE phone ONLINE

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/host"
 )
@@ -22,7 +23,7 @@ func TestEngineBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb, Active: true})
+	ack, err := opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb, Active: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,31 +32,31 @@ func TestEngineBasics(t *testing.T) {
 	}
 	clk.set(t0.Add(2 * time.Second))
 	mr.SetTime(clk.Now())
-	r, err := eng.SweepUsers(ctx)
+	r, err := opdo.Do[core.SweepReport](ctx, eng, core.SweepUsers{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Changes) != 1 || r.Changes[0].To != core.StatusOnline {
 		t.Fatalf("sweep %+v", r)
 	}
-	st, err := eng.Status(ctx, "alice")
+	st, err := opdo.Do[core.UserStatus](ctx, eng, core.ReadStatus{User: "alice"})
 	if err != nil || st.Status != core.StatusOnline || len(st.Devices) != 1 {
 		t.Fatalf("status %+v %v", st, err)
 	}
-	_, err = eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb, Token: "not-the-token"})
+	_, err = opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb, Token: "not-the-token"})
 	if !errors.Is(err, core.ErrSessionReplaced) {
 		t.Fatalf("stale token: %v", err)
 	}
-	_, err = eng.Heartbeat(ctx, core.Heartbeat{User: "", Device: "web"})
+	_, err = opdo.Do[core.Ack](ctx, eng, core.Heartbeat{User: "", Device: "web"})
 	var ie *core.InputError
 	if !errors.As(err, &ie) || ie.Field != "Heartbeat.User" {
 		t.Fatalf("empty user: %v", err)
 	}
 	sc := core.Scope{Class: "room", ID: "r1"}
-	if err := eng.Touch(ctx, sc, "alice"); err != nil {
+	if err := opdo.Err(ctx, eng, core.ScopeTouch{Scope: sc, Member: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := eng.Count(ctx, sc); err != nil || c.N != 1 {
+	if c, err := opdo.Do[core.Count](ctx, eng, core.ReadCount{Scope: sc}); err != nil || c.N != 1 {
 		t.Fatalf("count %+v %v", c, err)
 	}
 }
@@ -142,7 +143,7 @@ func TestBadResumesAreErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Status(ctx, "alice"); err != nil {
+	if _, err := opdo.Do[core.UserStatus](ctx, eng, core.ReadStatus{User: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/internal/testtier"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/host"
@@ -189,7 +190,7 @@ func (s *paritySeq) step(i int) {
 		hb := s.heartbeat()
 		var ack core.Ack
 		run(func(p core.Presence) (any, error) {
-			a, err := p.Heartbeat(ctx, hb)
+			a, err := opdo.Do[core.Ack](ctx, p, hb)
 			ack = a
 			return abi.FromAck(a), err
 		})
@@ -202,7 +203,7 @@ func (s *paritySeq) step(i int) {
 		}
 		var acks []core.Ack
 		run(func(p core.Presence) (any, error) {
-			a, err := p.HeartbeatBatch(ctx, beats)
+			a, err := opdo.Do[[]core.Ack](ctx, p, core.HeartbeatBatch(beats))
 			acks = a
 			w := make([]abi.Ack, len(a))
 			for j := range a {
@@ -233,7 +234,7 @@ func (s *paritySeq) step(i int) {
 		}
 		var lr core.LoginResult
 		run(func(p core.Presence) (any, error) {
-			r, err := p.Login(ctx, l)
+			r, err := opdo.Do[core.LoginResult](ctx, p, l)
 			lr = r
 			return abi.FromLoginResult(r), err
 		})
@@ -245,11 +246,11 @@ func (s *paritySeq) step(i int) {
 		tok := s.token(key(u, d))
 		logout := s.r.IntN(2) == 0
 		run(func(p core.Presence) (any, error) {
-			end := p.Disconnect
+			var end core.Op = core.Disconnect{User: u, Device: d, Token: tok}
 			if logout {
-				end = p.Logout
+				end = core.Logout{User: u, Device: d, Token: tok}
 			}
-			r, err := end(ctx, u, d, tok)
+			r, err := opdo.Do[core.Ended](ctx, p, end)
 			return abi.FromEnded(r), err
 		})
 	case n < 56:
@@ -258,14 +259,14 @@ func (s *paritySeq) step(i int) {
 		m := core.Manual(s.r.IntN(3))
 		ttl := []time.Duration{0, time.Duration(1+s.r.IntN(600_000)) * time.Millisecond, -time.Second}[s.r.IntN(3)]
 		run(func(p core.Presence) (any, error) {
-			cs, err := p.SetManual(ctx, u, m, ttl)
+			cs, err := opdo.Do[[]core.Change](ctx, p, core.SetManual{User: u, Manual: m, TTL: ttl})
 			return abi.FromChanges(cs), err
 		})
 	case n < 62:
 		name = "status"
 		u := s.user()
 		run(func(p core.Presence) (any, error) {
-			st, err := p.Status(ctx, u)
+			st, err := opdo.Do[core.UserStatus](ctx, p, core.ReadStatus{User: u})
 			return abi.FromUserStatus(st), err
 		})
 	case n < 65:
@@ -274,7 +275,7 @@ func (s *paritySeq) step(i int) {
 		s.r.Shuffle(len(users), func(a, b int) { users[a], users[b] = users[b], users[a] })
 		users = users[:1+s.r.IntN(len(users))]
 		run(func(p core.Presence) (any, error) {
-			ss, err := p.Statuses(ctx, users)
+			ss, err := opdo.Do[[]core.UserStatus](ctx, p, core.ReadStatuses{Users: users})
 			w := make([]abi.UserStatus, len(ss))
 			for j := range ss {
 				w[j] = abi.FromUserStatus(ss[j])
@@ -292,19 +293,19 @@ func (s *paritySeq) step(i int) {
 		}
 		run(func(p core.Presence) (any, error) {
 			if len(touches) == 1 {
-				return nil, p.Touch(ctx, touches[0].Scope, touches[0].Member)
+				return nil, opdo.Err(ctx, p, core.ScopeTouch{Scope: touches[0].Scope, Member: touches[0].Member})
 			}
-			return nil, p.TouchBatch(ctx, touches)
+			return nil, opdo.Err(ctx, p, core.TouchBatch(touches))
 		})
 	case n < 76:
 		name = "leave"
 		sc, m := s.scope(), s.user()
-		run(func(p core.Presence) (any, error) { return p.Leave(ctx, sc, m) })
+		run(func(p core.Presence) (any, error) { return opdo.Do[bool](ctx, p, core.Leave{Scope: sc, Member: m}) })
 	case n < 82:
 		name = "count"
 		sc := s.scope()
 		run(func(p core.Presence) (any, error) {
-			c, err := p.Count(ctx, sc)
+			c, err := opdo.Do[core.Count](ctx, p, core.ReadCount{Scope: sc})
 			return abi.FromCount(c), err
 		})
 	case n < 86:
@@ -317,7 +318,7 @@ func (s *paritySeq) step(i int) {
 		limit := 1 + s.r.IntN(3)
 		var next string
 		run(func(p core.Presence) (any, error) {
-			pg, err := p.Members(ctx, sc, cur, limit)
+			pg, err := opdo.Do[core.MemberPage](ctx, p, core.ReadMembers{Scope: sc, Cursor: cur, Limit: limit})
 			next = pg.Next
 			return abi.FromMemberPage(pg), err
 		})
@@ -326,27 +327,26 @@ func (s *paritySeq) step(i int) {
 		name = "active_within"
 		sc := s.scope()
 		d := time.Duration(s.r.IntN(700_000)) * time.Millisecond
-		run(func(p core.Presence) (any, error) { return p.ActiveWithin(ctx, sc, d) })
+		run(func(p core.Presence) (any, error) {
+			return opdo.Do[int64](ctx, p, core.ReadActive{Scope: sc, Within: d})
+		})
 	case n < 94:
 		name = "sweep_users"
 		run(func(p core.Presence) (any, error) {
-			r, err := p.SweepUsers(ctx)
+			r, err := opdo.Do[core.SweepReport](ctx, p, core.SweepUsers{})
 			r.Duration = 0 // server time spent: both run at one virtual instant
 			return abi.FromSweepReport(r), err
 		})
 	case n < 96:
 		name = "online"
 		run(func(p core.Presence) (any, error) {
-			type counter interface {
-				Online(ctx context.Context) (map[core.Status]int64, error)
-			}
-			c, err := p.(counter).Online(ctx)
+			c, err := opdo.Do[map[core.Status]int64](ctx, p, core.ReadOnline{})
 			return abi.FromOnline(c), err
 		})
 	case n < 98:
 		name = "sweep_scopes"
 		run(func(p core.Presence) (any, error) {
-			r, err := p.SweepScopes(ctx)
+			r, err := opdo.Do[core.SweepReport](ctx, p, core.SweepScopes{})
 			r.Duration = 0
 			return abi.FromSweepReport(r), err
 		})
@@ -355,11 +355,8 @@ func (s *paritySeq) step(i int) {
 		after := []string{"", "0-0", "x"}[s.r.IntN(3)]
 		limit := 1 + s.r.IntN(3)
 		run(func(p core.Presence) (any, error) {
-			type logger interface {
-				ChangeLogAfter(ctx context.Context, after string, limit int) ([]core.LoggedChange, bool, error)
-			}
-			es, gap, err := p.(logger).ChangeLogAfter(ctx, after, limit)
-			return abi.FromChangeLog(es, gap), err
+			page, err := opdo.Do[core.LogPage](ctx, p, core.ReadChangeLog{After: after, Limit: limit})
+			return abi.FromChangeLog(page.Entries, page.Gap), err
 		})
 	}
 	s.ops[name]++

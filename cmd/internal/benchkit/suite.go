@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // Workload groups, as Suite.Only takes them.
@@ -296,7 +297,7 @@ func Login(ctx context.Context, e core.Presence, n int, user func(int) string) (
 		for i := lo; i < hi; i++ {
 			beats = append(beats, core.Heartbeat{User: user(i), Device: "d0", Kind: core.KindWeb, Active: true})
 		}
-		acks, err := e.HeartbeatBatch(ctx, beats)
+		acks, err := opdo.Do[[]core.Ack](ctx, e, core.HeartbeatBatch(beats))
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +332,7 @@ func Warm(ctx context.Context, e core.Presence, users, tokens []string, device f
 		for i := lo; i < min(lo+core.MaxBatch, len(users)); i++ {
 			beats = append(beats, core.Heartbeat{User: users[i], Device: device(i), Kind: core.KindWeb, Token: tokens[i], Active: true})
 		}
-		acks, err := e.HeartbeatBatch(ctx, beats)
+		acks, err := opdo.Do[[]core.Ack](ctx, e, core.HeartbeatBatch(beats))
 		if err != nil {
 			return err
 		}
@@ -352,7 +353,7 @@ func Fill(ctx context.Context, e core.Presence, sc core.Scope, n int, member fun
 		for i := lo; i < min(lo+core.MaxBatch, n); i++ {
 			touches = append(touches, core.ScopeTouch{Scope: sc, Member: member(i)})
 		}
-		if err := e.TouchBatch(ctx, touches); err != nil {
+		if err := opdo.Err(ctx, e, core.TouchBatch(touches)); err != nil {
 			return err
 		}
 	}

@@ -44,18 +44,12 @@ type op struct {
 	stale     bool
 }
 
-// engine is what an edge runs: core.Engine or host.Engine.
-type engine interface {
-	core.Presence
-	Online(ctx context.Context) (map[core.Status]int64, error)
-}
-
 // edge is one edge node.
 type edge struct {
 	index  int
 	name   string
 	up     bool
-	engine engine
+	engine core.Presence // core.Engine or host.Engine
 	store  *edgeStore
 	close  func()
 	queue  []op

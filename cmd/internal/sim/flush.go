@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // flush sends the operations of this tick, as gateways would. First the
@@ -89,7 +90,7 @@ func (w *world) flush() error {
 							beats[i] = o.heartbeat
 						}
 						var acks []core.Ack
-						acks, c.batch.err = c.batch.edge.engine.HeartbeatBatch(w.ctx, beats)
+						acks, c.batch.err = opdo.Do[[]core.Ack](w.ctx, c.batch.edge.engine, core.HeartbeatBatch(beats))
 						c.batch.acks = append(c.batch.acks, acks)
 						return
 					}
@@ -97,7 +98,7 @@ func (w *world) flush() error {
 					for i, o := range c.touches {
 						touches[i] = core.ScopeTouch{Scope: core.Scope{Class: videoClass, ID: w.videos[o.video].id}, Member: w.users[o.user].id}
 					}
-					c.batch.err = c.batch.edge.engine.TouchBatch(w.ctx, touches)
+					c.batch.err = opdo.Err(w.ctx, c.batch.edge.engine, core.TouchBatch(touches))
 				})
 			}
 		})
@@ -214,7 +215,7 @@ func (w *world) single(e *edge, o op) error {
 	case opLogin:
 		d := &w.devices[o.device]
 		login := core.Login{User: u.id, Device: d.id, Kind: d.kind, Gateway: e.name, Policy: o.policy}
-		res, err := e.engine.Login(w.ctx, login)
+		res, err := opdo.Do[core.LoginResult](w.ctx, e.engine, login)
 		if err != nil {
 			return err
 		}
@@ -260,11 +261,11 @@ func (w *world) single(e *edge, o op) error {
 		w.changes(res.Changes)
 	case opLogout, opDisconnect:
 		d := &w.devices[o.device]
-		end := e.engine.Disconnect
+		var end core.Op = core.Disconnect{User: u.id, Device: d.id, Token: o.heartbeat.Token}
 		if o.kind == opLogout {
-			end = e.engine.Logout
+			end = core.Logout{User: u.id, Device: d.id, Token: o.heartbeat.Token}
 		}
-		res, err := end(w.ctx, u.id, d.id, o.heartbeat.Token)
+		res, err := opdo.Do[core.Ended](w.ctx, e.engine, end)
 		wantRemoved, wantRefused := w.end(d, o.heartbeat.Token, o.kind == opLogout, w.now)
 		switch {
 		case err != nil && !(wantRefused && err == core.ErrSessionReplaced):
@@ -277,7 +278,7 @@ func (w *world) single(e *edge, o op) error {
 		w.settle(u, w.now)
 		w.changes(res.Changes)
 	case opManual:
-		changes, err := e.engine.SetManual(w.ctx, u.id, o.manual, 0)
+		changes, err := opdo.Do[[]core.Change](w.ctx, e.engine, core.SetManual{User: u.id, Manual: o.manual})
 		if err != nil {
 			return err
 		}
@@ -287,7 +288,7 @@ func (w *world) single(e *edge, o op) error {
 		w.changes(changes)
 	case opLeave:
 		v := &w.videos[o.video]
-		_, err := e.engine.Leave(w.ctx, core.Scope{Class: videoClass, ID: v.id}, u.id)
+		_, err := opdo.Do[bool](w.ctx, e.engine, core.Leave{Scope: core.Scope{Class: videoClass, ID: v.id}, Member: u.id})
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/opdo"
 )
 
 // Stats are the counters of a run.
@@ -66,12 +67,12 @@ func (w *world) sweep(census bool) error {
 	if !e.up {
 		e = w.edges[w.liveEdge()]
 	}
-	swept, err := e.engine.SweepUsers(w.ctx)
+	swept, err := opdo.Do[core.SweepReport](w.ctx, e.engine, core.SweepUsers{})
 	if err != nil {
 		return fmt.Errorf("sim: sweep users: %w", err)
 	}
 	w.changes(swept.Changes)
-	if _, err := e.engine.SweepScopes(w.ctx); err != nil {
+	if _, err := opdo.Do[core.SweepReport](w.ctx, e.engine, core.SweepScopes{}); err != nil {
 		return fmt.Errorf("sim: sweep scopes: %w", err)
 	}
 	w.stats.Sweeps++
@@ -99,7 +100,7 @@ func (w *world) sweep(census bool) error {
 			}
 		}
 	}
-	online, err := e.engine.Online(w.ctx)
+	online, err := opdo.Do[map[core.Status]int64](w.ctx, e.engine, core.ReadOnline{})
 	if err != nil {
 		return fmt.Errorf("sim: online: %w", err)
 	}
@@ -156,7 +157,7 @@ func (w *world) checkCounts(e *edge) error {
 	for i := range w.videos {
 		v := &w.videos[i]
 		truthNow := v.samples[len(v.samples)-1].count
-		count, err := e.engine.Count(w.ctx, core.Scope{Class: videoClass, ID: v.id})
+		count, err := opdo.Do[core.Count](w.ctx, e.engine, core.ReadCount{Scope: core.Scope{Class: videoClass, ID: v.id}})
 		if err != nil {
 			return fmt.Errorf("sim: count: %w", err)
 		}
@@ -189,7 +190,7 @@ func (w *world) census(e *edge) error {
 		for i := lo; i < hi; i++ {
 			ids = append(ids, w.users[i].id)
 		}
-		statuses, err := e.engine.Statuses(w.ctx, ids)
+		statuses, err := opdo.Do[[]core.UserStatus](w.ctx, e.engine, core.ReadStatuses{Users: ids})
 		if err != nil {
 			return fmt.Errorf("sim: statuses: %w", err)
 		}
