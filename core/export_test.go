@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // GroupQueued is how many calls wait in e's group commit queue.
 func GroupQueued(e *Engine) int {
 	e.comb.mu.Lock()
@@ -28,3 +30,6 @@ func (k KeyNames) CompactIndex(sc Scope) (string, error) {
 	sk, err := k.selfSized(sc)
 	return sk.compactIndexKey(), err
 }
+
+// NowArg formats t as plans and scripts take "now" (nowArg).
+func NowArg(t time.Time) string { return nowArg(t) }

@@ -11,7 +11,7 @@ import (
 // applies it to the reference model; Engine's typed methods are shorthands
 // for Do. Only this package implements Op.
 type Op interface {
-	// plan makes the operation's plan at now (NowArg form).
+	// plan makes the operation's plan at now (nowArg form).
 	plan(pl *Planner, now string) Stepper
 	// run runs it on e, as Engine.Do.
 	run(ctx context.Context, e *Engine) (any, error)
@@ -22,7 +22,7 @@ type Op interface {
 // Plan makes the plan of op at now, for a driver to step. The zero now lets
 // each script read the server's clock (as an engine without Config.Clock
 // does). Tokens are drawn from Config.Rand when the plan is made.
-func (pl *Planner) Plan(op Op, now time.Time) Stepper { return op.plan(pl, NowArg(now)) }
+func (pl *Planner) Plan(op Op, now time.Time) Stepper { return op.plan(pl, nowArg(now)) }
 
 // Do runs op and returns its outcome, whose type is given on each Op type
 // (an Ack for a Heartbeat, a LoginResult for a Login…). Engine's typed

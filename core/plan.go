@@ -83,7 +83,7 @@ func (p *Plan[T]) Done() bool { return p.m.done }
 // SetNow sets the instant of the calls the plan builds from here on: the
 // driver's clock, or the zero time to let each script read the server's
 // clock. A driver that has a clock sets it before each Step.
-func (p *Plan[T]) SetNow(now time.Time) { p.m.now = NowArg(now) }
+func (p *Plan[T]) SetNow(now time.Time) { p.m.now = nowArg(now) }
 
 // Result is Outcome with the result as an any, for a driver that steps
 // plans of any outcome type (see Op for each one's type).
@@ -112,10 +112,10 @@ func (p *Plan[T]) Messages() []Publication {
 
 func (p *Plan[T]) machine() *machine { return &p.m }
 
-// NowArg formats t as plans and scripts take "now": milliseconds since the
+// nowArg formats t as plans and scripts take "now": milliseconds since the
 // epoch; the zero time gives "", which lets each script read the server's
 // clock.
-func NowArg(t time.Time) string {
+func nowArg(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
@@ -443,7 +443,7 @@ type planner struct {
 // Planner makes the plans of an engine's operations (Plan), for drivers
 // other than Engine's blocking one: hosts with their own I/O, or many
 // operations sharing round trips (Engine.Run). Its methods mirror Engine's,
-// with "now" (NowArg) in place of the context; they draw tokens from
+// with "now" (nowArg) in place of the context; they draw tokens from
 // Config.Rand as the engine would, when the plan is made.
 type Planner struct{ p *planner }
 
