@@ -65,7 +65,7 @@ const (
 -- nothing: a record flagged as fenced implies the fence its start set,
 -- (loginAt + KickFence, token), so only a fence that says more than the
 -- device's record is written, as an item of its own.
--- Statuses are numbered as userlib.lua names them (OFFLINE … DND).
+-- A status is a number, as core.Status numbers it.
 
 
 
@@ -75,12 +75,11 @@ const (
 
 
 
--- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
-
-
-
-
-
+-- The statuses (OFFLINE, PUSH_ONLINE, …), manual statuses (MANUAL_NONE, …),
+-- kinds (KIND_WEB, …, each a string, as arguments and records hold it),
+-- login policies (POLICY_MULTI, …) and scope layouts (LAYOUT_EXACT, …, each
+-- a string) are package core's (status.go): no Lua file defines them, and
+-- go generate ./core writes their numbers in (core/internal/luabuild).
 
 
 
@@ -416,16 +415,6 @@ return reply
 
 
 
-
-
-
-
--- Manual statuses (core.Manual).
-
-
-
-
--- Login policies (core.Policy).
 
 
 
@@ -1189,9 +1178,7 @@ return { now, results }
 -- for each removed session (the device's own earlier session included);
 -- events holds user, from, to, outbox ID.
 
--- Kinds (core.Kind) that share one class under POLICY_PER_KIND.
-
-
+-- KIND_IOS and KIND_ANDROID share one class under POLICY_EXCLUSIVE_PER_KIND.
 local P = params()
 local now = P.now
 local user, dev, kind, policy = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[18])
@@ -1721,7 +1708,7 @@ end
                       -- members out first)
 
 
-                         -- registry only (a spread compact shard is
+                         -- or '3': registry only (a spread compact shard is
                          -- written by shard_touch.lua)
 
                          -- shards' prefix; approx: the bucket key up to its start)
@@ -2229,28 +2216,28 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "4c4a453db5a9c862ccaff96017a06058771a05d6"
-	shaHeartbeatFull   = "48cb7e437252375ce2c21bd2fccdeb85a5e189e9"
-	shaLogin           = "20aa41f0dc079ffba435d87579892d0990ecf29d"
-	shaLogout          = "6c3333aa3c9bc272359ead54a83bff94eeed78f6"
-	shaManual          = "c3fc53ef4da420978ffb8cf7e985d1e2bf6a852a"
-	shaStatus          = "02d73c602d9f08cd48751823b4bd01883c3794dd"
-	shaSweepUsers      = "05c9185cfe185eaa40b1d59d4892a516acc00344"
+	shaHeartbeatSteady = "610eed136fe2f3309efa94265f91bc4786c23dd4"
+	shaHeartbeatFull   = "200b9d347ae9783aa9936c22720a7fafefec32c4"
+	shaLogin           = "ab0ff44fcc03ac813924ce58eae43ae065d792b1"
+	shaLogout          = "432b2605f6852f0a1bbcac92bfe1677464698077"
+	shaManual          = "f8a58ddc1a2614cdaaf10a72285788adc8c9235d"
+	shaStatus          = "d7d0e400ffa96aa1d80487c6236c8cb06efda92b"
+	shaSweepUsers      = "4cd9011b8481f0277693a9ff2a6c2c2255beac56"
 	shaUnlock          = "cc4d30f1b0185065d850911c2eafc8082ae3a23e"
-	shaTouch           = "ae06ae5de80851fd3da1d9350d475ac396152e6d"
-	shaLeave           = "ab83f384911306f19fd95158c478aa715e6a360a"
-	shaCount           = "d73457e01c1a01248b981f0348e6d61ad3c74a7f"
-	shaMembers         = "1fcf17c20ac7450a96ba7fd59159dce03969308e"
-	shaActive          = "5ed86bd8d607b780c9a5bfca502ef2c10821fc95"
-	shaSweepScopes     = "e565ee15413c59d8bd7dcd920ad30d42de8643fd"
+	shaTouch           = "f80fd3e909ba6f812bf109c6cc23d1b248de2fac"
+	shaLeave           = "ca0f5b9af55451dd19130faf18eb91991631b0b5"
+	shaCount           = "7f6de0769507fd4289feb2485010fef9f46c7928"
+	shaMembers         = "757872f4204ebf13414f02117fe761326149d254"
+	shaActive          = "e749b4269685f13afc055cfec935a4e4c06b1b86"
+	shaSweepScopes     = "0a5872d7e68559657038a3318dd4fe11e0bbf5f4"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "b6301d009d50cf7460aa097cc1cb96eda81a3cae"
-	shaShardTouch      = "7dc8f2bdb97dc63908abfd54fa229217e7355621"
+	shaShardTouch      = "a225eda499be723d65b7aee3d204448265462fab"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
-	shaShardSweep      = "8352aaa144ea93f7ab0bb6d85a789af215047b3f"
+	shaShardSweep      = "4041277565c5261ce9708da022cfcbab02fcb4f9"
 	shaShardDrop       = "c40a21c88b98ef27d274a4b89efdcbc5dff68646"
-	shaScopeFinish     = "9f478229bc8980b52c2f9db15046a39a6e4a1143"
+	shaScopeFinish     = "8154805b7bf07ff1f1a34804be13fcf49fb06aed"
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )

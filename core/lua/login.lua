@@ -20,9 +20,7 @@ local ARG_TOKEN = ARG_OWN + 8        -- the new session token
 -- for each removed session (the device's own earlier session included);
 -- events holds user, from, to, outbox ID.
 
--- Kinds (core.Kind) that share one class under POLICY_PER_KIND.
-local KIND_IOS = '3'
-local KIND_ANDROID = '4'
+-- KIND_IOS and KIND_ANDROID share one class under POLICY_EXCLUSIVE_PER_KIND.
 local P = params()
 local now = P.now
 local user, dev, kind, policy = ARGV[ARG_USER], ARGV[ARG_DEVICE], ARGV[ARG_KIND], tonumber(ARGV[ARG_LOGIN_POLICY])
@@ -47,7 +45,7 @@ end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
   if state(r, now, P) ~= OFFLINE then
-    if id == dev or policy == POLICY_EXCLUSIVE or (policy == POLICY_PER_KIND and class(r.kind) == class(kind)) then
+    if id == dev or policy == POLICY_EXCLUSIVE or (policy == POLICY_EXCLUSIVE_PER_KIND and class(r.kind) == class(kind)) then
       kicked[#kicked + 1] = id
     else
       keep = keep + 1

@@ -25,16 +25,6 @@ local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
 local ARG_OUTBOX = 13  -- the bucket's outbox hash (P:{uB}:ob, emit below)
 local ARG_OWN = 14
 
--- Manual statuses (core.Manual).
-local MANUAL_NONE = 0
-local MANUAL_DND = 1
-local MANUAL_INVISIBLE = 2
-
--- Login policies (core.Policy).
-local POLICY_MULTI = 0
-local POLICY_EXCLUSIVE = 1
-local POLICY_PER_KIND = 2
-
 -- The bytes that mark a static record's manual expiry, a fence item and
 -- the end of a field (recordlib.lua).
 local MANUAL_EXPIRES_BYTE = string.byte(MANUAL_EXPIRES)

@@ -1,0 +1,151 @@
+package luabuild
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strconv"
+	"strings"
+)
+
+// TableFile is the file of package core that defines the enumerations the
+// scripts, the JSON and the JavaScript share: for each, a const block of
+// its type counting up from iota, and its names, by number, in the array
+// <type>Names ("statusNames"), as String spells them.
+const TableFile = "status.go"
+
+// Enum is one enumeration of package core as TableFile defines it.
+type Enum struct {
+	Type   string   // the Go type, "Status"
+	Consts []string // its constants' Go names by number, "StatusOffline" first
+	Names  []string // the names String returns, by number, "OFFLINE" first
+	lua    enumLua
+}
+
+// enumLua is how the scripts name an enumeration's values: prefix and the
+// name in capitals ("-" as "_"), a number, or a string in quotes where the
+// scripts compare the value to an argument or a stored field as it comes.
+type enumLua struct {
+	typ, prefix string
+	quoted      bool
+}
+
+// enums are the enumerations the generated files carry, in TableFile's
+// order.
+var enums = []enumLua{
+	{"Status", "", false},
+	{"Manual", "MANUAL_", false},
+	{"Kind", "KIND_", true},
+	{"Policy", "POLICY_", false},
+	{"Layout", "LAYOUT_", true},
+}
+
+// Enums reads the enumerations from TableFile in core (package core's
+// directory).
+func Enums(core fs.FS) ([]Enum, error) {
+	src, err := fs.ReadFile(core, TableFile)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), TableFile, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	consts, names := map[string][]string{}, map[string][]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok {
+			continue
+		}
+		switch g.Tok {
+		case token.CONST:
+			typ := ""
+			for _, s := range g.Specs {
+				v := s.(*ast.ValueSpec)
+				if id, ok := v.Type.(*ast.Ident); ok && len(v.Values) == 1 && isIdent(v.Values[0], "iota") {
+					typ = id.Name
+				} else if v.Type != nil || v.Values != nil {
+					typ = ""
+				}
+				if typ != "" {
+					for _, n := range v.Names {
+						consts[typ] = append(consts[typ], n.Name)
+					}
+				}
+			}
+		case token.VAR:
+			for _, s := range g.Specs {
+				v := s.(*ast.ValueSpec)
+				if len(v.Names) != 1 || len(v.Values) != 1 || !strings.HasSuffix(v.Names[0].Name, "Names") {
+					continue
+				}
+				lit, ok := v.Values[0].(*ast.CompositeLit)
+				if !ok {
+					continue
+				}
+				var list []string
+				for _, e := range lit.Elts {
+					b, ok := e.(*ast.BasicLit)
+					if !ok || b.Kind != token.STRING {
+						return nil, fmt.Errorf("%s: %s holds a value other than a string", TableFile, v.Names[0].Name)
+					}
+					s, err := strconv.Unquote(b.Value)
+					if err != nil {
+						return nil, err
+					}
+					list = append(list, s)
+				}
+				names[v.Names[0].Name] = list
+			}
+		}
+	}
+	out := make([]Enum, 0, len(enums))
+	for _, l := range enums {
+		e := Enum{Type: l.typ, Consts: consts[l.typ], Names: names[strings.ToLower(l.typ[:1])+l.typ[1:]+"Names"], lua: l}
+		if len(e.Consts) == 0 || len(e.Consts) != len(e.Names) {
+			return nil, fmt.Errorf("%s: %d constants of type %s from iota, %d names", TableFile, len(e.Consts), e.Type, len(e.Names))
+		}
+		for i, n := range e.Names {
+			// the generated files write names as they are, in quotes
+			if n == "" || strings.Trim(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+				return nil, fmt.Errorf("%s: %s name %q is not letters, digits, '_' and '-'", TableFile, e.Type, n)
+			}
+			// the constant and the name of one number must be one value
+			if fold(strings.TrimPrefix(e.Consts[i], e.Type)) != fold(n) {
+				return nil, fmt.Errorf("%s: %s is number %d, and so is name %q", TableFile, e.Consts[i], i, n)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// fold returns s in lower case without '_' and '-': "PUSH_ONLINE" and
+// "PushOnline" are both "pushonline".
+func fold(s string) string {
+	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
+}
+
+// LuaConsts returns the named constants the scripts take from the
+// enumerations, by name, each as Inline writes it in: "PUSH_ONLINE" is
+// "1", "KIND_IOS" is "'3'", "POLICY_EXCLUSIVE_PER_KIND" is "2".
+func LuaConsts(enums []Enum) map[string]string {
+	out := map[string]string{}
+	for _, e := range enums {
+		for i, n := range e.Names {
+			v := strconv.Itoa(i)
+			if e.lua.quoted {
+				v = "'" + v + "'"
+			}
+			out[e.lua.prefix+strings.ToUpper(strings.ReplaceAll(n, "-", "_"))] = v
+		}
+	}
+	return out
+}

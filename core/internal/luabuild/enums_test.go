@@ -1,0 +1,59 @@
+package luabuild
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// TestEnums reads core's table, and tables made to differ from it.
+func TestEnums(t *testing.T) {
+	enums, err := Enums(os.DirFS("../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enums) != 5 || enums[0].Type != "Status" || enums[0].Consts[1] != "StatusPushOnline" || enums[0].Names[1] != "PUSH_ONLINE" {
+		t.Fatalf("Enums = %+v", enums)
+	}
+	src, err := os.ReadFile("../../" + TableFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ old, new, err string }{
+		{"", "", ""},
+		{`"OFFLINE", "PUSH_ONLINE"`, `"PUSH_ONLINE", "OFFLINE"`, "StatusOffline is number 0, and so is name \"PUSH_ONLINE\""},
+		{`"AWAY", "ONLINE", "DND"}`, `"AWAY", "ONLINE"}`, "5 constants of type Status from iota, 4 names"},
+		{`"ios"`, `"i os"`, "Kind name \"i os\" is not"},
+		{"var layoutNames", "var layoutNamesX", "3 constants of type Layout from iota, 0 names"},
+		{"StatusOffline Status = iota", "StatusOffline Status = 0", "0 constants of type Status"},
+		{`"exclusive-per-kind"`, `"exclusive-per-kind", 7`, "policyNames holds a value other than a string"},
+	} {
+		fsys := fstest.MapFS{TableFile: {Data: []byte(strings.Replace(string(src), c.old, c.new, 1))}}
+		_, err := Enums(fsys)
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%q → %q: error %v, want %q", c.old, c.new, err, c.err)
+		}
+	}
+}
+
+// TestLuaConsts checks the names and values the scripts take.
+func TestLuaConsts(t *testing.T) {
+	enums, err := Enums(os.DirFS("../.."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := LuaConsts(enums)
+	for name, v := range map[string]string{"OFFLINE": "0", "DND": "4", "MANUAL_NONE": "0", "KIND_OTHER": "'0'",
+		"KIND_ANDROID": "'4'", "POLICY_EXCLUSIVE_PER_KIND": "2", "LAYOUT_EXACT": "'0'", "LAYOUT_APPROX": "'2'"} {
+		if got[name] != v {
+			t.Errorf("%s = %q, want %q", name, got[name], v)
+		}
+	}
+	if len(got) != 5+3+5+3+3 {
+		t.Errorf("%d constants, want 19", len(got))
+	}
+	if src := Inline("local A = 1\nreturn A + DND + B\n", got); src != "\nreturn 1 + 4 + B\n" {
+		t.Errorf("Inline = %q", src)
+	}
+}
