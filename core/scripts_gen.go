@@ -75,11 +75,12 @@ const (
 
 
 
--- The statuses (OFFLINE, PUSH_ONLINE, …), manual statuses (MANUAL_NONE, …),
--- kinds (KIND_WEB, …, each a string, as arguments and records hold it),
--- login policies (POLICY_MULTI, …) and scope layouts (LAYOUT_EXACT, …, each
--- a string) are package core's (status.go): no Lua file defines them, and
--- go generate ./core writes their numbers in (core/internal/luabuild).
+-- The statuses (StatusOffline, …), manual statuses (ManualNone, …), kinds
+-- (KindWeb, …, each a string, as arguments and records hold it), login
+-- policies (PolicyMulti, …) and scope layouts (LayoutExact, …, each a
+-- string) are package core's constants, named as Go names them
+-- (status.go): no Lua file defines them, and go generate ./core writes
+-- their numbers in (core/internal/luabuild).
 
 
 
@@ -1178,7 +1179,7 @@ return { now, results }
 -- for each removed session (the device's own earlier session included);
 -- events holds user, from, to, outbox ID.
 
--- KIND_IOS and KIND_ANDROID share one class under POLICY_EXCLUSIVE_PER_KIND.
+-- KindIOS and KindAndroid share one class under PolicyExclusivePerKind.
 local P = params()
 local now = P.now
 local user, dev, kind, policy = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[18])
@@ -2216,28 +2217,28 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "610eed136fe2f3309efa94265f91bc4786c23dd4"
-	shaHeartbeatFull   = "200b9d347ae9783aa9936c22720a7fafefec32c4"
-	shaLogin           = "ab0ff44fcc03ac813924ce58eae43ae065d792b1"
-	shaLogout          = "432b2605f6852f0a1bbcac92bfe1677464698077"
-	shaManual          = "f8a58ddc1a2614cdaaf10a72285788adc8c9235d"
-	shaStatus          = "d7d0e400ffa96aa1d80487c6236c8cb06efda92b"
-	shaSweepUsers      = "4cd9011b8481f0277693a9ff2a6c2c2255beac56"
+	shaHeartbeatSteady = "c4b0f4ac9a865158b570f255e53fd86d81b8f3b1"
+	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
+	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
+	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"
+	shaManual          = "171cf3e4498e15a463683c4d972380f8a1ae0f58"
+	shaStatus          = "45fc6e53a005f851912bf4cf1037cb1188dfb36c"
+	shaSweepUsers      = "bcc11543f90c783aca3af481b7a7acc6a02110d4"
 	shaUnlock          = "cc4d30f1b0185065d850911c2eafc8082ae3a23e"
-	shaTouch           = "f80fd3e909ba6f812bf109c6cc23d1b248de2fac"
-	shaLeave           = "ca0f5b9af55451dd19130faf18eb91991631b0b5"
-	shaCount           = "7f6de0769507fd4289feb2485010fef9f46c7928"
-	shaMembers         = "757872f4204ebf13414f02117fe761326149d254"
-	shaActive          = "e749b4269685f13afc055cfec935a4e4c06b1b86"
-	shaSweepScopes     = "0a5872d7e68559657038a3318dd4fe11e0bbf5f4"
+	shaTouch           = "75ae620791748ed8bda4610fda3dd5bbeaa4e3da"
+	shaLeave           = "e88f2fab0a6b8c0519b62c145843b46d86ff44f8"
+	shaCount           = "da35d0207d6b53ed8a833f59381fc22ad18860b2"
+	shaMembers         = "4b83071f867fb0c3d94c6829825901a82644cdbc"
+	shaActive          = "6b83e7f4f3f7d94771c47dd7d037864c0dfb7379"
+	shaSweepScopes     = "f043d3e004164033cc1c974b89ef7471bebe405c"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "b6301d009d50cf7460aa097cc1cb96eda81a3cae"
-	shaShardTouch      = "a225eda499be723d65b7aee3d204448265462fab"
+	shaShardTouch      = "0077f832d06ee42c490b5ddb6070134f1df85da8"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
-	shaShardSweep      = "4041277565c5261ce9708da022cfcbab02fcb4f9"
+	shaShardSweep      = "1be87769695d7781e654e61852033352e0d606b7"
 	shaShardDrop       = "c40a21c88b98ef27d274a4b89efdcbc5dff68646"
-	shaScopeFinish     = "8154805b7bf07ff1f1a34804be13fcf49fb06aed"
+	shaScopeFinish     = "777ca92aa163791db1559b0a8dfbecd42fb23a8c"
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )

@@ -68,11 +68,12 @@ local FENCE = '\2'
 local PAGE = '\1' -- a page's member in the due index: PAGE .. N
 local MANUAL_EXPIRES = 'm'
 
--- The statuses (OFFLINE, PUSH_ONLINE, …), manual statuses (MANUAL_NONE, …),
--- kinds (KIND_WEB, …, each a string, as arguments and records hold it),
--- login policies (POLICY_MULTI, …) and scope layouts (LAYOUT_EXACT, …, each
--- a string) are package core's (status.go): no Lua file defines them, and
--- go generate ./core writes their numbers in (core/internal/luabuild).
+-- The statuses (StatusOffline, …), manual statuses (ManualNone, …), kinds
+-- (KindWeb, …, each a string, as arguments and records hold it), login
+-- policies (PolicyMulti, …) and scope layouts (LayoutExact, …, each a
+-- string) are package core's constants, named as Go names them
+-- (status.go): no Lua file defines them, and go generate ./core writes
+-- their numbers in (core/internal/luabuild).
 
 local LAYOUT = '2'      -- the version of this layout, in meta's field v
 local PAGE_VALUE = 64   -- hash-max-listpack-value of Redis's default configuration

@@ -21,25 +21,25 @@ type Enum struct {
 	Type   string   // the Go type, "Status"
 	Consts []string // its constants' Go names by number, "StatusOffline" first
 	Names  []string // the names String returns, by number, "OFFLINE" first
-	lua    enumLua
+	quoted bool     // the scripts take a value as a string (enumLua)
 }
 
-// enumLua is how the scripts name an enumeration's values: prefix and the
-// name in capitals ("-" as "_"), a number, or a string in quotes where the
-// scripts compare the value to an argument or a stored field as it comes.
+// enumLua is an enumeration the generated files carry, and whether the
+// scripts take its values as numbers or, where they compare one to an
+// argument or a stored field as it comes, as strings.
 type enumLua struct {
-	typ, prefix string
-	quoted      bool
+	typ    string
+	quoted bool
 }
 
 // enums are the enumerations the generated files carry, in TableFile's
 // order.
 var enums = []enumLua{
-	{"Status", "", false},
-	{"Manual", "MANUAL_", false},
-	{"Kind", "KIND_", true},
-	{"Policy", "POLICY_", false},
-	{"Layout", "LAYOUT_", true},
+	{"Status", false},
+	{"Manual", false},
+	{"Kind", true},
+	{"Policy", false},
+	{"Layout", true},
 }
 
 // Enums reads the enumerations from TableFile in core (package core's
@@ -103,7 +103,7 @@ func Enums(core fs.FS) ([]Enum, error) {
 	}
 	out := make([]Enum, 0, len(enums))
 	for _, l := range enums {
-		e := Enum{Type: l.typ, Consts: consts[l.typ], Names: names[strings.ToLower(l.typ[:1])+l.typ[1:]+"Names"], lua: l}
+		e := Enum{Type: l.typ, Consts: consts[l.typ], Names: names[strings.ToLower(l.typ[:1])+l.typ[1:]+"Names"], quoted: l.quoted}
 		if len(e.Consts) == 0 || len(e.Consts) != len(e.Names) {
 			return nil, fmt.Errorf("%s: %d constants of type %s from iota, %d names", TableFile, len(e.Consts), e.Type, len(e.Names))
 		}
@@ -122,8 +122,8 @@ func Enums(core fs.FS) ([]Enum, error) {
 	return out, nil
 }
 
-// fold returns s in lower case without '_' and '-': "PUSH_ONLINE" and
-// "PushOnline" are both "pushonline".
+// fold returns s in lower case without '_' and '-': "exclusive-per-kind"
+// and "ExclusivePerKind" are both "exclusiveperkind".
 func fold(s string) string {
 	return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 }
@@ -133,18 +133,19 @@ func isIdent(e ast.Expr, name string) bool {
 	return ok && id.Name == name
 }
 
-// LuaConsts returns the named constants the scripts take from the
-// enumerations, by name, each as Inline writes it in: "PUSH_ONLINE" is
-// "1", "KIND_IOS" is "'3'", "POLICY_EXCLUSIVE_PER_KIND" is "2".
+// LuaConsts returns the constants the scripts take from the enumerations,
+// named as Go names them, each as Inline writes it in: "StatusDND" is "4",
+// "KindIOS" is "'3'". The Lua files' own constants are in capitals
+// (Def), so that a reader tells the two apart.
 func LuaConsts(enums []Enum) map[string]string {
 	out := map[string]string{}
 	for _, e := range enums {
-		for i, n := range e.Names {
+		for i, c := range e.Consts {
 			v := strconv.Itoa(i)
-			if e.lua.quoted {
+			if e.quoted {
 				v = "'" + v + "'"
 			}
-			out[e.lua.prefix+strings.ToUpper(strings.ReplaceAll(n, "-", "_"))] = v
+			out[c] = v
 		}
 	}
 	return out

@@ -44,8 +44,8 @@ func TestLuaConsts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := LuaConsts(enums)
-	for name, v := range map[string]string{"OFFLINE": "0", "DND": "4", "MANUAL_NONE": "0", "KIND_OTHER": "'0'",
-		"KIND_ANDROID": "'4'", "POLICY_EXCLUSIVE_PER_KIND": "2", "LAYOUT_EXACT": "'0'", "LAYOUT_APPROX": "'2'"} {
+	for name, v := range map[string]string{"StatusOffline": "0", "StatusDND": "4", "ManualNone": "0", "KindOther": "'0'",
+		"KindAndroid": "'4'", "PolicyExclusivePerKind": "2", "LayoutExact": "'0'", "LayoutApprox": "'2'"} {
 		if got[name] != v {
 			t.Errorf("%s = %q, want %q", name, got[name], v)
 		}
@@ -53,7 +53,7 @@ func TestLuaConsts(t *testing.T) {
 	if len(got) != 5+3+5+3+3 {
 		t.Errorf("%d constants, want 19", len(got))
 	}
-	if src := Inline("local A = 1\nreturn A + DND + B\n", got); src != "\nreturn 1 + 4 + B\n" {
+	if src := Inline("local A = 1\nreturn A + StatusDND + B\n", got); src != "\nreturn 1 + 4 + B\n" {
 		t.Errorf("Inline = %q", src)
 	}
 }

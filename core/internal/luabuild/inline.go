@@ -106,7 +106,7 @@ func luaLineEnd(s string) bool {
 
 // Inline writes every use of a named constant in src as its value: the
 // constants of core (LuaConsts: the statuses, manual statuses, kinds,
-// policies and layouts, which no Lua file defines) and those src defines
+// policies and layouts, named as in Go, which no Lua file defines) and those src defines
 // (Def), whose definitions it blanks, keeping the lines where they were.
 // The scripts name their ARGV positions and the other numbers and
 // separators they share with the engine once, as such constants, but a
