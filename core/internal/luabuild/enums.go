@@ -20,7 +20,7 @@ const TableFile = "status.go"
 type Enum struct {
 	Type   string   // the Go type, "Status"
 	Consts []string // its constants' Go names by number, "StatusOffline" first
-	Names  []string // the names String returns, by number, "OFFLINE" first
+	Names  []string // the names String returns, by number
 	quoted bool     // the scripts take a value as a string (enumLua)
 }
 
