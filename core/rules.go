@@ -254,9 +254,6 @@ func decodeMeta(s string) map[string]string {
 
 func sortStrings(s []string) { sort.Strings(s) }
 
-func (k Kind) classCode() string {
-	if k == KindIOS || k == KindAndroid {
-		return "mobile"
-	}
-	return strconv.Itoa(int(k))
-}
+// classCode is the device class PolicyExclusivePerKind keeps one device
+// of, as login.lua's class compares them: Kind.Class.
+func (k Kind) classCode() string { return k.Class() }
