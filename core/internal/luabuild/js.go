@@ -15,10 +15,10 @@ const (
 	tsEnd   = "// End of generated code."
 )
 
-// JavaScript returns the ES module that gives the dashboard the names the
-// service spells (cmd/internal/server/dashboard/enums.js): each
-// enumeration's names by number, as an array named after the type in the
-// plural ("statuses").
+// JavaScript returns the ES module that gives the dashboard and the
+// JavaScript hosts the names the core spells (genscripts writes it for
+// each): each enumeration's names by number, as an array named after the
+// type in the plural ("statuses").
 func JavaScript(core fs.FS) ([]byte, error) {
 	enums, err := Enums(core)
 	if err != nil {
