@@ -19,8 +19,8 @@ type Config struct {
 	// IdleAfter is how long after the last user activity a foreground device
 	// turns AWAY. Default 5 min.
 	IdleAfter time.Duration
-	// PushWindow is how long a backgrounded device stays PUSH_ONLINE after
-	// its last heartbeat. Default 10 min.
+	// PushWindow is how long a backgrounded device stays [StatusPushOnline]
+	// after its last heartbeat. Default 10 min.
 	PushWindow time.Duration
 	// LeaveDelay is how long a user must stay offline after a disconnect or
 	// an expiry before OFFLINE is published. Default 15 s; negative: at once.

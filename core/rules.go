@@ -167,9 +167,10 @@ func aggregate(states []Status, manual Manual) Status {
 }
 
 // Aggregate returns the status others see for a user whose devices are in
-// the given states and whose manual status is manual: OFFLINE with no live
-// device, DND or (for INVISIBLE) OFFLINE by the manual status, else the most
-// present device (ONLINE over AWAY over PUSH_ONLINE).
+// the given states and whose manual status is manual: [StatusOffline] with
+// no live device, [StatusDND] or (for [ManualInvisible]) StatusOffline by
+// the manual status, else the most present device ([StatusOnline] over
+// [StatusAway] over [StatusPushOnline]).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
 
 // cause is why a user's status is being re-evaluated (docs/design.md §7).
@@ -253,9 +254,6 @@ func decodeMeta(s string) map[string]string {
 
 func sortStrings(s []string) { sort.Strings(s) }
 
-func (k Kind) classCode() string {
-	if k == KindIOS || k == KindAndroid {
-		return "mobile"
-	}
-	return strconv.Itoa(int(k))
-}
+// classCode is the device class PolicyExclusivePerKind keeps one device
+// of, as login.lua's class compares them: Kind.Class.
+func (k Kind) classCode() string { return k.Class() }

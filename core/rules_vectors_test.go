@@ -13,7 +13,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/presencekit/presence/core/internal/luabuild"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -294,7 +293,7 @@ func newLuaRunner(t *testing.T, c *redis.Client) *luaRunner {
 		t.Fatal(err)
 	}
 	return &luaRunner{ctx: context.Background(), c: c,
-		eval:   luabuild.Inline(joinLua("recordlib", "userlib") + string(wrapper) + "\n"),
+		eval:   inlineLua(t, joinLua("recordlib", "userlib")+string(wrapper)+"\n"),
 		steady: engineScripts().beat.Source()}
 }
 

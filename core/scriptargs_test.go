@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -356,31 +358,110 @@ type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
-// TestLuaEnumNames checks the numbers the Lua scripts name against the Go
-// constants they stand for.
+// TestLuaEnumNames checks the enumerations go generate ./core reads from
+// status.go (luabuild.Enums) against the Go values, and the numbers the
+// scripts take for them (luabuild.LuaConsts) against what the engine
+// sends and stores.
 func TestLuaEnumNames(t *testing.T) {
-	names := luaNames(t, "recordlib", "userlib", "login")
-	want := map[string]string{}
-	for i, n := range statusNames {
-		want[n] = strconv.Itoa(i)
+	enums, err := luabuild.Enums(os.DirFS("."))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, n := range manualNames {
-		want["MANUAL_"+n] = strconv.Itoa(i)
+	want := map[string][]string{"Status": statusNames[:], "Manual": manualNames[:], "Kind": kindNames[:],
+		"Policy": policyNames[:], "Layout": layoutNames[:]}
+	for _, e := range enums {
+		if !slices.Equal(e.Names, want[e.Type]) {
+			t.Errorf("%s: luabuild reads %q, Go has %q", e.Type, e.Names, want[e.Type])
+		}
+		delete(want, e.Type)
 	}
-	want["POLICY_MULTI"] = strconv.Itoa(int(PolicyMulti))
-	want["POLICY_EXCLUSIVE"] = strconv.Itoa(int(PolicyExclusive))
-	want["POLICY_PER_KIND"] = strconv.Itoa(int(PolicyExclusivePerKind))
-	want["KIND_IOS"] = kindCodes[KindIOS]
-	want["KIND_ANDROID"] = kindCodes[KindAndroid]
-	for name, v := range want {
-		if got, ok := names[name]; !ok {
-			t.Errorf("the Lua scripts do not name %s", name)
-		} else if got != v {
-			t.Errorf("Lua %s = %s, Go %s", name, got, v)
+	for typ := range want {
+		t.Errorf("luabuild reads no enumeration %s", typ)
+	}
+	consts := luabuild.LuaConsts(enums)
+	for name, v := range map[string]string{
+		"StatusOffline":          strconv.Itoa(int(StatusOffline)),
+		"StatusPushOnline":       strconv.Itoa(int(StatusPushOnline)),
+		"StatusDND":              strconv.Itoa(int(StatusDND)),
+		"ManualInvisible":        strconv.Itoa(int(ManualInvisible)),
+		"PolicyExclusivePerKind": strconv.Itoa(int(PolicyExclusivePerKind)),
+		"KindIOS":                "'" + kindCodes[KindIOS] + "'",
+		"KindAndroid":            "'" + kindCodes[KindAndroid] + "'",
+		"LayoutApprox":           "'" + strconv.Itoa(int(LayoutApprox)) + "'",
+	} {
+		if consts[name] != v {
+			t.Errorf("Lua %s = %q, Go %s", name, consts[name], v)
+		}
+	}
+	// the scripts take a kind as the engine sends it
+	for k, code := range kindCodes {
+		if code != strconv.Itoa(k) {
+			t.Errorf("kindCodes[%s] = %q, the scripts take %d", Kind(k), code, k)
 		}
 	}
 	if KindIOS.classCode() != KindAndroid.classCode() || KindWeb.classCode() == KindIOS.classCode() {
-		t.Errorf("Go's kind classes are not login.lua's (KIND_IOS and KIND_ANDROID share one)")
+		t.Errorf("Go's kind classes are not login.lua's (KindIOS and KindAndroid share one)")
+	}
+}
+
+// luaWord is a name that starts with a capital in a line of Lua code,
+// after its strings and comment are removed (luaCode): a constant of the
+// file's (in capitals) or of core's (named as in Go).
+var luaWord = regexp.MustCompile(`\b[A-Z]\w*\b`)
+
+// luaDeclared finds the names a line of Lua code declares: locals,
+// functions, functions' parameters and loop variables.
+var luaDeclared = []*regexp.Regexp{
+	regexp.MustCompile(`(?:local function|local|for)\s+([\w, ]+)`),
+	regexp.MustCompile(`function[^(]*\(([\w, ]*)\)`),
+}
+
+// luaCode returns a line of Lua without its strings and its comment.
+func luaCode(line string) string {
+	var b strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case c == '-' && strings.HasPrefix(line[i:], "--"):
+			return b.String()
+		case c == '\'' || c == '"':
+			for i++; i < len(line) && line[i] != c; i++ {
+				if line[i] == '\\' {
+					i++
+				}
+			}
+			b.WriteString("''")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// TestLuaConstantsDefined checks that every name starting with a capital
+// that a script sent reads is one it declares, or KEYS or ARGV: a constant
+// misspelt in a Lua file (core's, luabuild.LuaConsts, are written in as
+// numbers) would otherwise reach Redis as a global, which a script may
+// not read.
+func TestLuaConstantsDefined(t *testing.T) {
+	for _, s := range Scripts() {
+		declared := map[string]bool{"KEYS": true, "ARGV": true}
+		lines := strings.Split(s.Source(), "\n")
+		for _, line := range lines {
+			for _, re := range luaDeclared {
+				for _, m := range re.FindAllStringSubmatch(luaCode(line), -1) {
+					for _, n := range strings.Split(m[1], ",") {
+						declared[strings.TrimSpace(n)] = true
+					}
+				}
+			}
+		}
+		for i, line := range lines {
+			for _, w := range luaWord.FindAllString(luaCode(line), -1) {
+				if !declared[w] {
+					t.Errorf("%s:%d reads %s, which it does not declare: %q", s.Name(), i+1, w, line)
+				}
+			}
+		}
 	}
 }
 

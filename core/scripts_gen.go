@@ -65,7 +65,7 @@ const (
 -- nothing: a record flagged as fenced implies the fence its start set,
 -- (loginAt + KickFence, token), so only a fence that says more than the
 -- device's record is written, as an item of its own.
--- Statuses are numbered as userlib.lua names them (OFFLINE … DND).
+-- A status is a number, as core.Status numbers it.
 
 
 
@@ -75,12 +75,12 @@ const (
 
 
 
--- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
-
-
-
-
-
+-- The statuses (StatusOffline, …), manual statuses (ManualNone, …), kinds
+-- (KindWeb, …, each a string, as arguments and records hold it), login
+-- policies (PolicyMulti, …) and scope layouts (LayoutExact, …, each a
+-- string) are package core's constants, named as Go names them
+-- (status.go): no Lua file defines them, and go generate ./core writes
+-- their numbers in (core/internal/luabuild).
 
 
 
@@ -416,16 +416,6 @@ return reply
 
 
 
-
-
-
-
--- Manual statuses (core.Manual).
-
-
-
-
--- Login policies (core.Policy).
 
 
 
@@ -1189,9 +1179,7 @@ return { now, results }
 -- for each removed session (the device's own earlier session included);
 -- events holds user, from, to, outbox ID.
 
--- Kinds (core.Kind) that share one class under POLICY_PER_KIND.
-
-
+-- KindIOS and KindAndroid share one class under PolicyExclusivePerKind.
 local P = params()
 local now = P.now
 local user, dev, kind, policy = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[18])
@@ -1721,7 +1709,7 @@ end
                       -- members out first)
 
 
-                         -- registry only (a spread compact shard is
+                         -- or '3': registry only (a spread compact shard is
                          -- written by shard_touch.lua)
 
                          -- shards' prefix; approx: the bucket key up to its start)
@@ -2229,28 +2217,28 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "4c4a453db5a9c862ccaff96017a06058771a05d6"
-	shaHeartbeatFull   = "48cb7e437252375ce2c21bd2fccdeb85a5e189e9"
-	shaLogin           = "20aa41f0dc079ffba435d87579892d0990ecf29d"
-	shaLogout          = "6c3333aa3c9bc272359ead54a83bff94eeed78f6"
-	shaManual          = "c3fc53ef4da420978ffb8cf7e985d1e2bf6a852a"
-	shaStatus          = "02d73c602d9f08cd48751823b4bd01883c3794dd"
-	shaSweepUsers      = "05c9185cfe185eaa40b1d59d4892a516acc00344"
+	shaHeartbeatSteady = "c4b0f4ac9a865158b570f255e53fd86d81b8f3b1"
+	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
+	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
+	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"
+	shaManual          = "171cf3e4498e15a463683c4d972380f8a1ae0f58"
+	shaStatus          = "45fc6e53a005f851912bf4cf1037cb1188dfb36c"
+	shaSweepUsers      = "bcc11543f90c783aca3af481b7a7acc6a02110d4"
 	shaUnlock          = "cc4d30f1b0185065d850911c2eafc8082ae3a23e"
-	shaTouch           = "ae06ae5de80851fd3da1d9350d475ac396152e6d"
-	shaLeave           = "ab83f384911306f19fd95158c478aa715e6a360a"
-	shaCount           = "d73457e01c1a01248b981f0348e6d61ad3c74a7f"
-	shaMembers         = "1fcf17c20ac7450a96ba7fd59159dce03969308e"
-	shaActive          = "5ed86bd8d607b780c9a5bfca502ef2c10821fc95"
-	shaSweepScopes     = "e565ee15413c59d8bd7dcd920ad30d42de8643fd"
+	shaTouch           = "75ae620791748ed8bda4610fda3dd5bbeaa4e3da"
+	shaLeave           = "e88f2fab0a6b8c0519b62c145843b46d86ff44f8"
+	shaCount           = "da35d0207d6b53ed8a833f59381fc22ad18860b2"
+	shaMembers         = "4b83071f867fb0c3d94c6829825901a82644cdbc"
+	shaActive          = "6b83e7f4f3f7d94771c47dd7d037864c0dfb7379"
+	shaSweepScopes     = "f043d3e004164033cc1c974b89ef7471bebe405c"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "b6301d009d50cf7460aa097cc1cb96eda81a3cae"
-	shaShardTouch      = "7dc8f2bdb97dc63908abfd54fa229217e7355621"
+	shaShardTouch      = "0077f832d06ee42c490b5ddb6070134f1df85da8"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
-	shaShardSweep      = "8352aaa144ea93f7ab0bb6d85a789af215047b3f"
+	shaShardSweep      = "1be87769695d7781e654e61852033352e0d606b7"
 	shaShardDrop       = "c40a21c88b98ef27d274a4b89efdcbc5dff68646"
-	shaScopeFinish     = "9f478229bc8980b52c2f9db15046a39a6e4a1143"
+	shaScopeFinish     = "777ca92aa163791db1559b0a8dfbecd42fb23a8c"
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )

@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"embed"
 	"encoding/hex"
-	"io/fs"
 	"os"
 	"testing"
 
@@ -31,14 +30,22 @@ func joinLua(files ...string) string {
 	return string(src)
 }
 
-// TestScriptsGenerated fails when scripts_gen.go is not what the Lua files
-// make: run go generate ./core.
-func TestScriptsGenerated(t *testing.T) {
-	lua, err := fs.Sub(luaFiles, "lua")
+// inlineLua returns Lua files joined (joinLua) with their named constants
+// and core's (luabuild.LuaConsts) written in, as a script sends them.
+func inlineLua(t testing.TB, src string) string {
+	t.Helper()
+	enums, err := luabuild.Enums(os.DirFS("."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := luabuild.Generate(lua)
+	return luabuild.Inline(src, luabuild.LuaConsts(enums))
+}
+
+// TestScriptsGenerated fails when scripts_gen.go is not what the Lua files
+// and status.go make: run go generate ./core. (TestGenerated in
+// internal/genscripts checks every file go generate writes.)
+func TestScriptsGenerated(t *testing.T) {
+	want, err := luabuild.Generate(os.DirFS("."))
 	if err != nil {
 		t.Fatal(err)
 	}

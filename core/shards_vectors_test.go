@@ -10,7 +10,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/presencekit/presence/core/internal/luabuild"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -47,7 +46,7 @@ func TestShardVectors(t *testing.T) {
 			t.Errorf("linearShard(%d, %d, %d) = %d, want %d", s.Hash, s.Level, s.Split, got, s.Shard)
 		}
 	}
-	src := luabuild.Inline(joinLua("recordlib", "userlib", "scopelib")) + `
+	src := inlineLua(t, joinLua("recordlib", "userlib", "scopelib")) + `
 if ARGV[1] == 'hash' then return tostring(memberHash(ARGV[2])) end
 local c = { lv = tonumber(ARGV[3]), sp = tonumber(ARGV[4]) }
 c.p = 2 ^ c.lv

@@ -15,8 +15,8 @@ import (
 type Snapshot struct {
 	// At is the start of the snapshot's minute (of its interval).
 	At time.Time
-	// Online is the number of users in each published status (ONLINE,
-	// AWAY, DND, PUSH_ONLINE).
+	// Online is the number of users in each published status but
+	// OFFLINE, by its name (core.Status.String).
 	Online map[string]int64
 	// Scopes are member counts of scopes; the Snapshotter keeps the TopN
 	// busiest of each class.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,10 +17,24 @@ import (
 
 	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
+	"github.com/presencekit/presence/core"
 )
 
-// historyStatuses are the table's status columns, in order.
-var historyStatuses = []string{"ONLINE", "AWAY", "DND", "PUSH_ONLINE"}
+// historyStatuses are the table's status columns: every status but
+// OFFLINE, those at the screen first.
+var historyStatuses = func() []string {
+	order := []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline}
+	for s := core.StatusOffline + 1; s.Valid(); s++ {
+		if !slices.Contains(order, s) {
+			order = append(order, s)
+		}
+	}
+	names := make([]string, len(order))
+	for i, s := range order {
+		names[i] = s.String()
+	}
+	return names
+}()
 
 // runHistory is "presence history": the online history as a table or CSV,
 // from a running service (GET /v1/history) or from the database itself.

@@ -93,7 +93,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.mobile, "interval-mobile", 0, "heartbeat interval of ios and android devices (0: 60s)")
 	fs.DurationVar(&f.idle, "idle-after", 0, "idle time after which a device is AWAY (0: 5m)")
 	fs.DurationVar(&f.leave, "leave-delay", 0, "how long a user must stay offline before OFFLINE is published (0: 15s)")
-	fs.DurationVar(&f.push, "push-window", 0, "how long a backgrounded app stays PUSH_ONLINE (0: 10m)")
+	fs.DurationVar(&f.push, "push-window", 0, "how long a backgrounded app stays reachable by push (0: 10m)")
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 5*time.Second, "time to read a request's headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 10*time.Second, "time to read a whole request, body included (a body that does not arrive is cut off then)")
 	fs.DurationVar(&f.writeTimeout, "write-timeout", 0, "time to write an answer, event streams excepted; must exceed --request-timeout (0: --request-timeout + 10s)")

@@ -15,7 +15,7 @@ local ARG_SHARD_FIRST = 8
 local now = clock(ARGV[ARG_NOW])
 local layout, key, tail = ARGV[ARG_LAYOUT], ARGV[ARG_DATA], ARGV[ARG_TAIL]
 local d = tonumber(ARGV[ARG_WITHIN])
-if layout ~= '1' then
+if layout ~= LayoutCompact then
   return { now, size(layout, key, tail, d, 0, 0, tonumber(ARGV[ARG_BUCKET]), now) }
 end
 local n, last = 0, tonumber(ARGV[ARG_SHARD_END])

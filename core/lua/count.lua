@@ -19,7 +19,7 @@ local ARG_PEEK = 7     -- "peek": only read the count key
 -- per scope name it read.
 local now = clock(ARGV[ARG_NOW])
 local layout = ARGV[ARG_LAYOUT]
-if layout == '1' then
+if layout == LayoutCompact then
   local v = redis.call('GET', KEYS[1])
   if v then
     local f = split(v, ':')

@@ -53,7 +53,7 @@ for i = 0, n - 1 do
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
         code = 'REPLACED'
-      elseif token == '' and P.policy ~= POLICY_MULTI then
+      elseif token == '' and P.policy ~= PolicyMulti then
         code = 'NOSESSION'
       end
       issued = r.token
@@ -63,7 +63,7 @@ for i = 0, n - 1 do
     elseif f and token ~= '' and token ~= f.token then
       -- the device's fence: a login since has superseded this token
       code = 'REPLACED'
-    elseif P.policy ~= POLICY_MULTI then
+    elseif P.policy ~= PolicyMulti then
       code = 'NOSESSION'
     elseif live(u, P) >= P.maxdev then
       code = 'TOOMANY'

@@ -87,9 +87,9 @@ local function general(S, a, key, rec, dyn)
     if t >= now then t = now end
   end
   local function stateOf(bk, last)
-    if bk then return PUSH_ONLINE end
-    if now - last >= IDLE then return AWAY end
-    return ONLINE
+    if bk then return StatusPushOnline end
+    if now - last >= IDLE then return StatusAway end
+    return StatusOnline
   end
   -- nothing pending: the dynamic record starts with US IS
   if string.sub(dyn, 1, 2) ~= US .. IS then return false end
@@ -101,7 +101,7 @@ local function general(S, a, key, rec, dyn)
   local push = ARGV[ARG_PUSH] + 0
   -- every device's item, the beat's among them: the user's status before
   -- the beat is the most present live device's state
-  local best, tok, out, was = OFFLINE, nil, nil, nil
+  local best, tok, out, was = StatusOffline, nil, nil, nil
   local di = 2
   while si do
     local se = string.find(rec, IS, si + 1, true)
@@ -150,7 +150,7 @@ local function general(S, a, key, rec, dyn)
   -- INVISIBLE (OFFLINE) that overrides it: else an instant has passed
   -- that only the full path may observe (a device went idle, unseen)
   local pub = string.byte(rec, 1) - 48
-  if pub ~= DND and pub ~= OFFLINE and pub ~= best then return false end
+  if pub ~= StatusDND and pub ~= StatusOffline and pub ~= best then return false end
   S.out, S.seen = out, was
   return tok
 end
@@ -220,16 +220,16 @@ for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
       local win, st
       if back then
         PUSH = PUSH or ARGV[ARG_PUSH] + 0
-        win, st = PUSH, PUSH_ONLINE
+        win, st = PUSH, StatusPushOnline
       else
-        win, st = 2 * iv, ONLINE
-        if now - last >= IDLE then st = AWAY end
+        win, st = 2 * iv, StatusOnline
+        if now - last >= IDLE then st = StatusAway end
       end
       if now > seen + win then break end -- the window has passed
       -- the beat changes nothing but its device's instants
-      if active and now > last and st == AWAY then break end
+      if active and now > last and st == StatusAway then break end
       local pub = string.byte(rec, 1) - 48
-      if pub ~= DND and pub ~= OFFLINE and pub ~= st then break end
+      if pub ~= StatusDND and pub ~= StatusOffline and pub ~= st then break end
       NOWHEX = NOWHEX or hex(now)
       local nd = '0'
       if not active or now < last then nd = fmt(now - last) end

@@ -2,13 +2,13 @@
 -- KEYS[1] the data key: the exact layout's sorted set, a spread compact
 -- scope's shard of the member, or a self-sized compact scope's meta
 -- ARGV:
-local ARG_LAYOUT = 1 -- 0 exact, 1 compact
+local ARG_LAYOUT = 1 -- LayoutExact or LayoutCompact
 local ARG_MEMBER = 2
 local ARG_PREFIX = 3 -- self-sized compact: the shards' prefix ("" for a spread shard)
 local ARG_TAIL = 4   -- self-sized compact: the key tail
 local ARG_HASH = 5   -- self-sized compact: the member's memberHash
 -- Returns 1 if the member was there, else 0.
-if ARGV[ARG_LAYOUT] == '0' then
+if ARGV[ARG_LAYOUT] == LayoutExact then
   return redis.call('ZREM', KEYS[1], ARGV[ARG_MEMBER])
 end
 if ARGV[ARG_PREFIX] == '' then return redis.call('HDEL', KEYS[1], ARGV[ARG_MEMBER]) end

@@ -5,7 +5,7 @@ local ARG_USER = ARG_OWN
 local ARG_DEVICE = ARG_OWN + 1
 local ARG_KIND = ARG_OWN + 2
 local ARG_GATEWAY = ARG_OWN + 3
-local ARG_LOGIN_POLICY = ARG_OWN + 4 -- this login's policy (POLICY_*)
+local ARG_LOGIN_POLICY = ARG_OWN + 4 -- this login's policy (core.Policy)
 local ARG_BACKGROUND = ARG_OWN + 5   -- 0/1
 local ARG_INTERVAL = ARG_OWN + 6     -- ms
 local ARG_META = ARG_OWN + 7         -- encoded metadata
@@ -20,15 +20,13 @@ local ARG_TOKEN = ARG_OWN + 8        -- the new session token
 -- for each removed session (the device's own earlier session included);
 -- events holds user, from, to, outbox ID.
 
--- Kinds (core.Kind) that share one class under POLICY_PER_KIND.
-local KIND_IOS = '3'
-local KIND_ANDROID = '4'
+-- KindIOS and KindAndroid share one class under PolicyExclusivePerKind.
 local P = params()
 local now = P.now
 local user, dev, kind, policy = ARGV[ARG_USER], ARGV[ARG_DEVICE], ARGV[ARG_KIND], tonumber(ARGV[ARG_LOGIN_POLICY])
 local token = ARGV[ARG_TOKEN]
 local function class(k)
-  if k == KIND_IOS or k == KIND_ANDROID then return 'mobile' end
+  if k == KindIOS or k == KindAndroid then return 'mobile' end
   return k
 end
 local u = load(user, P)
@@ -46,8 +44,8 @@ if mine and not mine.gone and mine.token == token then
 end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
-  if state(r, now, P) ~= OFFLINE then
-    if id == dev or policy == POLICY_EXCLUSIVE or (policy == POLICY_PER_KIND and class(r.kind) == class(kind)) then
+  if state(r, now, P) ~= StatusOffline then
+    if id == dev or policy == PolicyExclusive or (policy == PolicyExclusivePerKind and class(r.kind) == class(kind)) then
       kicked[#kicked + 1] = id
     else
       keep = keep + 1

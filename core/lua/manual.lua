@@ -9,7 +9,7 @@ local P = params()
 local user, manual, ttl = ARGV[ARG_USER], tonumber(ARGV[ARG_MANUAL]), tonumber(ARGV[ARG_LIFETIME])
 local u = load(user, P)
 u.manual, u.mexp = manual, 0
-if manual ~= MANUAL_NONE and ttl > 0 then u.mexp = P.now + ttl end
+if manual ~= ManualNone and ttl > 0 then u.mexp = P.now + ttl end
 local events = {}
 settle(u, 'change', P, events)
 return { P.now, events }

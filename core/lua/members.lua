@@ -2,7 +2,7 @@
 -- KEYS[1] the scope's count key (routing only)
 -- ARGV, in the order the engine sends them:
 local ARG_NOW = 1    -- now ms or ""
-local ARG_LAYOUT = 2 -- 0 exact, 1 compact
+local ARG_LAYOUT = 2 -- LayoutExact or LayoutCompact
 local ARG_DATA = 3   -- data key (compact: up to the shard number)
 local ARG_TAIL = 4   -- key tail
 local ARG_WINDOW = 5 -- ms
@@ -18,7 +18,7 @@ local now = clock(ARGV[ARG_NOW])
 local key, tail, win = ARGV[ARG_DATA], ARGV[ARG_TAIL], tonumber(ARGV[ARG_WINDOW])
 local from = now - win
 local shard, offset, limit = tonumber(ARGV[ARG_SHARD]), tonumber(ARGV[ARG_OFFSET]), tonumber(ARGV[ARG_PAGE])
-if ARGV[ARG_LAYOUT] == '0' then
+if ARGV[ARG_LAYOUT] == LayoutExact then
   local page = redis.call('ZREVRANGEBYSCORE', key, '+inf', from, 'WITHSCORES', 'LIMIT', offset, limit)
   if #page / 2 < limit then return { now, -1, -1, page } end
   return { now, 0, offset + limit, page }

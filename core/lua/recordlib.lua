@@ -58,7 +58,7 @@
 -- nothing: a record flagged as fenced implies the fence its start set,
 -- (loginAt + KickFence, token), so only a fence that says more than the
 -- device's record is written, as an item of its own.
--- Statuses are numbered as userlib.lua names them (OFFLINE … DND).
+-- A status is a number, as core.Status numbers it.
 
 local US = '\31'
 local IS = '\29'
@@ -68,12 +68,12 @@ local FENCE = '\2'
 local PAGE = '\1' -- a page's member in the due index: PAGE .. N
 local MANUAL_EXPIRES = 'm'
 
--- Statuses (docs/design.md §6), as the engine numbers them (core.Status).
-local OFFLINE = 0
-local PUSH_ONLINE = 1
-local AWAY = 2
-local ONLINE = 3
-local DND = 4
+-- The statuses (StatusOffline, …), manual statuses (ManualNone, …), kinds
+-- (KindWeb, …, each a string, as arguments and records hold it), login
+-- policies (PolicyMulti, …) and scope layouts (LayoutExact, …, each a
+-- string) are package core's constants, named as Go names them
+-- (status.go): no Lua file defines them, and go generate ./core writes
+-- their numbers in (core/internal/luabuild).
 
 local LAYOUT = '2'      -- the version of this layout, in meta's field v
 local PAGE_VALUE = 64   -- hash-max-listpack-value of Redis's default configuration

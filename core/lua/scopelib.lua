@@ -220,9 +220,9 @@ end
 -- ones (compact, shards first to last - 1, or, when last is negative, the
 -- self-sized scope's meta: expired members leave with the next sweep).
 local function size(layout, key, tail, win, first, last, bucket, now)
-  if layout == '0' then
+  if layout == LayoutExact then
     return redis.call('ZCOUNT', key, now - win, '+inf')
-  elseif layout == '1' then
+  elseif layout == LayoutCompact then
     if last < 0 then return compactState(key, tail).t end
     local n = 0
     for i = first, last - 1 do n = n + redis.call('HLEN', key .. i .. tail) end

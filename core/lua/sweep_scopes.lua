@@ -90,7 +90,7 @@ for _, ref in ipairs(due) do
     redis.call('ZADD', KEYS[1], now + lease, ref)
     examined = examined + 1
   else
-    if cfg.layout == '0' then
+    if cfg.layout == LayoutExact then
       -- the expired members are the lowest ranks: count them, remove at
       -- most the room left, in one command
       local key = base .. kz .. ref
@@ -102,7 +102,7 @@ for _, ref in ipairs(due) do
       removed, examined = removed + k, examined + k + 1
       if old > room then done = false end
       n = redis.call('ZCARD', key)
-    elseif cfg.layout == '1' then
+    elseif cfg.layout == LayoutCompact then
       -- the shards due in the index, a few at a time, then the merges the
       -- smaller scope calls for; an empty scope of one shard keeps no
       -- meta, so a released one has no key left to delete
@@ -138,7 +138,7 @@ for _, ref in ipairs(due) do
       -- a PFCOUNT merges one HyperLogLog per bucket: weigh it by those
       local prefix = base .. kx .. class .. ':'
       keys = buckets(prefix, tail, now - cfg.win - cfg.bucket, now, cfg.bucket)
-      n = size('2', prefix, tail, cfg.win, 0, 0, cfg.bucket, now)
+      n = size(LayoutApprox, prefix, tail, cfg.win, 0, 0, cfg.bucket, now)
       examined = examined + #keys
     end
     if not done then

@@ -8,8 +8,8 @@ local ARG_LIFE = 3    -- what a self-sized compact scope's keys live beyond
                       -- the window and the grace, ms (the sweep moves
                       -- members out first)
 local ARG_TOUCHES = 4 -- n; then TOUCH_FIELDS for each touch:
-local TOUCH_LAYOUT = 0   -- 0 exact, 1 compact (self-sized), 2 approx, 3
-                         -- registry only (a spread compact shard is
+local TOUCH_LAYOUT = 0   -- LayoutExact, LayoutCompact (self-sized), LayoutApprox,
+                         -- or '3': registry only (a spread compact shard is
                          -- written by shard_touch.lua)
 local TOUCH_DATA = 1     -- data key (exact: the sorted set; compact: the
                          -- shards' prefix; approx: the bucket key up to its start)
@@ -35,10 +35,10 @@ for i = 0, tonumber(ARGV[ARG_TOUCHES]) - 1 do
   local ref, member = ARGV[a + TOUCH_REF], ARGV[a + TOUCH_MEMBER]
   local win, interval = tonumber(ARGV[a + TOUCH_WINDOW]), tonumber(ARGV[a + TOUCH_INTERVAL])
   local bucket = tonumber(ARGV[a + TOUCH_BUCKET])
-  if layout == '0' then
+  if layout == LayoutExact then
     redis.call('ZADD', key, now, member)
     redis.call('PEXPIRE', key, win + grace)
-  elseif layout == '1' then
+  elseif layout == LayoutCompact then
     local c = compact[ref]
     if not c then
       c = compactState(key, tail)
@@ -59,7 +59,7 @@ for i = 0, tonumber(ARGV[ARG_TOUCHES]) - 1 do
       local size = tonumber(ARGV[a + TOUCH_SIZE])
       while c.t > size * shardCount(c) and shardCount(c) < MAX_SHARDS do splitShard(c, now, win) end
     end
-  elseif layout == '2' then
+  elseif layout == LayoutApprox then
     local b = math.floor(now / bucket) * bucket
     local k = key .. fmt(b) .. tail
     redis.call('PFADD', k, member)

@@ -19,21 +19,11 @@ local ARG_KEEP = 6     -- ms a page or the big hash lives past its last write (r
 local ARG_PAGES = 7    -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_MAXDEV = 8   -- MaxDevices
 local ARG_SKEW = 9     -- MaxSkew ms
-local ARG_POLICY = 10  -- the engine's login policy (POLICY_*)
+local ARG_POLICY = 10  -- the engine's login policy (core.Policy)
 local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published status → users
 local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
 local ARG_OUTBOX = 13  -- the bucket's outbox hash (P:{uB}:ob, emit below)
 local ARG_OWN = 14
-
--- Manual statuses (core.Manual).
-local MANUAL_NONE = 0
-local MANUAL_DND = 1
-local MANUAL_INVISIBLE = 2
-
--- Login policies (core.Policy).
-local POLICY_MULTI = 0
-local POLICY_EXCLUSIVE = 1
-local POLICY_PER_KIND = 2
 
 -- The bytes that mark a static record's manual expiry, a fence item and
 -- the end of a field (recordlib.lua).
@@ -174,10 +164,10 @@ local function gone(static, dynamic, P, si, di)
 end
 
 local function state(r, now, P)
-  if r.gone or now > deadline(r, P) then return OFFLINE end
-  if r.bg then return PUSH_ONLINE end
-  if now - r.active >= P.idle then return AWAY end
-  return ONLINE
+  if r.gone or now > deadline(r, P) then return StatusOffline end
+  if r.bg then return StatusPushOnline end
+  if now - r.active >= P.idle then return StatusAway end
+  return StatusOnline
 end
 
 
@@ -211,7 +201,7 @@ end
 -- its record implies it or an item of its own says it.
 local function load(user, P, rec, dyn, where, page)
   layout(P, true)
-  local u = { user = user, devs = {}, fences = {}, manual = MANUAL_NONE, mexp = 0, pub = OFFLINE,
+  local u = { user = user, devs = {}, fences = {}, manual = ManualNone, mexp = 0, pub = StatusOffline,
     pend = nil, due = 0, raw = false, dynRaw = false, manRaw = false, where = where, page = page }
   if not page then u.page = pageOf(hashOf(user), P.level, P.split) end
   if not rec then
@@ -269,21 +259,21 @@ end
 local function live(u, P)
   local n = 0
   for _, r in pairs(u.devs) do
-    if state(r, P.now, P) ~= OFFLINE then n = n + 1 end
+    if state(r, P.now, P) ~= StatusOffline then n = n + 1 end
   end
   return n
 end
 
 -- aggregate is the status others see (docs/design.md §6).
 local function aggregate(u, P)
-  local best = OFFLINE
+  local best = StatusOffline
   for _, r in pairs(u.devs) do
     local s = state(r, P.now, P)
     if s > best then best = s end
   end
-  if best == OFFLINE then return OFFLINE end
-  if u.manual == MANUAL_DND then return DND end
-  if u.manual == MANUAL_INVISIBLE then return OFFLINE end
+  if best == StatusOffline then return StatusOffline end
+  if u.manual == ManualDND then return StatusDND end
+  if u.manual == ManualInvisible then return StatusOffline end
   return best
 end
 
@@ -298,11 +288,11 @@ local function observe(u, cur, cause, P)
     u.pend, u.due = nil, 0
     return nil
   end
-  if cause == 'logout' and cur == OFFLINE then
+  if cause == 'logout' and cur == StatusOffline then
     u.due = now
   elseif u.pend == cur then
     -- the same change is already waiting: keep its due time
-  elseif cur == OFFLINE and cause == 'leave' then
+  elseif cur == StatusOffline and cause == 'leave' then
     u.due = now + P.leave
   elseif u.pend ~= nil then
     u.due = math.min(u.due, now + P.coalesce)
@@ -410,7 +400,7 @@ end
 local function heads(u, items, P)
   local dyn = US
   if u.pend ~= nil then dyn = num(u.pend) .. US .. instant(P, u.due) end
-  if not items and u.pub == OFFLINE and u.pend == nil then return false, dyn end
+  if not items and u.pub == StatusOffline and u.pend == nil then return false, dyn end
   local rec = num(u.pub)
   if u.mexp > 0 then rec = rec .. MANUAL_EXPIRES .. fmt(u.mexp) end
   return rec, dyn
@@ -491,7 +481,7 @@ local function store(u, P)
   u.where = at
   reindex(u, was, at, nxt, P)
   local man = false
-  if u.manual ~= MANUAL_NONE then man = num(u.manual) .. US .. fmt(u.mexp) end
+  if u.manual ~= ManualNone then man = num(u.manual) .. US .. fmt(u.mexp) end
   if man ~= u.manRaw then
     if man then redis.call('HSET', P.man, u.user, man) else redis.call('HDEL', P.man, u.user) end
   end
@@ -587,11 +577,11 @@ local function announce(u, from, to, P, events)
   -- the counts follow the published statuses, in the same script
   local B = P.batch
   if B then
-    if from ~= OFFLINE then B.cnt[from] = (B.cnt[from] or 0) - 1 end
-    if to ~= OFFLINE then B.cnt[to] = (B.cnt[to] or 0) + 1 end
+    if from ~= StatusOffline then B.cnt[from] = (B.cnt[from] or 0) - 1 end
+    if to ~= StatusOffline then B.cnt[to] = (B.cnt[to] or 0) + 1 end
   else
-    if from ~= OFFLINE then redis.call('HINCRBY', P.cnt, from, -1) end
-    if to ~= OFFLINE then redis.call('HINCRBY', P.cnt, to, 1) end
+    if from ~= StatusOffline then redis.call('HINCRBY', P.cnt, from, -1) end
+    if to ~= StatusOffline then redis.call('HINCRBY', P.cnt, to, 1) end
   end
   events[#events + 1] = u.user
   events[#events + 1] = from
@@ -634,7 +624,7 @@ local function settleGone(user, rec, dyn, page, P, events)
     if not pend then return false end
     u.pend, u.due = pend + 0, due + 0
   end
-  local from, to = observe(u, OFFLINE, 'leave', P)
+  local from, to = observe(u, StatusOffline, 'leave', P)
   local r, d = heads(u, false, P)
   if r and not page then
     -- from the big hash: records this short belong in the user's page

@@ -18,7 +18,7 @@ import (
 
 // The JSON shapes of the API. Times are milliseconds since the Unix epoch,
 // durations milliseconds; statuses are spelled as core.Status.String
-// ("ONLINE", "PUSH_ONLINE", …), kinds as core.Kind.String ("web", "ios", …).
+// ("ONLINE", "AWAY", …), kinds as core.Kind.String ("web", "ios", …).
 
 // HeartbeatRequest is the body of POST /v1/heartbeat and one element of
 // HeartbeatsRequest.

@@ -79,7 +79,8 @@ func (w *world) aggregate(u *user, t int64) core.Status {
 	return best
 }
 
-// rank orders the automatic states: ONLINE > AWAY > PUSH_ONLINE > OFFLINE.
+// rank orders the automatic states, the most present highest (docs/design.md
+// §6, rule 3).
 func rank(s core.Status) int {
 	switch s {
 	case core.StatusOnline:

@@ -53,21 +53,31 @@ func scriptList() []script {
 	}
 }
 
-// Generate returns the source of core/scripts_gen.go from the Lua files in
-// lua (core/lua). Each script is its helper files and its file, each
-// followed by a newline, with the named constants written as numbers
+// Generate returns the source of core/scripts_gen.go from the files of
+// core (package core's directory): the Lua files under lua/ and the
+// enumerations of TableFile. Each script is its helper files and its file,
+// each followed by a newline, with the named constants written as numbers
 // (Inline). The file holds that text once per Lua file, as the constant
 // lua<Name> (lua_name.lua's name in camel case), because a helper file
 // reads the same in every script that uses it (Generate fails if one does
 // not), and the SHA1 of each whole script as sha<Name>: the scripts whole
 // would hold each helper file again for every script that uses it, in
 // every binary and WebAssembly module.
-func Generate(lua fs.FS) (_ []byte, err error) {
+func Generate(core fs.FS) (_ []byte, err error) {
 	defer func() {
-		if r := recover(); r != nil { // Inline's, on a constant used before its definition
+		if r := recover(); r != nil { // Inline's, on a constant defined out of place
 			err = fmt.Errorf("%v", r)
 		}
 	}()
+	enums, err := Enums(core)
+	if err != nil {
+		return nil, err
+	}
+	consts := LuaConsts(enums)
+	lua, err := fs.Sub(core, "lua")
+	if err != nil {
+		return nil, err
+	}
 	texts := map[string]string{} // each file as the scripts hold it
 	var order []string           // the files, in the order of first use
 	var shas, parts bytes.Buffer
@@ -86,7 +96,7 @@ func Generate(lua fs.FS) (_ []byte, err error) {
 			}
 			joined = append(append(joined, b...), '\n')
 			// Inline works line by line, and each file ends a line
-			full := Inline(string(joined))
+			full := Inline(string(joined), consts)
 			text, ok := strings.CutPrefix(full, prev)
 			if !ok {
 				return nil, fmt.Errorf("%s.lua changes the text before it in %s.lua", f, s.file)

@@ -4,6 +4,12 @@
 // (Inline). go generate ./core writes the result into core/scripts_gen.go
 // (Generate), so that an engine takes its scripts and their SHA1s as
 // they are, without building them.
+//
+// The statuses, manual statuses, kinds, policies and layouts are defined
+// once, in core/status.go (Enums reads them): the scripts take their
+// numbers from there (LuaConsts), and so do the dashboard's module
+// (JavaScript) and the browser client's TypeScript declarations
+// (TypeScript).
 package luabuild
 
 import (
@@ -98,23 +104,32 @@ func luaLineEnd(s string) bool {
 	return s == "" || strings.HasPrefix(s, "--") && !strings.Contains(s, "\n")
 }
 
-// Inline writes every use of a named constant (Def) in src as its
-// value, and blanks its definition, keeping the lines where they were. The scripts name their ARGV positions, statuses and the other
-// numbers and separators they share with the engine once, as such
-// constants, but a local costs a script an instruction on every call and
-// each function that reads it an upvalue, which every call that defines
-// the function pays for (a closure is made again on every call, an upvalue
-// each): the script sent holds the values instead. Each file stays valid
-// Lua as written, and means the same: a constant defined again (a scope script's
-// own ARG_NOW after userlib.lua's) applies from its definition on, as a
-// Lua local does. A constant defined from one not yet defined panics, so
-// that go generate ./core stops there.
-func Inline(src string) string {
-	values := map[string]string{}
+// Inline writes every use of a named constant in src as its value: the
+// constants of core (LuaConsts: the statuses, manual statuses, kinds,
+// policies and layouts, named as in Go, which no Lua file defines) and those src defines
+// (Def), whose definitions it blanks, keeping the lines where they were.
+// The scripts name their ARGV positions and the other numbers and
+// separators they share with the engine once, as such constants, but a
+// local costs a script an instruction on every call and each function that
+// reads it an upvalue, which every call that defines the function pays for
+// (a closure is made again on every call, an upvalue each): the script
+// sent holds the values instead. A constant defined again (a scope
+// script's own ARG_NOW after userlib.lua's) applies from its definition
+// on, as a Lua local does. A definition of one of core's constants, or a
+// constant defined from one not yet defined, panics, so that go generate
+// ./core stops there.
+func Inline(src string, core map[string]string) string {
+	values := make(map[string]string, len(core))
+	for k, v := range core {
+		values[k] = v
+	}
 	lines := strings.SplitAfter(src, "\n")
 	for i, line := range lines {
 		body := strings.TrimSuffix(line, "\n")
 		if name, num, base, plus, ok := Def(body); ok {
+			if _, ok := core[name]; ok {
+				panic("presence: Lua constant " + name + " is core's (" + TableFile + "): use it without defining it")
+			}
 			v := num
 			if base != "" {
 				bv, ok := values[base]
