@@ -110,8 +110,8 @@ func (e *Engine) ActiveWithin(ctx context.Context, sc Scope, d time.Duration) (i
 	return ReadActive{sc, d}.exec(ctx, e)
 }
 
-// Online returns how many users are in each published status (ONLINE,
-// AWAY, DND, PUSH_ONLINE; OFFLINE is not counted), across every instance
+// Online returns how many users are in each published status but
+// StatusOffline, which is not counted, across every instance
 // sharing the Redis. The counts follow the published changes, in the same
 // scripts that publish them, so they move with the debounce of
 // docs/design.md §7 and never require a scan. One round trip.

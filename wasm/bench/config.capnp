@@ -16,6 +16,7 @@ const benchWorker :Workerd.Worker = (
     (name = "bench/shared.mjs", esModule = embed "shared.mjs"),
     (name = "bench/presence.wasm", wasm = embed "presence.wasm"),
     (name = "js/plans.mjs", esModule = embed "../js/plans.mjs"),
+    (name = "js/enums.mjs", esModule = embed "../js/enums.mjs"),
     (name = "js/reactor.mjs", esModule = embed "../js/reactor.mjs"),
     (name = "js/resp.mjs", esModule = embed "../js/resp.mjs"),
     (name = "js/wasi.mjs", esModule = embed "../js/wasi.mjs"),

@@ -315,7 +315,7 @@ func runJS(ctx context.Context, rt, wasmDir, module, replies string, n int) (rou
 // request's CPU from /proc: workerd's clocks stand still inside a request.
 func runWorkerd(ctx context.Context, wasmDir, tmp string, n int) (round, error) {
 	dir := filepath.Join(tmp, "workerd")
-	for _, f := range []string{"bench/worker.mjs", "bench/shared.mjs", "bench/config.capnp", "js/plans.mjs", "js/reactor.mjs", "js/resp.mjs", "js/wasi.mjs"} {
+	for _, f := range []string{"bench/worker.mjs", "bench/shared.mjs", "bench/config.capnp", "js/plans.mjs", "js/enums.mjs", "js/reactor.mjs", "js/resp.mjs", "js/wasi.mjs"} {
 		if err := copyFile(filepath.Join(wasmDir, f), filepath.Join(dir, f)); err != nil {
 			return round{}, err
 		}

@@ -9,6 +9,7 @@
 // of a host without it, travels as JSON, which is easier to read when
 // debugging. It does no I/O of its own; standard JavaScript only.
 
+import { kinds as KINDS, statuses as STATUSES } from "./enums.mjs";
 import { callCommand } from "./resp.mjs";
 
 const text = new TextDecoder();
@@ -140,8 +141,6 @@ export async function runSequence(sequence, host) {
 // version, a kind, then the fields without names.
 const COMPACT = 0xb2;
 const VERSION = 2;
-const KINDS = ["other", "web", "desktop", "ios", "android"];
-const STATUSES = ["OFFLINE", "PUSH_ONLINE", "AWAY", "ONLINE", "DND"];
 const HEARTBEAT_FIELDS = new Set(["user", "device", "kind", "gateway", "token", "active", "background", "meta", "at"]);
 const MAX_VALUE_DEPTH = 32;
 const MAX_ERROR_DEPTH = 8;

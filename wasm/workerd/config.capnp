@@ -31,6 +31,7 @@ const presenceWorker :Workerd.Worker = (
     (name = "workerd/reactor.mjs", esModule = embed "reactor.mjs"),
     (name = "workerd/presence.wasm", wasm = embed "presence.wasm"),
     (name = "js/plans.mjs", esModule = embed "../js/plans.mjs"),
+    (name = "js/enums.mjs", esModule = embed "../js/enums.mjs"),
     (name = "js/resp.mjs", esModule = embed "../js/resp.mjs"),
     (name = "js/wasi.mjs", esModule = embed "../js/wasi.mjs"),
   ],

@@ -1,9 +1,23 @@
 // presence dashboard: plain JavaScript against the service's /v1 API.
 // It polls the admin overview, follows the event stream, and runs
-// simulated devices that log in, heartbeat and touch a scope.
-"use strict";
+// simulated devices that log in, heartbeat and touch a scope. An ES
+// module: enums.js, generated from core's table, names the statuses.
+import { statuses } from "./enums.js";
 
 const $ = (sel, root = document) => root.querySelector(sel);
+
+// One tile for each status but OFFLINE (statuses[0]), the most present
+// first, as core orders them.
+$("#tiles").replaceChildren(...statuses.slice(1).reverse().map((st) => {
+  const tile = document.createElement("div"), n = document.createElement("span"), name = document.createElement("span");
+  tile.className = "tile st-" + st;
+  n.className = "n";
+  n.id = "n-" + st;
+  n.textContent = "0";
+  name.textContent = st;
+  tile.append(n, name);
+  return tile;
+}));
 const state = {
   info: null, token: "", source: null, devices: new Set(),
   stream: "connecting", // the event stream: connecting, live, reconnecting
