@@ -8,8 +8,25 @@ import (
 // Each verb's three doors (op.go): its plan, its run on an Engine, its
 // application to the Model.
 
-func (hb Heartbeat) plan(pl *Planner, now string) Stepper             { return pl.p.heartbeat(now, hb) }
-func (hb Heartbeat) exec(ctx context.Context, e *Engine) (Ack, error) { return e.heartbeat(ctx, hb) }
+func (hb Heartbeat) plan(pl *Planner, now string) Stepper { return pl.p.heartbeat(now, hb) }
+
+// exec joins the engine's group commit, where a beat merges with its
+// bucket's (combine.go), or else drives its own plan.
+func (hb Heartbeat) exec(ctx context.Context, e *Engine) (Ack, error) {
+	if e.groupCommit() && e.plans.checkHeartbeat(hb) == nil {
+		j := e.comb.newJob(ctx, jobBeat, "heartbeat")
+		j.hb = hb
+		if err := e.commit(j); err != nil {
+			return Ack{}, err
+		}
+		ack, err := j.ack, j.err
+		e.comb.release(j)
+		return ack, err
+	}
+	p := e.plans.heartbeat(e.nowArg(), hb)
+	e.drive(ctx, p)
+	return p.Outcome()
+}
 func (hb Heartbeat) run(ctx context.Context, e *Engine) (any, error)  { return hb.exec(ctx, e) }
 func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.heartbeat(ctx, hb) }
 
