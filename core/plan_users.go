@@ -38,7 +38,8 @@ func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
 	}
 	sp.b, sp.seed = b, seed
 	r := &m.r0
-	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(p.steadyArgs(m.now, b, 1), b, hb)}
+	args := append(append(sp.args[:0], m.now, p.settings.users[b].pagePrefix), p.settings.beatParams[:]...)
+	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
 	return pl
@@ -52,6 +53,9 @@ type steadyPlan struct {
 	b    uint32
 	hb   Heartbeat
 	seed string
+	// the steady call's arguments: now, the page prefix, the settings, and
+	// one beat's 6 fields (appendSteady, lua/heartbeat_steady.lua)
+	args [2 + len(settings{}.beatParams) + 6]string
 }
 
 // next takes the steady beat's reply: the beat applied, or the full path.
