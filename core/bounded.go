@@ -14,13 +14,14 @@ const callMicros = 500
 
 // Estimated server costs, in µs, of one item of a call.
 const (
-	statusMicros = 10 // a user's status (status.lua)
-	touchMicros  = 10 // a touch (touch.lua, shard_touch.lua)
-	steadyMicros = 8  // a steady beat (heartbeat_steady.lua)
-	fullMicros   = 25 // a beat on the full path (heartbeat_full.lua)
-	hlenMicros   = 1  // a compact shard a count sums (count.lua)
-	ackMicros    = 1  // an outbox entry acknowledged (outbox_ack.lua)
-	logMicros    = 2  // an event appended to the change log (log_append.lua)
+	statusMicros  = 10 // a user's status (status.lua)
+	touchMicros   = 10 // a touch (touch.lua, shard_touch.lua)
+	steadyMicros  = 8  // a steady beat (heartbeat_steady.lua)
+	fullMicros    = 25 // a beat on the full path (heartbeat_full.lua)
+	hlenMicros    = 1  // a compact shard a count sums (count.lua)
+	ackMicros     = 1  // an outbox entry acknowledged (outbox_ack.lua)
+	publishMicros = 3  // a message published (outbox_ack.lua)
+	logMicros     = 2  // an event appended to the change log (log_append.lua)
 )
 
 // Items per call of the split operations: callMicros of each.
@@ -29,7 +30,6 @@ const (
 	touchChunk  = callMicros / touchMicros
 	steadyChunk = callMicros / steadyMicros
 	fullChunk   = callMicros / fullMicros
-	ackChunk    = callMicros / ackMicros
 	logChunk    = callMicros / logMicros
 )
 

@@ -28,7 +28,7 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 			e.report(ctx, m)
 		}
 	}
-	e.ack(ctx, e.publish(ctx, m.pubs))
+	e.deliver(ctx, m.pubs)
 }
 
 // Run steps plans (made by e.Planner()) together until every one has
@@ -38,9 +38,9 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // trip up to about 1 ms of server time and otherwise wait for the next;
 // it splits the results back, and steps each plan with its own. A plan's NOSCRIPT
 // resend, next round or change log append joins the next shared round;
-// a plan publishes its messages as soon as it ends, and its outcome is
-// then ready (Plan.Outcome); the outbox entries of every message
-// delivered are acknowledged in one last round trip. A plan aborted because ctx ended (a sweep
+// the plans that end in a round deliver their messages in the next
+// (publishing them and acknowledging their outbox entries together), and
+// their outcomes are then ready (Plan.Outcome). A plan aborted because ctx ended (a sweep
 // between steps, after the round under way) sends its cleanup without
 // ctx's cancellation, in a round trip of its own. Run is safe to call from several goroutines
 // with distinct plans; a plan must be stepped by one driver only.
@@ -50,22 +50,31 @@ func (e *Engine) Run(ctx context.Context, plans ...Stepper) { e.run(ctx, plans, 
 // it has ended and published, before the others end.
 func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 	detached := context.WithoutCancel(ctx)
-	var delivered []string // outbox IDs, acknowledged together at the end
-	defer func() { e.ack(detached, delivered) }()
+	// the plans that ended in a turn deliver their messages together, in
+	// one round trip, before their callers learn that they ended
+	var out []Publication
+	var ending []int
+	deliver := func() {
+		e.deliver(detached, out)
+		for _, i := range ending {
+			if ended != nil {
+				ended(i)
+			}
+		}
+		out, ending = out[:0], ending[:0]
+	}
 	free := make([]bool, len(plans)) // aborted: its calls go without ctx's cancellation
 	live := make([]int, 0, len(plans))
 	for i, s := range plans {
 		m := s.machine()
 		e.report(ctx, m)
 		if m.done {
-			delivered = append(delivered, e.publish(ctx, m.pubs)...)
-			if ended != nil {
-				ended(i)
-			}
+			out, ending = append(out, m.pubs...), append(ending, i)
 			continue
 		}
 		live = append(live, i)
 	}
+	deliver()
 	for turn := 0; len(live) > 0; turn++ {
 		for _, group := range []bool{false, true} {
 			var calls []Call
@@ -126,18 +135,12 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 				e.report(detached, m)
 			}
 			if m.done {
-				c := ctx
-				if free[i] {
-					c = detached
-				}
-				delivered = append(delivered, e.publish(c, m.pubs)...)
-				if ended != nil {
-					ended(i)
-				}
+				out, ending = append(out, m.pubs...), append(ending, i)
 				continue
 			}
 			next = append(next, i)
 		}
+		deliver()
 		live = next
 	}
 }
@@ -188,10 +191,43 @@ func (e *Engine) publish(ctx context.Context, pubs []Publication) (delivered []s
 	return delivered
 }
 
-// ack acknowledges delivered events, so that their outbox lets them go. A
-// lost acknowledgement costs a repeat, which readers drop.
-func (e *Engine) ack(ctx context.Context, ids []string) {
-	if len(ids) > 0 {
-		e.drive(ctx, e.Planner().ack(e.nowArg(), ids))
+// deliver publishes the messages of ended plans and acknowledges their
+// events in one round trip: each call of lua/outbox_ack.lua publishes a
+// bucket's messages and then deletes their events from its outbox, in one
+// atomic step. A message that no outbox holds (its change log append
+// failed) goes through the store's Publisher, unacknowledged. A failed
+// delivery is logged and counted, not returned: the state change is
+// committed, and the outbox keeps the events for a sweep to deliver again.
+func (e *Engine) deliver(ctx context.Context, pubs []Publication) {
+	if len(pubs) == 0 {
+		return
+	}
+	calls, costs, rest := e.plans.outboxCalls(pubs)
+	if len(rest) > 0 {
+		e.publish(ctx, rest)
+	}
+	if len(calls) == 0 {
+		return
+	}
+	var failed error
+	p := newPlan[struct{}](e.plans, e.nowArg())
+	p.m.settle(&round{op: "publish", calls: calls, costs: costs,
+		next:  func([]Value) (*round, error) { return nil, nil },
+		onErr: func(err error) (*round, error) { failed = err; return nil, nil }}, nil)
+	e.drive(ctx, p)
+	if failed != nil {
+		if e.log != nil {
+			e.log.WarnContext(ctx, "presence: publish failed", "messages", len(pubs), "err", failed)
+		}
+		return
+	}
+	sent := map[string]int{}
+	for _, pub := range pubs {
+		if pub.Channel != "" && pub.ID != "" {
+			sent[pub.Kind]++
+		}
+	}
+	for kind, n := range sent {
+		e.metrics.Published(kind, n)
 	}
 }

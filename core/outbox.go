@@ -50,31 +50,74 @@ func outboxBucket(id string) (bucket uint32, epoch, seq string, ok bool) {
 	return uint32(b), epoch, seq, err == nil
 }
 
-// ackCalls are the calls of lua/outbox_ack.lua that acknowledge the
-// events of pubs: one per bucket and epoch and ackChunk events, with
-// their estimated costs.
-func (p *planner) ackCalls(ids []string) ([]Call, []int) {
-	var calls []Call
-	index := map[string]int{}
-	for _, id := range ids {
-		b, epoch, seq, ok := outboxBucket(id)
+// outboxCalls are the calls of lua/outbox_ack.lua that deliver pubs: each
+// publishes the messages of a bucket's events that have a channel, then
+// acknowledges those events, in calls of one bucket and epoch of at most
+// about callMicros, with their estimated costs. A Publication whose ID no
+// outbox issued is left out, in rest: its driver publishes it alone.
+func (p *planner) outboxCalls(pubs []Publication) (calls []Call, costs []int, rest []Publication) {
+	type event struct {
+		pub *Publication // nil: acknowledged only
+		seq string
+	}
+	type group struct {
+		key, epoch string
+		events     []event
+	}
+	var groups []*group
+	index := map[string]*group{}
+	for i := range pubs {
+		pub := &pubs[i]
+		b, epoch, seq, ok := outboxBucket(pub.ID)
 		if !ok || int(b) >= len(p.settings.users) {
+			if pub.Channel != "" {
+				rest = append(rest, *pub)
+			}
 			continue
 		}
 		key := p.settings.users[b].outbox
-		at, seen := index[key+" "+epoch]
-		if !seen || len(calls[at].Args) > ackChunk {
-			at = len(calls)
-			index[key+" "+epoch] = at
-			calls = append(calls, Call{SHA: p.scripts.outboxAck.sha, Keys: []string{key}, Args: []string{epoch}})
+		g := index[key+" "+epoch]
+		if g == nil {
+			g = &group{key: key, epoch: epoch}
+			index[key+" "+epoch] = g
+			groups = append(groups, g)
 		}
-		calls[at].Args = append(calls[at].Args, seq)
+		ev := event{seq: seq}
+		if pub.Channel != "" {
+			ev.pub = pub
+		}
+		g.events = append(g.events, ev)
 	}
-	costs := make([]int, len(calls))
-	for i, c := range calls {
-		costs[i] = (len(c.Args) - 1) * ackMicros
+	for _, g := range groups {
+		// an event's message and its acknowledgement go in the same call
+		for from := 0; from < len(g.events); {
+			to, cost := from, 0
+			for to < len(g.events) {
+				c := ackMicros
+				if g.events[to].pub != nil {
+					c += publishMicros
+				}
+				if to > from && cost+c > callMicros {
+					break
+				}
+				cost += c
+				to++
+			}
+			args := make([]string, 0, 1+3*(to-from))
+			args = append(args, g.epoch)
+			for _, ev := range g.events[from:to] {
+				if ev.pub != nil {
+					args = append(args, ev.seq, ev.pub.Channel, string(ev.pub.Payload))
+				} else {
+					args = append(args, ev.seq, "", "")
+				}
+			}
+			calls = append(calls, Call{SHA: p.scripts.outboxAck.sha, Keys: []string{g.key}, Args: args})
+			costs = append(costs, cost)
+			from = to
+		}
 	}
-	return calls, costs
+	return calls, costs, rest
 }
 
 // Ack plans the acknowledgement of delivered events by their outbox IDs
@@ -85,7 +128,11 @@ func (pl *Planner) ack(now string, ids []string) *Plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	m := &plan.m
-	calls, costs := p.ackCalls(ids)
+	pubs := make([]Publication, len(ids))
+	for i, id := range ids {
+		pubs[i].ID = id
+	}
+	calls, costs, _ := p.outboxCalls(pubs)
 	if len(calls) == 0 {
 		m.settle(nil, nil)
 		return plan

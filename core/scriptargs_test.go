@@ -221,8 +221,9 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_REDELIVER": itoa(RedeliverAfter.Milliseconds()),
 		}), "", ""},
 		{e.scripts.outboxAck, []string{"outbox_ack"}, map[string]string{
-			"ARG_EPOCH": "1772366400000", "ARG_SEQ1": "5",
-		}, "ARG_SEQ1", "1"},
+			"ARG_EPOCH": "1772366400000", "ARG_EVENT1+EVENT_SEQ": "5", "ARG_EVENT1+EVENT_CHANNEL": "presence:changes",
+			"ARG_EVENT1+EVENT_PAYLOAD": `{"user":"alice","from":"OFFLINE","to":"DND","at":1772366400123,"id":"u0.1772366400000.5"}`,
+		}, "ARG_EVENT1", "EVENT_FIELDS"},
 		{e.scripts.touch, []string{"touch"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_GRACE": "10005", "ARG_LIFE": itoa(millis(compactLife)), "ARG_TOUCHES": "1",
 			"ARG_TOUCHES+1+TOUCH_LAYOUT": "1", "ARG_TOUCHES+1+TOUCH_DATA": k.data,

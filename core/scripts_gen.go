@@ -2118,17 +2118,26 @@ end
 return { oldest, out }
 
 `
-	luaOutboxAck = `-- outbox_ack.lua: deletes delivered events from a bucket's outbox
--- (userlib.lua's emit), once the engine has published and logged them.
+	luaOutboxAck = `-- outbox_ack.lua: delivers events of a bucket's outbox (userlib.lua's
+-- emit): publishes their messages, then deletes them from the outbox, in
+-- one atomic step, so that an event is never acknowledged unpublished. A
+-- driver that publishes by itself (a WebAssembly host) sends the events
+-- without messages, once they are out.
 -- KEYS[1] the bucket's outbox hash (P:{uB}:ob)
 -- ARGV:
 
 
+
+
+
+
 -- Returns the number of entries deleted.
-if redis.call('HGET', KEYS[1], '@') ~= ARGV[1] then return 0 end
 local seqs = {}
-for a = 2, #ARGV do seqs[#seqs + 1] = ARGV[a] end
-if #seqs == 0 then return 0 end
+for a = 2, #ARGV, 3 do
+  if ARGV[a + 1] ~= '' then redis.call('PUBLISH', ARGV[a + 1], ARGV[a + 2]) end
+  seqs[#seqs + 1] = ARGV[a + 0]
+end
+if #seqs == 0 or redis.call('HGET', KEYS[1], '@') ~= ARGV[1] then return 0 end
 return redis.call('HDEL', KEYS[1], unpack(seqs))
 
 `
@@ -2233,7 +2242,7 @@ const (
 	shaSweepScopes     = "f043d3e004164033cc1c974b89ef7471bebe405c"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
-	shaOutboxAck       = "b6301d009d50cf7460aa097cc1cb96eda81a3cae"
+	shaOutboxAck       = "c51ca7334c93e1955453f6d08b169f95b5b4a51b"
 	shaShardTouch      = "0077f832d06ee42c490b5ddb6070134f1df85da8"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
 	shaShardSweep      = "1be87769695d7781e654e61852033352e0d606b7"
