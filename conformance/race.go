@@ -408,22 +408,38 @@ func (r *round) run(ctx context.Context) error {
 	return nil
 }
 
-// drain reads the round's events back: a marker published last on each
-// channel ends them.
+// drain reads the round's events back: markers published last on each
+// channel, through every user bucket's outbox as the events are
+// (markerCalls), end them.
 func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) error {
-	pub, ok := r.bes[0].Store.(core.Publisher)
-	if !ok {
+	store := r.bes[0].Store
+	if _, ok := store.(core.Publisher); !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
 	defer cancel()
-	pending := map[string]bool{"": true, "g1": true, "g2": true}
-	if err := pub.Publish(ctx, eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
-		return fmt.Errorf("conformance: race: publishing a marker: %w", err)
+	pending := map[string]int{}
+	mark := func(gw, channel string, payload []byte) error {
+		calls := markerCalls(eng, channel, payload)
+		for _, res := range store.Eval(ctx, calls) {
+			if res.Err != nil {
+				return fmt.Errorf("conformance: race: publishing a marker: %w", res.Err)
+			}
+		}
+		pending[gw] = len(calls)
+		return nil
+	}
+	if err := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
+		return err
 	}
 	for _, gw := range []string{"g1", "g2"} {
-		if err := pub.Publish(ctx, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
-			return fmt.Errorf("conformance: race: publishing a marker: %w", err)
+		if err := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
+			return err
+		}
+	}
+	done := func(gw string) {
+		if pending[gw]--; pending[gw] <= 0 {
+			delete(pending, gw)
 		}
 	}
 	for len(pending) > 0 {
@@ -433,9 +449,9 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 		}
 		switch {
 		case ev.Change != nil && ev.Change.User == markerUser:
-			delete(pending, "")
+			done("")
 		case ev.Kick != nil && ev.Kick.User == markerUser:
-			delete(pending, ev.Kick.Gateway)
+			done(ev.Kick.Gateway)
 		default:
 			r.events = append(r.events, ev)
 		}

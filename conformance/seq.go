@@ -360,27 +360,43 @@ const markerUser = "\x00conformance-marker"
 // a marker after them on each channel concerned and reads up to the
 // markers, so it never waits on a timer.
 func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
-	pub, ok := sys.store.(core.Publisher)
-	if !ok {
+	if _, ok := sys.store.(core.Publisher); !ok {
 		return true, ""
 	}
 	eng := sys.engine.(*core.Engine)
-	pending := map[string]bool{}
-	if len(want.changes) > 0 {
-		if err := pub.Publish(ctx, eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
-			return false, "publishing a marker: " + errName(err)
+	// A marker goes out through every user bucket's outbox, as the events
+	// do (lua/outbox_ack.lua), so that on a cluster it follows the events
+	// of each bucket from the node that published them: once every marker
+	// is in, so is every event.
+	pending := map[string]int{}
+	mark := func(gw, channel string, payload []byte) (bool, string) {
+		calls := markerCalls(eng, channel, payload)
+		for _, r := range sys.store.Eval(ctx, calls) {
+			if r.Err != nil {
+				return false, "publishing a marker: " + errName(r.Err)
+			}
 		}
-		pending[""] = true
+		pending[gw] = len(calls)
+		return true, ""
+	}
+	if len(want.changes) > 0 {
+		if ok, why := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); !ok {
+			return false, why
+		}
 	}
 	for _, k := range want.kicks {
 		gw, _, _ := strings.Cut(k, "|")
-		if pending[gw] {
+		if pending[gw] > 0 {
 			continue
 		}
-		if err := pub.Publish(ctx, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
-			return false, "publishing a marker: " + errName(err)
+		if ok, why := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); !ok {
+			return false, why
 		}
-		pending[gw] = true
+	}
+	done := func(gw string) {
+		if pending[gw]--; pending[gw] <= 0 {
+			delete(pending, gw)
+		}
 	}
 	var changes, kicks []string
 	for len(pending) > 0 {
@@ -390,9 +406,9 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		}
 		switch {
 		case ev.Change != nil && ev.Change.User == markerUser:
-			delete(pending, "")
+			done("")
 		case ev.Kick != nil && ev.Kick.User == markerUser:
-			delete(pending, ev.Kick.Gateway)
+			done(ev.Kick.Gateway)
 		case ev.Change != nil:
 			changes = append(changes, sys.x.change(*ev.Change))
 		case ev.Kick != nil:
@@ -408,6 +424,24 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		return false, fmt.Sprintf("kicks received %v, want %v", kicks, wk)
 	}
 	return true, ""
+}
+
+// markerCalls publish payload on channel through each user bucket's
+// outbox (lua/outbox_ack.lua, by source, with an epoch no outbox has, so
+// that it acknowledges nothing).
+func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
+	var src string
+	for _, s := range core.Scripts() {
+		if s.Name() == "outbox_ack" {
+			src = s.Source()
+		}
+	}
+	keys := eng.Keys()
+	calls := make([]core.Call, keys.UserBuckets())
+	for b := range calls {
+		calls[b] = core.Call{Source: src, Keys: []string{keys.Outbox(b)}, Args: []string{"-", "0", channel, string(payload)}}
+	}
+	return calls
 }
 
 func sorted(xs []string) []string {

@@ -1,7 +1,6 @@
 package conformance_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -113,12 +112,9 @@ var plantedBugs = []plantBug{
 		// A repeat under the same outbox ID is what at-least-once delivery
 		// allows, and readers drop it; a repeat under another ID is a
 		// second event.
-		publish: func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error {
-			if err := next(ctx, channel, msg); err != nil {
-				return err
-			}
-			return next(ctx, channel, bytes.Replace(msg, []byte(`"id":"`), []byte(`"id":"again.`), 1))
-		},
+		scripts: []string{"outbox_ack"},
+		edits: []edit{{"redis.call('PUBLISH', ARGV[a + 1], ARGV[a + 2])",
+			"redis.call('PUBLISH', ARGV[a + 1], ARGV[a + 2]); redis.call('PUBLISH', ARGV[a + 1], (string.gsub(ARGV[a + 2], '\"id\":\"', '\"id\":\"again.', 1)))"}},
 	},
 }
 

@@ -53,33 +53,46 @@ func (f *failingPublish) refusedIDs() []string {
 	return slices.Clone(f.refused)
 }
 
-// batchFailing is a Store whose Publish and PublishBatch (core.BatchPublisher)
-// fail while f is on, and pass through to pub otherwise.
-type batchFailing struct {
-	core.Store
-	pub   core.BatchPublisher
-	one   core.Publisher
-	f     *failingPublish
-	batch atomic.Int64 // PublishBatch calls refused
-}
-
-func (s *batchFailing) Publish(ctx context.Context, channel string, msg []byte) error {
-	if s.f.on.Load() {
-		return s.f.refuse(msg)
-	}
-	return s.one.Publish(ctx, channel, msg)
-}
-
-func (s *batchFailing) PublishBatch(ctx context.Context, msgs []core.Message) error {
-	if s.f.on.Load() {
-		s.batch.Add(1)
-		payloads := make([][]byte, len(msgs))
-		for i, m := range msgs {
-			payloads[i] = m.Payload
+// failDeliveries is an Interceptor's Eval that fails, while f is on, every
+// delivering call (lua/outbox_ack.lua with messages to publish: its events
+// as seq, channel, payload from ARGV[2]) and records its messages; it
+// counts the calls it failed in n.
+func failDeliveries(f *failingPublish, n *atomic.Int64) func(context.Context, []core.Call, func(context.Context, []core.Call) []core.Result) []core.Result {
+	return func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
+		out := make([]core.Result, len(calls))
+		var pass []core.Call
+		var at []int
+		for i, c := range calls {
+			var msgs [][]byte
+			if isDelivery(c) {
+				for k := 1; k+2 < len(c.Args); k += 3 {
+					if c.Args[k+1] != "" {
+						msgs = append(msgs, []byte(c.Args[k+2]))
+					}
+				}
+			}
+			if len(msgs) > 0 && f.on.Load() {
+				n.Add(1)
+				out[i].Err = f.refuse(msgs...)
+				continue
+			}
+			pass, at = append(pass, c), append(at, i)
 		}
-		return s.f.refuse(payloads...)
+		for j, r := range next(ctx, pass) {
+			out[at[j]] = r
+		}
+		return out
 	}
-	return s.pub.PublishBatch(ctx, msgs)
+}
+
+// isDelivery reports whether c runs lua/outbox_ack.lua.
+func isDelivery(c core.Call) bool {
+	for _, s := range core.Scripts() {
+		if s.Name() == "outbox_ack" {
+			return c.SHA == s.SHA() || c.Source == s.Source()
+		}
+	}
+	return false
 }
 
 // outboxIDs returns the outbox fields (event sequence numbers) of every
@@ -102,8 +115,9 @@ func outboxIDs(t *testing.T, srv *redistest.Instance, prefix string) []string {
 	return out
 }
 
-// TestFailedPublishLeftToTheSweep: on each driver, with Publish (one
-// message at a time) or PublishBatch failing, a heartbeat batch that
+// TestFailedPublishLeftToTheSweep: on each driver, with the delivering
+// calls (publication and acknowledgement, lua/outbox_ack.lua) failing, a
+// heartbeat batch that
 // brings three users online returns their changes without an error; the
 // three events stay in the outbox; once publishing works again, a user
 // sweep past core.RedeliverAfter delivers each to a subscriber once, with
@@ -114,27 +128,13 @@ func TestFailedPublishLeftToTheSweep(t *testing.T) {
 	users := []string{"a", "b", "c"}
 	ways := []struct {
 		name string
-		// wrap returns the failing Store and a count of the publish calls
-		// it refused that went the way under test
+		// wrap returns the failing Store and a count of the delivering
+		// calls it refused
 		wrap func(core.Store, *failingPublish) (core.Store, func() int64)
 	}{
-		{"publish", func(s core.Store, f *failingPublish) (core.Store, func() int64) {
-			// Intercept drops BatchPublisher: the engine publishes one
-			// message at a time, through Publish
+		{"delivery", func(s core.Store, f *failingPublish) (core.Store, func() int64) {
 			var n atomic.Int64
-			return conformance.Intercept(s, conformance.Interceptor{
-				Publish: func(ctx context.Context, ch string, msg []byte, next func(context.Context, string, []byte) error) error {
-					if f.on.Load() {
-						n.Add(1)
-						return f.refuse(msg)
-					}
-					return next(ctx, ch, msg)
-				},
-			}), n.Load
-		}},
-		{"batch publish", func(s core.Store, f *failingPublish) (core.Store, func() int64) {
-			b := &batchFailing{Store: s, pub: s.(core.BatchPublisher), one: s.(core.Publisher), f: f}
-			return b, b.batch.Load
+			return conformance.Intercept(s, conformance.Interceptor{Eval: failDeliveries(f, &n)}), n.Load
 		}},
 	}
 	for _, a := range rig.Adapters() {
