@@ -51,17 +51,18 @@ type CachedReader interface {
 }
 
 // Publisher is an optional capability of a Store: publishing a message on a
-// channel. The engine publishes status changes and kicks through it.
+// channel. The engine's own messages go out from the script that
+// acknowledges them (docs/design.md §7); it publishes through a Publisher
+// only a message that no outbox holds, and a Subscriber's tests use it.
 type Publisher interface {
 	Publish(ctx context.Context, channel string, message []byte) error
 }
 
 // BatchPublisher is an optional capability of a Publisher: publishing
 // several messages in one round trip (per node, in a cluster), each on its
-// channel, the messages of one channel in order. The engine publishes what
-// one call decided through it, and one message at a time through Publish
-// without it: a sweep that settles thousands of users then pays a round
-// trip per page, not per user. An error means some messages may not have
+// channel, the messages of one channel in order. The engine publishes the
+// messages no outbox holds through it, and one at a time through Publish
+// without it. An error means some messages may not have
 // gone out; the engine leaves them all to the outbox, which delivers them
 // again (readers drop repeats by ID). A type that embeds a Store and wraps
 // its Publish must wrap PublishBatch too, or the engine bypasses the

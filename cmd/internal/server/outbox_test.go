@@ -17,25 +17,44 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// refusingPublisher is a go-redis store whose publishes fail while
-// refuse is set: the engine keeps the events in their outboxes.
+// refusingPublisher is a go-redis store whose deliveries (the calls of
+// lua/outbox_ack.lua that publish a call's messages and acknowledge them)
+// fail while refuse is set: the engine keeps the events in their outboxes.
 type refusingPublisher struct {
 	*goredis.Store
 	refuse atomic.Bool
 }
 
-func (p *refusingPublisher) Publish(ctx context.Context, channel string, msg []byte) error {
-	if p.refuse.Load() {
-		return errors.New("test: publish refused")
+func (p *refusingPublisher) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	out := make([]core.Result, len(calls))
+	var pass []core.Call
+	var at []int
+	for i, c := range calls {
+		if p.refuse.Load() && delivers(c) {
+			out[i].Err = errors.New("test: publish refused")
+			continue
+		}
+		pass, at = append(pass, c), append(at, i)
 	}
-	return p.Store.Publish(ctx, channel, msg)
+	for j, r := range p.Store.Eval(ctx, pass) {
+		out[at[j]] = r
+	}
+	return out
 }
 
-func (p *refusingPublisher) PublishBatch(ctx context.Context, msgs []core.Message) error {
-	if p.refuse.Load() {
-		return errors.New("test: publish refused")
+// delivers reports whether c runs lua/outbox_ack.lua with messages to
+// publish (its events as seq, channel, payload from ARGV[2]).
+func delivers(c core.Call) bool {
+	for _, s := range core.Scripts() {
+		if s.Name() == "outbox_ack" && (c.SHA == s.SHA() || c.Source == s.Source()) {
+			for k := 1; k+2 < len(c.Args); k += 3 {
+				if c.Args[k+1] != "" {
+					return true
+				}
+			}
+		}
 	}
-	return p.Store.PublishBatch(ctx, msgs)
+	return false
 }
 
 // TestOutboxWaitingGauge: presence_outbox_waiting counts the events that
