@@ -38,39 +38,50 @@ type Store struct {
 // c: closing c is the caller's job.
 func New(c redis.UniversalClient) *Store { return &Store{c: c} }
 
-// Eval sends every call in one pipeline and returns one Result per call, in
-// order. A call whose keys span cluster slots is not sent and gets an error
-// that matches core.ErrCrossSlot; a call that fails on the server (NOSCRIPT, a
-// Lua error) fails alone, the others still get their replies.
+// Eval sends every call in one pipeline (a single call as one command) and
+// returns one Result per call, in order. A call whose keys span cluster
+// slots is not sent and gets an error that matches core.ErrCrossSlot; a call
+// that fails on the server (NOSCRIPT, a Lua error) fails alone, the others
+// still get their replies.
 func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	results := make([]core.Result, len(calls))
 	if len(calls) == 0 {
 		return results
 	}
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	queued := 0
-	for i, call := range calls {
-		if err := core.SameSlot(call.Keys); err != nil {
+	var (
+		one    [1]*redis.Cmd
+		cmds   = one[:]
+		queued int
+		last   *redis.Cmd
+	)
+	if len(calls) > 1 {
+		cmds = make([]*redis.Cmd, len(calls))
+	}
+	for i := range calls {
+		if err := core.SameSlot(calls[i].Keys); err != nil {
 			results[i].Err = err
 			continue
 		}
-		args := make([]any, len(call.Args))
-		for j, a := range call.Args {
-			args[j] = a
-		}
-		if call.Source != "" {
-			cmds[i] = pipe.Eval(ctx, call.Source, call.Keys, args...)
-		} else {
-			cmds[i] = pipe.EvalSha(ctx, call.SHA, call.Keys, args...)
-		}
+		cmds[i] = evalCmd(ctx, &calls[i])
+		last = cmds[i]
 		queued++
 	}
-	if queued == 0 {
+	var execErr error
+	switch queued {
+	case 0:
 		return results
+	case 1:
+		execErr = s.c.Process(ctx, last)
+	default:
+		pipe := s.c.Pipeline()
+		for _, cmd := range cmds {
+			if cmd != nil {
+				_ = pipe.Process(ctx, cmd)
+			}
+		}
+		_, execErr = pipe.Exec(ctx)
 	}
-	_, execErr := pipe.Exec(ctx)
-	for i, cmd := range cmds {
+	for i, cmd := range cmds[:len(calls)] {
 		if cmd == nil {
 			continue
 		}
@@ -86,6 +97,32 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		}
 	}
 	return results
+}
+
+// evalCmd returns call as an EVALSHA (or EVAL, with its Source) command.
+// Its keys and arguments go in as pointers into call, which go-redis
+// writes as the strings they point to: a string put in an interface is
+// copied to the heap, a pointer is not, and a beat has a dozen of them.
+// call must not change until the command has run.
+func evalCmd(ctx context.Context, call *core.Call) *redis.Cmd {
+	args := make([]any, 3+len(call.Keys)+len(call.Args))
+	args[0], args[1] = "evalsha", &call.SHA
+	if call.Source != "" {
+		args[0], args[1] = "eval", &call.Source
+	}
+	args[2] = len(call.Keys)
+	for j := range call.Keys {
+		args[3+j] = &call.Keys[j]
+	}
+	for j := range call.Args {
+		args[3+len(call.Keys)+j] = &call.Args[j]
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	if len(call.Keys) > 0 {
+		// where a cluster client finds the key that routes the command
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
 }
 
 // reloadSlots makes a cluster client reload its slot map after a node could
