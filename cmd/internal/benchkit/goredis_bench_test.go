@@ -21,14 +21,17 @@ import (
 // one call a beat, from 1 and from 16 goroutines, as cmd/bench/compare's
 // single-beat rows. Allocations (-benchmem) and "client-µs/beat", this
 // process's CPU time per beat, are the client's alone; the server runs in
-// its own process. Profile it with -cpuprofile or -memprofile.
+// its own process. "trips/beat" is round trips (Store.Eval calls) per
+// beat and "calls/beat" script calls: group commit's share. Profile it
+// with -cpuprofile or -memprofile.
 func BenchmarkSteadyBeatGoRedis(b *testing.B) {
 	srv := redistest.Server(b)
 	const workers, users = 16, 2000
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers + 2, MinIdleConns: workers})
 	b.Cleanup(func() { c.Close() })
 	ctx := context.Background()
-	e, err := benchkit.NewEngine(ctx, goredis.New(c), core.Config{Prefix: "bench"}, benchkit.ClockServer)
+	store := &counting{Store: goredis.New(c)}
+	e, err := benchkit.NewEngine(ctx, store, core.Config{Prefix: "bench"}, benchkit.ClockServer)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,6 +55,7 @@ func BenchmarkSteadyBeatGoRedis(b *testing.B) {
 		b.Run("workers="+strconv.Itoa(n), func(b *testing.B) {
 			var seq atomic.Int64
 			var failed atomic.Value
+			trips0, calls0 := store.trips.Load(), store.calls.Load()
 			cpu0, ok := benchkit.ProcessCPU()
 			b.ResetTimer()
 			var wg sync.WaitGroup
@@ -77,6 +81,21 @@ func BenchmarkSteadyBeatGoRedis(b *testing.B) {
 			if cpu1, _ := benchkit.ProcessCPU(); ok {
 				b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/1e3/float64(b.N), "client-µs/beat")
 			}
+			b.ReportMetric(float64(store.trips.Load()-trips0)/float64(b.N), "trips/beat")
+			b.ReportMetric(float64(store.calls.Load()-calls0)/float64(b.N), "calls/beat")
 		})
 	}
+}
+
+// counting counts a go-redis store's round trips and script calls, and
+// publishes through it as the engine would without the count.
+type counting struct {
+	*goredis.Store
+	trips, calls atomic.Int64
+}
+
+func (s *counting) Eval(ctx context.Context, calls []core.Call) []core.Result {
+	s.trips.Add(1)
+	s.calls.Add(int64(len(calls)))
+	return s.Store.Eval(ctx, calls)
 }
