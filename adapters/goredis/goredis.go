@@ -57,12 +57,20 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	if len(calls) > 1 {
 		cmds = make([]*redis.Cmd, len(calls))
 	}
+	// every command's arguments in one allocation
+	n := 0
+	for i := range calls {
+		n += evalArgs(&calls[i])
+	}
+	slab := make([]any, n)
 	for i := range calls {
 		if err := core.SameSlot(calls[i].Keys); err != nil {
 			results[i].Err = err
 			continue
 		}
-		cmds[i] = evalCmd(ctx, &calls[i])
+		k := evalArgs(&calls[i])
+		cmds[i] = evalCmd(ctx, &calls[i], slab[:k:k])
+		slab = slab[k:]
 		last = cmds[i]
 		queued++
 	}
@@ -99,13 +107,16 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	return results
 }
 
-// evalCmd returns call as an EVALSHA (or EVAL, with its Source) command.
-// Its keys and arguments go in as pointers into call, which go-redis
-// writes as the strings they point to: a string put in an interface is
-// copied to the heap, a pointer is not, and a beat has a dozen of them.
-// call must not change until the command has run.
-func evalCmd(ctx context.Context, call *core.Call) *redis.Cmd {
-	args := make([]any, 3+len(call.Keys)+len(call.Args))
+// evalArgs returns the length of call's command.
+func evalArgs(call *core.Call) int { return 3 + len(call.Keys) + len(call.Args) }
+
+// evalCmd returns call as an EVALSHA (or EVAL, with its Source) command,
+// built in args (evalArgs(call) long). Its keys and arguments go in as
+// pointers into call, which go-redis writes as the strings they point to:
+// a string put in an interface is copied to the heap, a pointer is not,
+// and a beat has a dozen of them. call must not change until the command
+// has run.
+func evalCmd(ctx context.Context, call *core.Call, args []any) *redis.Cmd {
 	args[0], args[1] = "evalsha", &call.SHA
 	if call.Source != "" {
 		args[0], args[1] = "eval", &call.Source
