@@ -18,7 +18,7 @@ import (
 // BenchmarkSteadyBeatGoRedis measures what a steady beat costs its caller
 // through go-redis against a real redis-server (started on a free loopback
 // port; skipped where none is installed): logged-in users who stay online,
-// one call a beat, from 1 and from 16 goroutines, as cmd/bench/compare's
+// one call a beat, from 1, 16 and 128 goroutines, as cmd/bench/compare's
 // single-beat rows. Allocations (-benchmem) and "client-µs/beat", this
 // process's CPU time per beat, are the client's alone; the server runs in
 // its own process. "trips/beat" is round trips (Store.Eval calls) per
@@ -26,8 +26,9 @@ import (
 // with -cpuprofile or -memprofile.
 func BenchmarkSteadyBeatGoRedis(b *testing.B) {
 	srv := redistest.Server(b)
-	const workers, users = 16, 2000
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers + 2, MinIdleConns: workers})
+	const users = 2000
+	workers := []int{1, 16, 128}
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: workers[len(workers)-1] + 2, MinIdleConns: workers[len(workers)-1]})
 	b.Cleanup(func() { c.Close() })
 	ctx := context.Background()
 	store := &counting{Store: goredis.New(c)}
@@ -51,7 +52,7 @@ func BenchmarkSteadyBeatGoRedis(b *testing.B) {
 		_, err := e.Heartbeat(ctx, core.Heartbeat{User: ids[u], Device: "d0", Kind: core.KindWeb, Token: tokens[u], Active: true})
 		return err
 	}
-	for _, n := range []int{1, workers} {
+	for _, n := range workers {
 		b.Run("workers="+strconv.Itoa(n), func(b *testing.B) {
 			var seq atomic.Int64
 			var failed atomic.Value
