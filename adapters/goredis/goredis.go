@@ -29,6 +29,10 @@ var (
 // as long as the client is.
 type Store struct {
 	c redis.UniversalClient
+	// pipes holds pipelines to reuse: Exec leaves a pipeline empty, and a
+	// new one costs a handful of allocations (itself and its method
+	// values) on every round trip.
+	pipes sync.Pool
 	// lastReload is when a cluster client was last told to reload its slot
 	// map (unix ns), so that a failover is followed within a second.
 	lastReload atomic.Int64
@@ -36,13 +40,16 @@ type Store struct {
 
 // New returns a Store that sends commands through c. The Store does not own
 // c: closing c is the caller's job.
-func New(c redis.UniversalClient) *Store { return &Store{c: c} }
+func New(c redis.UniversalClient) *Store {
+	s := &Store{c: c}
+	s.pipes.New = func() any { return c.Pipeline() }
+	return s
+}
 
-// Eval sends every call in one pipeline (a single call as one command) and
-// returns one Result per call, in order. A call whose keys span cluster
-// slots is not sent and gets an error that matches core.ErrCrossSlot; a call
-// that fails on the server (NOSCRIPT, a Lua error) fails alone, the others
-// still get their replies.
+// Eval sends every call in one pipeline and returns one Result per call, in
+// order. A call whose keys span cluster slots is not sent and gets an error
+// that matches core.ErrCrossSlot; a call that fails on the server (NOSCRIPT,
+// a Lua error) fails alone, the others still get their replies.
 func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	results := make([]core.Result, len(calls))
 	if len(calls) == 0 {
@@ -52,7 +59,6 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		one    [1]*redis.Cmd
 		cmds   = one[:]
 		queued int
-		last   *redis.Cmd
 	)
 	if len(calls) > 1 {
 		cmds = make([]*redis.Cmd, len(calls))
@@ -71,25 +77,21 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		k := evalArgs(&calls[i])
 		cmds[i] = evalCmd(ctx, &calls[i], slab[:k:k])
 		slab = slab[k:]
-		last = cmds[i]
 		queued++
 	}
-	var execErr error
-	switch queued {
-	case 0:
+	if queued == 0 {
 		return results
-	case 1:
-		execErr = s.c.Process(ctx, last)
-	default:
-		pipe := s.c.Pipeline()
-		for _, cmd := range cmds {
-			if cmd != nil {
-				_ = pipe.Process(ctx, cmd)
-			}
-		}
-		_, execErr = pipe.Exec(ctx)
 	}
-	for i, cmd := range cmds[:len(calls)] {
+	// a lone call too, so that pipeline hooks see every round trip
+	pipe := s.pipes.Get().(redis.Pipeliner)
+	for _, cmd := range cmds {
+		if cmd != nil {
+			_ = pipe.Process(ctx, cmd)
+		}
+	}
+	_, execErr := pipe.Exec(ctx)
+	s.pipes.Put(pipe)
+	for i, cmd := range cmds {
 		if cmd == nil {
 			continue
 		}
