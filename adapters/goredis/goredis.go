@@ -29,6 +29,10 @@ var (
 // as long as the client is.
 type Store struct {
 	c redis.UniversalClient
+	// pipes holds pipelines to reuse: Exec leaves a pipeline empty, and a
+	// new one costs a handful of allocations (itself and its method
+	// values) on every round trip.
+	pipes sync.Pool
 	// lastReload is when a cluster client was last told to reload its slot
 	// map (unix ns), so that a failover is followed within a second.
 	lastReload atomic.Int64
@@ -36,40 +40,57 @@ type Store struct {
 
 // New returns a Store that sends commands through c. The Store does not own
 // c: closing c is the caller's job.
-func New(c redis.UniversalClient) *Store { return &Store{c: c} }
+func New(c redis.UniversalClient) *Store {
+	s := &Store{c: c}
+	s.pipes.New = func() any { return c.Pipeline() }
+	return s
+}
 
 // Eval sends every call in one pipeline and returns one Result per call, in
 // order. A call whose keys span cluster slots is not sent and gets an error
-// that matches core.ErrCrossSlot; a call that fails on the server (NOSCRIPT, a
-// Lua error) fails alone, the others still get their replies.
+// that matches core.ErrCrossSlot; a call that fails on the server (NOSCRIPT,
+// a Lua error) fails alone, the others still get their replies.
 func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	results := make([]core.Result, len(calls))
 	if len(calls) == 0 {
 		return results
 	}
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	queued := 0
-	for i, call := range calls {
-		if err := core.SameSlot(call.Keys); err != nil {
+	var (
+		one    [1]*redis.Cmd
+		cmds   = one[:]
+		queued int
+	)
+	if len(calls) > 1 {
+		cmds = make([]*redis.Cmd, len(calls))
+	}
+	// every command's arguments in one allocation
+	n := 0
+	for i := range calls {
+		n += evalArgs(&calls[i])
+	}
+	slab := make([]any, n)
+	for i := range calls {
+		if err := core.SameSlot(calls[i].Keys); err != nil {
 			results[i].Err = err
 			continue
 		}
-		args := make([]any, len(call.Args))
-		for j, a := range call.Args {
-			args[j] = a
-		}
-		if call.Source != "" {
-			cmds[i] = pipe.Eval(ctx, call.Source, call.Keys, args...)
-		} else {
-			cmds[i] = pipe.EvalSha(ctx, call.SHA, call.Keys, args...)
-		}
+		k := evalArgs(&calls[i])
+		cmds[i] = evalCmd(ctx, &calls[i], slab[:k:k])
+		slab = slab[k:]
 		queued++
 	}
 	if queued == 0 {
 		return results
 	}
+	// a lone call too, so that pipeline hooks see every round trip
+	pipe := s.pipes.Get().(redis.Pipeliner)
+	for _, cmd := range cmds {
+		if cmd != nil {
+			_ = pipe.Process(ctx, cmd)
+		}
+	}
 	_, execErr := pipe.Exec(ctx)
+	s.pipes.Put(pipe)
 	for i, cmd := range cmds {
 		if cmd == nil {
 			continue
@@ -86,6 +107,35 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		}
 	}
 	return results
+}
+
+// evalArgs returns the length of call's command.
+func evalArgs(call *core.Call) int { return 3 + len(call.Keys) + len(call.Args) }
+
+// evalCmd returns call as an EVALSHA (or EVAL, with its Source) command,
+// built in args (evalArgs(call) long). Its keys and arguments go in as
+// pointers into call, which go-redis writes as the strings they point to:
+// a string put in an interface is copied to the heap, a pointer is not,
+// and a beat has a dozen of them. call must not change until the command
+// has run.
+func evalCmd(ctx context.Context, call *core.Call, args []any) *redis.Cmd {
+	args[0], args[1] = "evalsha", &call.SHA
+	if call.Source != "" {
+		args[0], args[1] = "eval", &call.Source
+	}
+	args[2] = len(call.Keys)
+	for j := range call.Keys {
+		args[3+j] = &call.Keys[j]
+	}
+	for j := range call.Args {
+		args[3+len(call.Keys)+j] = &call.Args[j]
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	if len(call.Keys) > 0 {
+		// where a cluster client finds the key that routes the command
+		cmd.SetFirstKeyPos(3)
+	}
+	return cmd
 }
 
 // reloadSlots makes a cluster client reload its slot map after a node could

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/centrifugal/centrifuge"
@@ -58,6 +59,9 @@ func (c *comparison) setup(ctx context.Context) error {
 	}
 	c.conns = map[string]*benchkit.Conn{}
 	for _, a := range c.o.adapters {
+		if !c.needAdapter(a) {
+			continue
+		}
 		conn, err := benchkit.Dial(ctx, a, "redis://"+c.addr, max(c.o.concurrency, c.o.batchConc))
 		if err != nil {
 			return err
@@ -68,6 +72,19 @@ func (c *comparison) setup(ctx context.Context) error {
 	var err error
 	c.cnode, c.cpm, c.cshard, err = centrifugeNode(c.addr, c.prefix("centrifuge"))
 	return err
+}
+
+// wanted reports whether --designs asks for design name.
+func (c *comparison) wanted(name string) bool { return c.o.designs == nil || c.o.designs[name] }
+
+// needAdapter reports whether any wanted design, or the memory rows (which
+// go through go-redis), use adapter a.
+func (c *comparison) needAdapter(a string) bool {
+	if a == benchkit.AdapterGoRedis && c.o.only[groupMemory] {
+		return true
+	}
+	e := "engine/" + a
+	return c.wanted(e) || c.wanted(e+" solo") || c.wanted(e+"+batcher")
 }
 
 func (c *comparison) close() {
@@ -250,6 +267,9 @@ func (c *comparison) throughput(ctx context.Context) error {
 	n := c.o.users
 	var designs []design
 	for _, a := range c.o.adapters {
+		if !c.needAdapter(a) {
+			continue
+		}
 		prefix := c.prefix("engine-" + a)
 		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: prefix, UserBuckets: c.o.userBuckets, GroupCommit: c.o.groupCommit}, c.o.clock)
 		if err != nil {
@@ -260,146 +280,147 @@ func (c *comparison) throughput(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		designs = append(designs, d)
-		// the same keys through an engine without group commit, one
-		// call a beat as before it (GroupCommit -1)
-		solo, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: prefix, UserBuckets: c.o.userBuckets, GroupCommit: -1}, c.o.clock)
-		if err != nil {
-			return err
+		if c.wanted(d.name) {
+			designs = append(designs, d)
 		}
-		designs = append(designs, design{
-			name: d.name + " solo",
-			beat: func(ctx context.Context, u int) error {
-				_, err := solo.Heartbeat(ctx, d.hb(u))
+		if c.wanted(d.name + " solo") {
+			// the same keys through an engine without group commit, one
+			// call a beat as before it (GroupCommit -1)
+			solo, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: prefix, UserBuckets: c.o.userBuckets, GroupCommit: -1}, c.o.clock)
+			if err != nil {
 				return err
-			},
-		})
-		// the same engine behind a batcher: single beats from many
-		// goroutines, merged into batch calls
-		bt, err := batcher.New(e, batcher.Config{})
-		if err != nil {
-			return err
+			}
+			designs = append(designs, design{
+				name: d.name + " solo",
+				beat: func(ctx context.Context, u int) error {
+					_, err := solo.Heartbeat(ctx, d.hb(u))
+					return err
+				},
+			})
 		}
-		defer bt.Close()
-		designs = append(designs, design{
-			name: d.name + "+batcher",
-			beat: func(ctx context.Context, u int) error {
-				_, err := bt.Heartbeat(ctx, d.hb(u))
+		if c.wanted(d.name + "+batcher") {
+			// the same engine behind a batcher: single beats from many
+			// goroutines, merged into batch calls
+			bt, err := batcher.New(e, batcher.Config{})
+			if err != nil {
 				return err
-			},
-		})
+			}
+			defer bt.Close()
+			designs = append(designs, design{
+				name: d.name + "+batcher",
+				beat: func(ctx context.Context, u int) error {
+					_, err := bt.Heartbeat(ctx, d.hb(u))
+					return err
+				},
+			})
+		}
 	}
-	others := []design{c.centrifugeDesign(c.cpm), c.plainSetDesign(c.prefix("plain-set")), c.plainHashDesign(c.prefix("plain-hash"))}
-	for _, d := range others {
+	for _, d := range []design{c.centrifugeDesign(c.cpm), c.plainSetDesign(c.prefix("plain-set")), c.plainHashDesign(c.prefix("plain-hash"))} {
+		if !c.wanted(d.name) {
+			continue
+		}
 		// every user's keys exist before the run, as the engine's do
 		if err := c.warm(ctx, d, n); err != nil {
 			return err
 		}
+		designs = append(designs, d)
 	}
-	designs = append(designs, others...)
 	single := benchkit.Load{Concurrency: c.o.concurrency, Duration: c.o.duration}
 	batched := benchkit.Load{Concurrency: c.o.batchConc, Duration: c.o.duration}
-	add := func(row benchkit.ThroughputRow, err error) error {
-		if err != nil {
-			return err
-		}
-		c.logf("%-24s %-16s %10.0f /s  p50 %6.0f µs  p99 %6.0f µs  %.2f µs CPU  %.0f instructions", row.Adapter, row.Workload, row.ItemsPerSec, row.P50us, row.P99us, row.ServerCPUus, row.ServerInstr)
-		row.Commands = nil
-		c.rep.Throughput = append(c.rep.Throughput, row)
-		return nil
-	}
-	for _, d := range designs {
-		err := add(benchkit.Measure(ctx, c.admin, "beat", d.name, 1, single, func(ctx context.Context, _, seq int) (int, error) {
-			return 1, d.beat(ctx, pick(seq, n))
-		}))
-		if err != nil {
-			return err
+	var jobs []job
+	if c.o.only[groupBeat] {
+		for _, d := range designs {
+			jobs = append(jobs, job{workload: "beat", design: d.name, batch: 1, load: single, op: func(ctx context.Context, _, seq int) (int, error) {
+				return 1, d.beat(ctx, pick(seq, n))
+			}})
 		}
 	}
-	for _, d := range designs {
-		if d.batch == nil {
-			continue
-		}
-		idx := make([][]int, batched.Concurrency)
-		for w := range idx {
-			idx[w] = make([]int, c.o.batch)
-		}
-		err := add(benchkit.Measure(ctx, c.admin, "beat batch", d.name, c.o.batch, batched, func(ctx context.Context, w, seq int) (int, error) {
-			us := idx[w]
-			for j := range us {
-				us[j] = (seq*len(us) + j) % n
+	if c.o.only[groupBatch] {
+		for _, d := range designs {
+			if d.batch == nil {
+				continue
 			}
-			return len(us), d.batch(ctx, us)
-		}))
+			idx := make([][]int, batched.Concurrency)
+			for w := range idx {
+				idx[w] = make([]int, c.o.batch)
+			}
+			jobs = append(jobs, job{workload: "beat batch", design: d.name, batch: c.o.batch, load: batched, op: func(ctx context.Context, w, seq int) (int, error) {
+				us := idx[w]
+				for j := range us {
+					us[j] = (seq*len(us) + j) % n
+				}
+				return len(us), d.batch(ctx, us)
+			}})
+		}
+	}
+	if c.o.only[groupReads] {
+		readers, err := c.reads(ctx, single)
 		if err != nil {
 			return err
 		}
+		jobs = append(jobs, readers...)
 	}
-	return c.reads(ctx, single, add)
+	return c.measureRounds(ctx, jobs)
 }
 
-// reads compares counting a room of c.o.room members.
-func (c *comparison) reads(ctx context.Context, load benchkit.Load, add func(benchkit.ThroughputRow, error) error) error {
+// reads returns the jobs that compare counting a room of c.o.room members.
+func (c *comparison) reads(ctx context.Context, load benchkit.Load) ([]job, error) {
 	m := c.o.room
-	type reader struct {
-		name, workload string
-		read           func(ctx context.Context) error
-	}
-	var readers []reader
+	workload := func(w string) string { return w + " of " + strconv.Itoa(m) }
+	var jobs []job
 	for _, a := range c.o.adapters {
+		if !c.wanted("engine/" + a) {
+			continue
+		}
 		// LastGoodCounts -1: a count the engine remembers and serves when
 		// Redis fails (Count.Stale) is no read of Redis; it must fail the
 		// row, not swell it.
 		e, err := benchkit.NewEngine(ctx, c.conns[a].Store, core.Config{Prefix: c.prefix("room-" + a), Classes: benchkit.BenchClasses(0, 0), LastGoodCounts: -1}, c.o.clock)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, lc := range [][2]string{{"exact", benchkit.ClassExact}, {"compact", benchkit.ClassCompact}} {
 			sc := core.Scope{Class: lc[1], ID: "888"}
 			if err := benchkit.Fill(ctx, e, sc, m, func(i int) string { return c.users[i] }); err != nil {
-				return err
+				return nil, err
 			}
 			if _, err := e.Count(ctx, sc); err != nil {
-				return err
+				return nil, err
 			}
-			readers = append(readers, reader{"engine/" + a, "count " + lc[0], func(ctx context.Context) error {
+			jobs = append(jobs, job{workload: workload("count " + lc[0]), design: "engine/" + a, batch: 1, load: load, op: func(ctx context.Context, _, _ int) (int, error) {
 				_, err := e.Count(ctx, sc)
-				return err
+				return 1, err
 			}})
 		}
 	}
-	ch := "room:888"
-	for i := 0; i < m; i++ {
-		if err := c.cpm.AddPresence(ch, c.clients[i], &centrifuge.ClientInfo{ClientID: c.clients[i], UserID: c.users[i]}); err != nil {
-			return err
+	if c.wanted("centrifuge") {
+		ch := "room:888"
+		for i := 0; i < m; i++ {
+			if err := c.cpm.AddPresence(ch, c.clients[i], &centrifuge.ClientInfo{ClientID: c.clients[i], UserID: c.users[i]}); err != nil {
+				return nil, err
+			}
 		}
+		jobs = append(jobs, job{workload: workload("PresenceStats"), design: "centrifuge", batch: 1, load: load, op: func(context.Context, int, int) (int, error) {
+			_, err := c.cpm.PresenceStats(ch)
+			return 1, err
+		}})
 	}
-	readers = append(readers, reader{"centrifuge", "PresenceStats", func(context.Context) error {
-		_, err := c.cpm.PresenceStats(ch)
-		return err
-	}})
-	zkey := c.prefix("plain-room") + ":online"
-	p := c.plain.Pipeline()
-	now := float64(time.Now().UnixMilli())
-	for i := 0; i < m; i++ {
-		p.ZAdd(ctx, zkey, redis.Z{Score: now, Member: c.users[i]})
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return err
-	}
-	readers = append(readers, reader{"plain zadd+setex+hset", "count (ZCOUNT)", func(ctx context.Context) error {
-		since := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
-		return c.plain.ZCount(ctx, zkey, since, "+inf").Err()
-	}})
-	for _, r := range readers {
-		err := add(benchkit.Measure(ctx, c.admin, r.workload+" of "+strconv.Itoa(m), r.name, 1, load, func(ctx context.Context, _, _ int) (int, error) {
-			return 1, r.read(ctx)
-		}))
-		if err != nil {
-			return err
+	if c.wanted("plain zadd+setex+hset") {
+		zkey := c.prefix("plain-room") + ":online"
+		p := c.plain.Pipeline()
+		now := float64(time.Now().UnixMilli())
+		for i := 0; i < m; i++ {
+			p.ZAdd(ctx, zkey, redis.Z{Score: now, Member: c.users[i]})
 		}
+		if _, err := p.Exec(ctx); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job{workload: workload("count (ZCOUNT)"), design: "plain zadd+setex+hset", batch: 1, load: load, op: func(ctx context.Context, _, _ int) (int, error) {
+			since := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
+			return 1, c.plain.ZCount(ctx, zkey, since, "+inf").Err()
+		}})
 	}
-	return nil
+	return jobs, nil
 }
 
 func (c *comparison) memory(ctx context.Context) error {
@@ -511,48 +532,63 @@ func (c *comparison) unlinkPrefix(ctx context.Context, prefix string) {
 	}
 }
 
+// targets checks issue 32's goals for each engine design against
+// Centrifuge's single beats: each figure is the median of the rounds'
+// ratios, with their range in the note.
 func (c *comparison) targets() []benchkit.TargetRow {
-	rate, cpu := map[string]float64{}, map[string]float64{}
+	med := map[string]benchkit.ThroughputRow{}
 	for _, t := range c.rep.Throughput {
 		if t.Workload == "beat" {
-			rate[t.Adapter], cpu[t.Adapter] = t.ItemsPerSec, t.ServerCPUus
+			med[t.Adapter] = t
 		}
 	}
-	cf := rate["centrifuge"]
-	if cf == 0 {
-		return nil
-	}
+	cf := med["centrifuge"]
 	var out []benchkit.TargetRow
-	for _, a := range c.o.adapters {
-		for _, via := range []string{"", " solo", "+batcher"} {
-			name := "engine/" + a + via
-			if rate[name] == 0 {
+	for _, r := range c.rep.Ratios {
+		e := med[r.Design]
+		via := strings.TrimPrefix(r.Design, "engine/")
+		note := fmt.Sprintf("%.0f vs %.0f beats/s at %d workers", e.ItemsPerSec, cf.ItemsPerSec, c.o.concurrency)
+		if c.o.runs > 1 {
+			note += fmt.Sprintf(", medians of %d rounds; ratios by round %s", c.o.runs, spreadString(r.Rate))
+		}
+		switch {
+		case strings.HasPrefix(via, benchkit.AdapterRueidisFlush):
+			note += "; same driver and client settings as Centrifuge"
+		case strings.HasPrefix(via, benchkit.AdapterRueidis):
+			note += "; same driver as Centrifuge"
+		}
+		switch {
+		case strings.HasSuffix(via, " solo"):
+			note += "; without group commit (GroupCommit -1): one call a beat, as before it"
+		case strings.HasSuffix(via, "+batcher"):
+			note += "; single beats from the same workers, merged by package batcher"
+		}
+		out = append(out, benchkit.TargetRow{Name: "heartbeat vs Centrifuge AddPresence, " + via,
+			Target: fmt.Sprintf("≥ %.1f×", benchkit.TargetVsCentrifuge), Measured: r.Rate[0], Unit: "×",
+			Met: r.Rate[0] >= benchkit.TargetVsCentrifuge, Note: note})
+		for _, k := range []struct {
+			what     string
+			s        [3]float64
+			e, other float64
+		}{{"server", r.ServerCPU, e.ServerCPUus, cf.ServerCPUus}, {"client", r.ClientCPU, e.ClientCPUus, cf.ClientCPUus}} {
+			if k.s[0] == 0 {
 				continue
 			}
-			r := rate[name] / cf
-			note := fmt.Sprintf("%.0f vs %.0f beats/s at concurrency %d", rate[name], cf, c.o.concurrency)
-			if e := cpu[name]; e > 0 && cpu["centrifuge"] > 0 {
-				note += fmt.Sprintf("; server CPU %.1f vs %.1f µs/beat (%.2f× by CPU)", e, cpu["centrifuge"], cpu["centrifuge"]/e)
+			note := fmt.Sprintf("%.2f vs %.2f µs/beat at %d workers", k.e, k.other, c.o.concurrency)
+			if c.o.runs > 1 {
+				note += fmt.Sprintf(", medians of %d rounds; ratios by round %s", c.o.runs, spreadString(k.s))
 			}
-			switch a {
-			case benchkit.AdapterRueidis:
-				note += "; same driver as Centrifuge"
-			case benchkit.AdapterRueidisFlush:
-				note += "; same driver and client settings as Centrifuge"
-			}
-			switch via {
-			case " solo":
-				note += "; without group commit (GroupCommit -1): one call a beat, as before it"
-			case "+batcher":
-				note += "; single beats from the same workers, merged by package batcher"
-			}
-			out = append(out, benchkit.TargetRow{Name: "heartbeat vs Centrifuge AddPresence, " + a + via,
-				Target: fmt.Sprintf("≥ %.1f×", benchkit.TargetVsCentrifuge), Measured: float64(int(r*100+0.5)) / 100, Unit: "×",
-				Met: r >= benchkit.TargetVsCentrifuge, Note: note})
+			out = append(out, benchkit.TargetRow{Name: k.what + " CPU per beat vs Centrifuge's, " + via,
+				Target: fmt.Sprintf("≤ %.1f×", TargetCPUVsCentrifuge), Measured: k.s[0], Unit: "×",
+				Met: k.s[0] <= TargetCPUVsCentrifuge, Note: note})
 		}
 	}
 	return out
 }
+
+// TargetCPUVsCentrifuge is issue 23's and 32's goal for the server's and
+// the client's CPU per steady beat, as a share of Centrifuge's.
+const TargetCPUVsCentrifuge = 0.8
 
 func jsonEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)

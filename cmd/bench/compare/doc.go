@@ -13,7 +13,16 @@
 // client IDs, as Centrifuge issues), concurrency and duration. User
 // presence maps onto Centrifuge as one personal channel per user
 // ("user:ID") with the device as the client; a room of members maps onto
-// one channel. The table shows beats per second, latencies and the
-// server's CPU time per beat; memory rows show Redis bytes per online
-// device of each design (INFO memory deltas on fresh prefixes).
+// one channel. The table shows beats per second, latencies, the server's
+// CPU time per beat (INFO cpu of redis-server) and the client's (this
+// process's CPU time, getrusage, and its heap allocations), each over the
+// same measured interval; memory rows show Redis bytes per online device of
+// each design (INFO memory deltas on fresh prefixes).
+//
+// --runs N measures each row N times in rounds, in alternating order, and
+// reports medians, with each engine design's ratios to Centrifuge taken
+// within a round; --designs and --only narrow the run, and --cpuprofile
+// DIR writes a pprof CPU profile of each row. Issue 32's client CPU run:
+//
+//	go run . --redis URL --designs engine/goredis,centrifuge --only beat --runs 5 [--concurrency 128]
 package main

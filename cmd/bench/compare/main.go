@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -52,6 +55,27 @@ type options struct {
 	userBuckets  int
 	groupCommit  int
 	callgrindPID int
+	runs         int
+	designs      map[string]bool // nil: every design
+	only         map[string]bool // workload groups
+	cpuprofile   string
+}
+
+// Workload groups, as --only names them.
+const (
+	groupBeat   = "beat"
+	groupBatch  = "batch"
+	groupReads  = "reads"
+	groupMemory = "memory"
+)
+
+// designNames lists every design of the comparison, as --designs names them.
+func designNames() []string {
+	var out []string
+	for _, a := range append(benchkit.Adapters(), benchkit.Variants()...) {
+		out = append(out, "engine/"+a, "engine/"+a+" solo", "engine/"+a+"+batcher")
+	}
+	return append(out, "centrifuge", "plain zadd+setex+hset", "plain hset×16")
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -74,9 +98,39 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.userBuckets, "user-buckets", 0, "the engine's Config.UserBuckets (default 16; on a single node, 1 lets a batch be one script call)")
 	fs.IntVar(&o.groupCommit, "group-commit", 0, "the engine's Config.GroupCommit: combined round trips on the wire at once (default 2; the \"solo\" rows always -1)")
 	fs.IntVar(&o.callgrindPID, "callgrind-pid", 0, "pid of the redis-server, run under valgrind --tool=callgrind: report its instructions per item (cmd/bench/instructions.sh)")
-	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows")
+	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory rows (as --only without memory)")
+	fs.IntVar(&o.runs, "runs", 1, "rounds: each row is measured this many times, in alternating order, and reports the median; ratios to Centrifuge are taken within each round")
+	designs := fs.String("designs", "", "comma-separated designs to run (default all): "+strings.Join(designNames(), ", "))
+	only := fs.String("only", "", "comma-separated workload groups to run (default all): beat, batch, reads, memory")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile (pprof) of each row's run, each round, into this directory")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *designs != "" {
+		o.designs = map[string]bool{}
+		for _, d := range strings.Split(*designs, ",") {
+			if d = strings.TrimSpace(d); !slices.Contains(designNames(), d) {
+				return o, fmt.Errorf("--designs: unknown design %q (want some of %s)", d, strings.Join(designNames(), ", "))
+			}
+			o.designs[d] = true
+		}
+	}
+	o.only = map[string]bool{groupBeat: true, groupBatch: true, groupReads: true, groupMemory: true}
+	if *only != "" {
+		o.only = map[string]bool{}
+		for _, g := range strings.Split(*only, ",") {
+			g = strings.TrimSpace(g)
+			if g != groupBeat && g != groupBatch && g != groupReads && g != groupMemory {
+				return o, fmt.Errorf("--only: unknown workload group %q (want some of beat, batch, reads, memory)", g)
+			}
+			o.only[g] = true
+		}
+	}
+	if o.skipMemory {
+		o.only[groupMemory] = false
+	}
+	if o.runs < 1 {
+		return o, errors.New("--runs must be at least 1")
 	}
 	if o.url == "" {
 		return o, errors.New("--redis is required (a fresh redis-server: embedded miniredis is not a fair target)")
@@ -116,16 +170,22 @@ func parse(args []string, stderr io.Writer) (options, error) {
 // Report is the comparison's outcome. As JSON: schema
 // ("presence-compare/1"), started, host, server (as in benchkit.Report),
 // settings, throughput and memory rows (benchkit.ThroughputRow and
-// MemoryRow), and targets (benchkit.TargetRow).
+// MemoryRow; a throughput row is the median of its rounds), rounds (each
+// throughput row's rounds, in the same order), ratios (each engine
+// design's single beats over Centrifuge's: rate, server_cpu and
+// client_cpu, each [median, min, max] of the rounds' ratios), and targets
+// (benchkit.TargetRow).
 type Report struct {
-	Schema     string                   `json:"schema"`
-	Started    time.Time                `json:"started"`
-	Host       benchkit.HostInfo        `json:"host"`
-	Server     benchkit.ServerInfo      `json:"server"`
-	Settings   map[string]any           `json:"settings"`
-	Throughput []benchkit.ThroughputRow `json:"throughput"`
-	Memory     []benchkit.MemoryRow     `json:"memory"`
-	Targets    []benchkit.TargetRow     `json:"targets"`
+	Schema     string                     `json:"schema"`
+	Started    time.Time                  `json:"started"`
+	Host       benchkit.HostInfo          `json:"host"`
+	Server     benchkit.ServerInfo        `json:"server"`
+	Settings   map[string]any             `json:"settings"`
+	Throughput []benchkit.ThroughputRow   `json:"throughput"`
+	Rounds     [][]benchkit.ThroughputRow `json:"rounds,omitempty"`
+	Ratios     []ratio                    `json:"ratios,omitempty"`
+	Memory     []benchkit.MemoryRow       `json:"memory"`
+	Targets    []benchkit.TargetRow       `json:"targets"`
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -151,7 +211,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c.rep = &Report{Schema: "presence-compare/1", Started: time.Now().UTC().Truncate(time.Second), Host: benchkit.Host(),
 		Settings: map[string]any{"concurrency": o.concurrency, "batch_concurrency": o.batchConc, "batch": o.batch,
 			"duration_ns": o.duration, "users": o.users, "memory_items": o.memoryItems, "room": o.room, "brief": o.brief, "clock": o.clock,
-			"user_buckets": o.userBuckets, "group_commit": o.groupCommit, "callgrind": o.callgrindPID > 0}}
+			"user_buckets": o.userBuckets, "group_commit": o.groupCommit, "callgrind": o.callgrindPID > 0,
+			"runs": o.runs, "designs": sortedKeys(o.designs), "only": sortedKeys(o.only)}}
 	if c.rep.Server, err = c.admin.Describe(ctx); err != nil {
 		return err
 	}
@@ -161,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer c.close()
 	// Memory first, on a fresh server; its keys are removed afterwards, so
 	// that their expiry costs nothing during the throughput workloads.
-	if !o.skipMemory {
+	if o.only[groupMemory] {
 		if err := c.memory(ctx); err != nil {
 			return err
 		}
@@ -170,6 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c.rep.Host.LoadEnd = benchkit.LoadAvg()
+	c.rep.Ratios = c.ratios()
 	c.rep.Targets = c.targets()
 	if err := c.writeTable(stdout); err != nil {
 		return err
@@ -198,11 +260,21 @@ func (c *comparison) writeMarkdown(w io.Writer) error {
 			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch, t.ServerInstr)
 		}
 	} else {
-		fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item |")
-		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
+		if c.o.runs > 1 {
+			fmt.Fprintf(w, "\nEach row is the median of %d rounds; the ratios are the median (and range) of each round's ratio.\n", c.o.runs)
+		}
+		fmt.Fprintln(w, "\n| design | workload | workers | batch | beats or reads/s | p50 µs | p99 µs | server CPU µs/item | client CPU µs/item | client allocs/item |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 		for _, t := range r.Throughput {
-			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
-				t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus)
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f |\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
+				t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus, t.ClientCPUus, t.ClientAllocs)
+		}
+		if len(r.Ratios) > 0 {
+			fmt.Fprintf(w, "\n| single beats, %d workers, over Centrifuge's | rate | server CPU/beat | client CPU/beat |\n", c.o.concurrency)
+			fmt.Fprintln(w, "|---|--:|--:|--:|")
+			for _, x := range r.Ratios {
+				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", x.Design, spreadString(x.Rate), spreadString(x.ServerCPU), spreadString(x.ClientCPU))
+			}
 		}
 	}
 	if len(r.Memory) > 0 {
@@ -224,12 +296,23 @@ func (c *comparison) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "presence compare  %s  redis %s at %s  go %s  %d CPUs  load %.2f→%.2f\n\n",
 		r.Started.Format(time.RFC3339), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0])
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "design\tworkload\tconc\tbatch\tbeats|reads/s\tp50 µs\tp99 µs\tsrv CPU µs/item\terrors\t")
+	if c.o.runs > 1 {
+		fmt.Fprintf(w, "medians of %d rounds\n", c.o.runs)
+	}
+	fmt.Fprintln(tw, "design\tworkload\tconc\tbatch\tbeats|reads/s\tp50 µs\tp99 µs\tsrv CPU µs/item\tcli CPU µs/item\tcli allocs/item\terrors\t")
 	for _, t := range r.Throughput {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
-			t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus, t.Errors)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t\n", t.Adapter, t.Workload, t.Concurrency, t.Batch,
+			t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus, t.ClientCPUus, t.ClientAllocs, t.Errors)
 	}
 	tw.Flush()
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(tw, "over Centrifuge, %d workers\trate\tsrv CPU/beat\tcli CPU/beat\t\n", c.o.concurrency)
+		for _, x := range r.Ratios {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", x.Design, spreadString(x.Rate), spreadString(x.ServerCPU), spreadString(x.ClientCPU))
+		}
+		tw.Flush()
+	}
 	if len(r.Memory) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(tw, "memory\tdevices\tbytes/device\tkeys\t")
@@ -264,4 +347,17 @@ func centrifugeNode(addr, prefix string) (*centrifuge.Node, *centrifuge.RedisPre
 		return nil, nil, nil, err
 	}
 	return node, pm, shard, nil
+}
+
+// sortedKeys returns the keys of m whose value is true, sorted; nil for a
+// nil map.
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

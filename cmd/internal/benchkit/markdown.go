@@ -12,11 +12,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "Run %s, Redis %s (default configuration, no persistence) at %s, %s, %d CPUs shared by client and server, load average %.2f at start, %.2f at end.\n",
 		r.Started.Format("2006-01-02 15:04 MST"), r.Server.Version, r.Server.Addr, r.Host.Go, r.Host.CPUs, r.Host.LoadStart[0], r.Host.LoadEnd[0])
 	if len(r.Throughput) > 0 {
-		fmt.Fprintln(w, "\n| workload | adapter | workers | batch | items/s | p50 µs | p99 µs | server CPU µs/item | top server commands per item (calls × / µs) |")
-		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|---|")
+		fmt.Fprintln(w, "\n| workload | adapter | workers | batch | items/s | p50 µs | p99 µs | server CPU µs/item | client CPU µs/item | client allocs/item | top server commands per item (calls × / µs) |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 		for _, t := range r.Throughput {
-			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f | %s |\n", t.Workload, t.Adapter, t.Concurrency, t.Batch,
-				t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus, topCommands(t.Commands, 4))
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %s |\n", t.Workload, t.Adapter, t.Concurrency, t.Batch,
+				t.ItemsPerSec, t.P50us, t.P99us, t.ServerCPUus, t.ClientCPUus, t.ClientAllocs, topCommands(t.Commands, 4))
 		}
 	}
 	if len(r.Memory) > 0 {

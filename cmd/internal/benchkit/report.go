@@ -25,11 +25,15 @@ const SchemaVersion = "presence-bench/1"
 //	settings     the Suite's effective settings (durations in ns)
 //	throughput   rows {workload, adapter, concurrency, batch, ops, items,
 //	             errors, seconds, ops_per_sec, items_per_sec, p50_us, p99_us,
-//	             max_us, server_cpu_us_per_item, commands [{command,
+//	             max_us, server_cpu_us_per_item, client_cpu_us_per_item,
+//	             client_allocs_per_item, runs, commands [{command,
 //	             calls_per_item, usec_per_item}]}
 //	             (server_cpu_us_per_item: the server main thread's CPU time
 //	             per item, INFO cpu deltas; unlike latencies it holds on a
-//	             busy host)
+//	             busy host; client_cpu_us_per_item: this process's CPU
+//	             time per item, getrusage deltas; client_allocs_per_item:
+//	             its heap allocations per item; runs: rounds folded into
+//	             a median row)
 //	             (commands: INFO commandstats deltas per item, commands run
 //	             inside scripts included: what one beat, touch or read costs
 //	             the server)
@@ -102,22 +106,31 @@ func LoadAvg() [3]float64 {
 
 // ThroughputRow is one throughput workload through one client.
 type ThroughputRow struct {
-	Workload    string         `json:"workload"`
-	Adapter     string         `json:"adapter"`
-	Concurrency int            `json:"concurrency"`
-	Batch       int            `json:"batch"`
-	Ops         int            `json:"ops"`
-	Items       int            `json:"items"`
-	Errors      int            `json:"errors"`
-	Seconds     float64        `json:"seconds"`
-	OpsPerSec   float64        `json:"ops_per_sec"`
-	ItemsPerSec float64        `json:"items_per_sec"`
-	P50us       float64        `json:"p50_us"`
-	P99us       float64        `json:"p99_us"`
-	Maxus       float64        `json:"max_us"`
-	ServerCPUus float64        `json:"server_cpu_us_per_item"`
-	ServerInstr float64        `json:"server_instructions_per_item,omitempty"` // when the Admin counts them
-	Commands    []CommandDelta `json:"commands,omitempty"`
+	Workload    string  `json:"workload"`
+	Adapter     string  `json:"adapter"`
+	Concurrency int     `json:"concurrency"`
+	Batch       int     `json:"batch"`
+	Ops         int     `json:"ops"`
+	Items       int     `json:"items"`
+	Errors      int     `json:"errors"`
+	Seconds     float64 `json:"seconds"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	ItemsPerSec float64 `json:"items_per_sec"`
+	P50us       float64 `json:"p50_us"`
+	P99us       float64 `json:"p99_us"`
+	Maxus       float64 `json:"max_us"`
+	ServerCPUus float64 `json:"server_cpu_us_per_item"`
+	ServerInstr float64 `json:"server_instructions_per_item,omitempty"` // when the Admin counts them
+	// ClientCPUus is this process's CPU time (user and system, every
+	// goroutine and the garbage collector) over the run, per item: what the
+	// caller pays, measured as ServerCPUus is for the server.
+	ClientCPUus float64 `json:"client_cpu_us_per_item"`
+	// ClientAllocs is this process's heap allocations over the run, per
+	// item.
+	ClientAllocs float64 `json:"client_allocs_per_item"`
+	// Runs is how many rounds MedianRow folded into the row (0: one run).
+	Runs     int            `json:"runs,omitempty"`
+	Commands []CommandDelta `json:"commands,omitempty"`
 }
 
 // NewThroughputRow fills a row from a Result.
@@ -215,10 +228,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	if len(r.Throughput) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(tw, "workload\tadapter\tconc\tbatch\tops/s\titems/s\tp50 µs\tp99 µs\tmax µs\tsrv CPU µs/item\terrors\ttop server time per item\t")
+		fmt.Fprintln(tw, "workload\tadapter\tconc\tbatch\tops/s\titems/s\tp50 µs\tp99 µs\tmax µs\tsrv CPU µs/item\tcli CPU µs/item\tcli allocs/item\terrors\ttop server time per item\t")
 		for _, t := range r.Throughput {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%d\t%s\t\n", t.Workload, t.Adapter, t.Concurrency, t.Batch,
-				t.OpsPerSec, t.ItemsPerSec, t.P50us, t.P99us, t.Maxus, t.ServerCPUus, t.Errors, topCommands(t.Commands, 3))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%s\t\n", t.Workload, t.Adapter, t.Concurrency, t.Batch,
+				t.OpsPerSec, t.ItemsPerSec, t.P50us, t.P99us, t.Maxus, t.ServerCPUus, t.ClientCPUus, t.ClientAllocs, t.Errors, topCommands(t.Commands, 3))
 		}
 		tw.Flush()
 	}

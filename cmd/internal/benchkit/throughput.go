@@ -3,6 +3,7 @@ package benchkit
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -18,9 +19,10 @@ const StatusesBatch = 100
 // spread over.
 const scopesPerClass = 100
 
-// Measure runs op under load and returns its row, with the server's
-// per-item command costs (INFO commandstats deltas) when admin is not nil,
-// and its instructions per item when admin counts them.
+// Measure runs op under load and returns its row: this process's CPU time
+// and heap allocations per item, and the server's per-item CPU time and
+// command costs (INFO deltas) when admin is not nil, and its instructions
+// per item when admin counts them.
 func Measure(ctx context.Context, admin *Admin, workload, adapter string, batch int, load Load, op Op) (ThroughputRow, error) {
 	var (
 		before map[string]CommandStat
@@ -41,11 +43,22 @@ func Measure(ctx context.Context, admin *Admin, workload, adapter string, batch 
 			}
 		}
 	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs0 := ms.Mallocs
+	ccpu0, cok := ProcessCPU()
 	res, err := Run(ctx, load, op)
+	ccpu1, _ := ProcessCPU()
+	runtime.ReadMemStats(&ms)
 	if err != nil {
 		return ThroughputRow{}, fmt.Errorf("%s through %s: %w", workload, adapter, err)
 	}
 	row := NewThroughputRow(workload, adapter, load.withDefaults().Concurrency, batch, &res)
+	items := float64(max(res.Items, 1))
+	if cok {
+		row.ClientCPUus = round(float64((ccpu1-ccpu0).Nanoseconds())/1e3/items, 2)
+	}
+	row.ClientAllocs = round(float64(ms.Mallocs-mallocs0)/items, 1)
 	if admin != nil && admin.instr != nil {
 		instr1, err := admin.instr(ctx)
 		if err != nil {
