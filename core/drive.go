@@ -64,6 +64,7 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 		out, ending = out[:0], ending[:0]
 	}
 	free := make([]bool, len(plans)) // aborted: its calls go without ctx's cancellation
+	in := make([]bool, len(plans))   // in the round trip being made
 	live := make([]int, 0, len(plans))
 	for i, s := range plans {
 		m := s.machine()
@@ -82,7 +83,8 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 			// the plans' waves of known cost share a round trip up to
 			// roundMicros, starting with another plan each turn; the others
 			// wait for the next
-			budget, in := roundMicros, map[int]bool{}
+			budget, taken := roundMicros, 0
+			clear(in)
 			for k := range live {
 				i := live[(turn+k)%len(live)]
 				// a plan aborted, or midway through a round it may stop
@@ -92,11 +94,12 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 					continue
 				}
 				cost := m.sentCost()
-				if cost > 0 && len(in) > 0 && cost > budget {
+				if cost > 0 && taken > 0 && cost > budget {
 					continue
 				}
 				budget -= cost
 				in[i] = true
+				taken++
 			}
 			for _, i := range live { // in the plans' order, as ever
 				if in[i] {
