@@ -28,7 +28,7 @@ const presenceWorker :Workerd.Worker = (
   # "js/plans.mjs" here, as on disk.
   modules = [
     (name = "workerd/worker.mjs", esModule = embed "worker.mjs"),
-    (name = "workerd/reactor.mjs", esModule = embed "reactor.mjs"),
+    (name = "js/reactor.mjs", esModule = embed "../js/reactor.mjs"),
     (name = "workerd/presence.wasm", wasm = embed "presence.wasm"),
     (name = "js/plans.mjs", esModule = embed "../js/plans.mjs"),
     (name = "js/enums.mjs", esModule = embed "../js/enums.mjs"),

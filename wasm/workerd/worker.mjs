@@ -27,7 +27,7 @@ import { DurableObject } from "cloudflare:workers";
 import presenceWasm from "./presence.wasm";
 import { PlanHost, runSequence } from "../js/plans.mjs";
 import { AuthError, ConfigError, RedisClient, redisOptions, socketsDialer } from "../js/resp.mjs";
-import { Reactor } from "./reactor.mjs";
+import { Reactor } from "../js/reactor.mjs";
 
 const dial = socketsDialer(connect);
 
@@ -40,7 +40,7 @@ function configured(env) {
   if (isolate === null) {
     const reactor = new Reactor(presenceWasm);
     const args = { prefix: env.PRESENCE_PREFIX || "presence" };
-    const resp = JSON.parse(reactor.call(JSON.stringify({ v: 2, op: "configure", args })));
+    const resp = JSON.parse(new TextDecoder().decode(reactor.call(JSON.stringify({ v: 2, op: "configure", args }))));
     if (resp.error) throw new ConfigError(`configure: [${resp.error.code}] ${resp.error.message}`);
     isolate = { reactor, configure: resp.result };
   }

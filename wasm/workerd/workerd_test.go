@@ -40,7 +40,7 @@ func start(t testing.TB, wasmPath string, env map[string]string, ca string) *ser
 	// The Worker's files, laid out as in wasm/, next to the module.
 	dir := t.TempDir()
 	src := lanes.Dir()
-	for _, f := range []string{"js/plans.mjs", "js/enums.mjs", "js/resp.mjs", "js/wasi.mjs", "workerd/worker.mjs", "workerd/reactor.mjs", "workerd/config.capnp"} {
+	for _, f := range []string{"js/plans.mjs", "js/enums.mjs", "js/resp.mjs", "js/wasi.mjs", "workerd/worker.mjs", "js/reactor.mjs", "workerd/config.capnp"} {
 		copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
 	}
 	copyFile(t, wasmPath, filepath.Join(dir, "workerd", "presence.wasm"))

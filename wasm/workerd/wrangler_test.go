@@ -27,7 +27,7 @@ func TestWranglerDryRun(t *testing.T) {
 	lanes.NPMPackage(t, "wrangler")
 	dir := t.TempDir()
 	src := lanes.Dir()
-	for _, f := range []string{"js/plans.mjs", "js/enums.mjs", "js/resp.mjs", "js/wasi.mjs", "workerd/worker.mjs", "workerd/reactor.mjs", "workerd/wrangler.jsonc"} {
+	for _, f := range []string{"js/plans.mjs", "js/enums.mjs", "js/resp.mjs", "js/wasi.mjs", "workerd/worker.mjs", "js/reactor.mjs", "workerd/wrangler.jsonc"} {
 		copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
 	}
 	copyFile(t, lanes.Module(t, wasm.WASI), filepath.Join(dir, "workerd", "presence.wasm"))
