@@ -169,7 +169,7 @@ func (e *Engine) wait(j *job) error {
 func (e *Engine) alone(j *job) {
 	switch j.kind {
 	case jobBeat:
-		p := e.plans.heartbeat(e.nowArg(), j.hb)
+		p := e.plans.beat(e.nowArg(), j.hb, true)
 		e.drive(j.ctx, p)
 		j.ack, j.err = p.Outcome()
 	case jobStatus:
@@ -280,7 +280,7 @@ func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
 	for _, b := range beatOrder {
 		js := beats[b]
 		if len(js) == 1 {
-			j, p := js[0], e.plans.heartbeat(now, js[0].hb)
+			j, p := js[0], e.plans.beat(now, js[0].hb, true)
 			plans = append(plans, p)
 			ends = append(ends, func() []*job { j.ack, j.err = p.Outcome(); return js })
 			continue
@@ -289,7 +289,7 @@ func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
 		for k, j := range js {
 			hbs[k] = j.hb
 		}
-		p := e.plans.heartbeatBatch(now, hbs)
+		p := e.plans.beats(now, hbs, true)
 		plans = append(plans, p)
 		ends = append(ends, func() []*job {
 			acks, err := p.Outcome()

@@ -16,13 +16,20 @@ import (
 // is drawn when the plan is made.
 func (pl *Planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
 
-func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] {
+func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return p.beat(now, hb, false) }
+
+// beat is heartbeat's plan; checked says the caller has already applied
+// checkHeartbeat (the engine's group commit does, before it merges a beat
+// with others), so that a beat is validated once.
+func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 	sp := &steadyPlan{Plan: Plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
 	pl, m := &sp.Plan, &sp.Plan.m
-	if err := p.checkHeartbeat(hb); err != nil {
-		m.note(note{kind: noteHeartbeats, refused: 1})
-		m.fail(err)
-		return pl
+	if !checked {
+		if err := p.checkHeartbeat(hb); err != nil {
+			m.note(note{kind: noteHeartbeats, refused: 1})
+			m.fail(err)
+			return pl
+		}
 	}
 	b := p.settings.keys.userBucket(hb.User)
 	// drawn before the steady beat, so that a beat draws one seed whichever
@@ -100,6 +107,12 @@ func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 }
 
 func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+	return p.beats(now, beats, false)
+}
+
+// beats is heartbeatBatch's plan; checked says the caller has already
+// applied checkHeartbeat to every beat (see beat).
+func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack] {
 	pl := newPlan[[]Ack](p, now)
 	m := &pl.m
 	if err := checkBatch("beats", len(beats)); err != nil {
@@ -113,7 +126,10 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
 	order := make([]int, 0, len(beats))
 	bucket := make([]uint32, len(beats))
 	for i, hb := range beats {
-		if acks[i].Err = p.checkHeartbeat(hb); acks[i].Err == nil {
+		if !checked {
+			acks[i].Err = p.checkHeartbeat(hb)
+		}
+		if acks[i].Err == nil {
 			bucket[i] = p.settings.keys.userBucket(hb.User)
 			order = append(order, i)
 		}
