@@ -19,12 +19,11 @@ import (
 type edit struct{ old, new string }
 
 // plantBug is a planted bug: a name, the scripts it rewrites, and
-// optionally a publisher it rewrites.
+// optionally the round trips it rewrites.
 type plantBug struct {
 	name    string
 	scripts []string // script names; empty: every script that contains the text
 	edits   []edit
-	publish func(ctx context.Context, channel string, msg []byte, next func(context.Context, string, []byte) error) error
 	// eval, if set, rewrites round trips after the edits.
 	eval func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result
 	// raceBlind says why the race suite is not expected to catch the bug;
@@ -159,7 +158,6 @@ func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
 				}
 				return next(ctx, out)
 			},
-			Publish: b.publish,
 		})
 	}
 }
