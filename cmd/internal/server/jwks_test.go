@@ -354,15 +354,17 @@ func TestJWKSRefresh(t *testing.T) {
 // TestJWKSStartup: New fetches the set and says clearly why it cannot.
 func TestJWKSStartup(t *testing.T) {
 	t.Parallel()
+	// the identity providers listen first, so that neither takes the port
+	// the closed one just gave back
+	notFound := newIDP(t)
+	notFound.fail(http.StatusNotFound)
+	empty := newIDP(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := "http://" + ln.Addr().String() + "/jwks"
 	ln.Close()
-	notFound := newIDP(t)
-	notFound.fail(http.StatusNotFound)
-	empty := newIDP(t)
 	store := newStore(t, miniredis.RunT(t).Addr())
 	for _, tc := range []struct{ url, want string }{
 		{closed, "server: cannot fetch the JWKS at " + closed + ": dial tcp " + ln.Addr().String() + ": connect: connection refused"},
