@@ -45,6 +45,23 @@ func artifactDir(t *testing.T) string {
 	return t.TempDir()
 }
 
+// saveShot saves a screenshot of the page of ctx at path; a browser that
+// cannot take one is logged, not failed.
+func saveShot(t *testing.T, ctx context.Context, path string) {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("screenshot %s: %v", path, err)
+		return
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	t.Logf("screenshot saved: %s", path)
+}
+
 // TestDashboardInBrowser drives headless Chromium: it opens the dashboard
 // with an admin token, opens a simulated device, and sees the device's
 // status and its scope's count change on the page, in the device card and
@@ -80,20 +97,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer cancel()
 
 	dir := artifactDir(t)
-	shot := func(name string) {
-		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
-		defer scancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Logf("screenshot %s: %v", name, err)
-			return
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot saved: %s", path)
-	}
+	shot := func(name string) { saveShot(t, bctx, filepath.Join(dir, name)) }
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
@@ -166,20 +170,7 @@ func TestDashboardWallInBrowser(t *testing.T) {
 	admin := token(t, "dashboard-test", "presence_admin")
 	ctx, bctx := headless(t, bin, 1280, 1100)
 	dir := artifactDir(t)
-	shot := func(name string) {
-		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
-		defer scancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Logf("screenshot %s: %v", name, err)
-			return
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot saved: %s", path)
-	}
+	shot := func(name string) { saveShot(t, bctx, filepath.Join(dir, name)) }
 	poll := func(what, js string) {
 		t.Helper()
 		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(15*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {

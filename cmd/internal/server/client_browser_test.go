@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -618,20 +617,4 @@ func TestClientManualAndCountInBrowser(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "viewer ONLINE", func() bool { return status() == core.StatusOnline })
 	poll("the page says none", `document.getElementById('manual').textContent === 'none' && presence.manual === null`)
-}
-
-// saveShot saves a screenshot of the page of ctx at path.
-func saveShot(t *testing.T, ctx context.Context, path string) {
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Logf("screenshot %s: %v", path, err)
-		return
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Error(err)
-		return
-	}
-	t.Logf("screenshot saved: %s", path)
 }

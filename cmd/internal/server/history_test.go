@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -231,20 +230,7 @@ func TestHistoryChartInBrowser(t *testing.T) {
 	defer cancelBrowser()
 	ctx, cancel := context.WithTimeout(bctx, 45*time.Second)
 	defer cancel()
-	shot := func(name string) {
-		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
-		defer scancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Logf("screenshot %s: %v", name, err)
-			return
-		}
-		p := filepath.Join(artifactDir(t), name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot saved: %s", p)
-	}
+	shot := func(name string) { saveShot(t, bctx, filepath.Join(artifactDir(t), name)) }
 	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
