@@ -50,6 +50,12 @@ type Ack struct {
 	Err error
 	// Changes are the status changes this heartbeat published.
 	Changes []Change
+	// Reassert says that Redis lost its data (docs/design.md §11) and that
+	// this heartbeat found nothing of its user, not even a manual status:
+	// a caller that set one (SetManual) sets it again, with what is left
+	// of its expiry. The heartbeat brought the device back; while the
+	// loss heals, neither publishes a change.
+	Reassert bool
 }
 
 // Login logs a device in.
@@ -90,6 +96,19 @@ type Change struct {
 	From Status
 	To   Status
 	At   time.Time
+}
+
+// Loss is a loss of Redis's data that an engine found (docs/design.md
+// §11): a restart without persistence, a failover to an empty replica, a
+// FLUSHALL. Until Until, devices come back with their next heartbeat and
+// their callers set their manual statuses again, and no change is
+// published, so that nobody hears of "changes" that are only the state
+// coming back; a reader that keeps statuses reads them again at Until.
+// Each user bucket that lost its data reports one; a Feed hands a reader
+// one per healing.
+type Loss struct {
+	At    time.Time // when the engine found it
+	Until time.Time // when the healing ends
 }
 
 // Kick is a session removed by a login, addressed to its gateway.

@@ -226,7 +226,8 @@ type settings struct {
 
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
-	userParams   [12]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
+	userParams   [13]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
+	heal         string                 // ms a bucket heals after a loss (lua/userlib.lua's layout)
 	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
@@ -417,8 +418,9 @@ func newSettings(cfg Config) (*settings, error) {
 
 func (s *settings) precompute() {
 	s.keep = s.userKeep()
-	s.userParams = [12]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
-		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), ""}
+	s.userParams = [13]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
+		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), "", "0"}
+	s.heal = itoa(s.healWindow())
 	s.beatParams = [4]string{itoa(s.push), itoa(s.keep), itoa(s.idle), itoa(s.skew)}
 	for k, iv := range s.interval {
 		s.intervalArgs[k] = itoa(iv)
@@ -433,6 +435,18 @@ func (s *settings) precompute() {
 		s.users[b].keys = s.users[b].sweep[:4:4]
 		s.users[b].steady = []string{base + sufBig, base + sufMeta}
 	}
+}
+
+// healWindow is how long a user bucket heals after a loss of its data
+// (docs/design.md §11): the longest window of a beating device, within
+// which every live device beats again and its caller hears that it must
+// set its manual status again.
+func (s *settings) healWindow() int64 {
+	window := int64(0)
+	for _, iv := range s.interval {
+		window = max(window, 2*iv)
+	}
+	return window
 }
 
 // userKeep is how long a user page outlives its last write: a day, or

@@ -121,10 +121,13 @@ func (p *planner) newToken() (string, error) {
 // userArgs returns the common arguments of the user scripts of bucket b at
 // now (their order is documented in lua/userlib.lua), with room for more.
 func (p *planner) userArgs(now string, b uint32, more int) []string {
-	args := make([]string, 0, 13+more)
+	args := make([]string, 0, 1+len(p.settings.userParams)+more)
 	args = append(args, now)
 	args = append(args, p.settings.userParams[:]...)
 	args[6], args[10], args[12] = p.settings.users[b].pagePrefix, p.settings.users[b].counts, p.settings.users[b].outbox
+	if p.seen.has(b) {
+		args[13] = p.settings.heal
+	}
 	return args
 }
 

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
-// Event is one message of a Feed: a status change or a kick.
+// Event is one message of a Feed: a status change, a kick or a data loss.
 type Event struct {
 	Change *Change
 	Kick   *Kick
+	// Loss is a loss of Redis's data (docs/design.md §11); a Feed hands
+	// its reader one for each healing, however many buckets and engines
+	// report it.
+	Loss *Loss
 	// ID is the event's outbox ID (docs/design.md §7): an event delivered
 	// again (after a lost reply, a crash or a failed publish) carries the
 	// same one.
@@ -26,6 +31,7 @@ type Feed struct {
 	changes  string
 	kickPref string
 	seen     Repeats
+	healing  time.Time // the end of the last loss's healing returned
 }
 
 // FeedMemory is how many event IDs a Repeats (and so a Feed) remembers.
@@ -97,9 +103,21 @@ func (e *Engine) Subscribe(ctx context.Context, gateways ...string) (*Feed, erro
 func (f *Feed) Next(ctx context.Context) (Event, error) {
 	for {
 		ev, err := f.next(ctx)
-		if err != nil || !f.seen.Repeat(ev.ID) {
+		if err != nil {
 			return ev, err
 		}
+		if f.seen.Repeat(ev.ID) {
+			continue
+		}
+		if ev.Loss != nil {
+			// each bucket that lost its data, on each engine that found
+			// it, reports the loss: one healing is one event
+			if ev.Loss.At.Before(f.healing) {
+				continue
+			}
+			f.healing = ev.Loss.Until
+		}
+		return ev, nil
 	}
 }
 
@@ -113,11 +131,7 @@ func (f *Feed) next(ctx context.Context) (Event, error) {
 		}
 		switch {
 		case m.Channel == f.changes:
-			c, id, err := unmarshalChange(m.Payload)
-			if err != nil {
-				return Event{}, err
-			}
-			return Event{Change: &c, ID: id}, nil
+			return unmarshalChannelMessage(m.Payload)
 		case strings.HasPrefix(m.Channel, f.kickPref):
 			k, id, err := unmarshalKick(m.Payload)
 			if err != nil {

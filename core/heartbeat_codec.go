@@ -91,6 +91,9 @@ func (p *planner) decodeSteady(v Value, b uint32, tokens []string) error {
 	if len(tokens) == 0 {
 		return nil
 	}
+	if len(s) >= len(tokens) {
+		p.seen.mark(b) // a token: a beat applied to a record, so the bucket has meta
+	}
 	last := len(tokens) - 1
 	for j := range last {
 		i := strings.IndexByte(s, unitSep[0])
@@ -106,31 +109,37 @@ func (p *planner) decodeSteady(v Value, b uint32, tokens []string) error {
 	return nil
 }
 
-// decodeBeats reads a heartbeat reply {now, results} for the beats at
-// positions run into acks.
-func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack, ids []string) error {
-	now, rest, err := splitReply(v, 1)
+// decodeBeats reads a reply of lua/heartbeat_full.lua in bucket b, {now,
+// results, lost}, for the beats at positions run into acks, and the loss
+// it found into m.
+func (p *planner) decodeBeats(m *machine, b uint32, v Value, beats []Heartbeat, run []int, acks []Ack, ids []string) error {
+	now, rest, err := splitReply(v, 2)
 	if err != nil {
 		return err
 	}
-	results, err := rest[0].AsArray(5 * len(run))
+	if err := p.found(m, b, rest[1], now); err != nil {
+		return err
+	}
+	results, err := rest[0].AsArray(6 * len(run))
 	if err != nil {
 		return err
 	}
 	for j, i := range run {
-		r := results[5*j : 5*j+5]
+		r := results[6*j : 6*j+6]
 		code, err1 := r[0].AsString()
 		token, err2 := r[1].AsString()
 		from, err3 := r[2].AsInt()
 		to, err4 := r[3].AsInt()
 		id, err5 := r[4].AsString()
-		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		reassert, err6 := r[5].AsString()
+		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			return replyErr("heartbeat result %d: %v", j, err)
 		}
 		if acks[i].Err = codeErr(code); acks[i].Err != nil {
 			continue
 		}
-		acks[i].Token = token
+		acks[i].Token, acks[i].Reassert = token, reassert == "1"
+
 		if from >= 0 {
 			if !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
 				return replyErr("heartbeat result %d: status %d→%d", j, from, to)

@@ -81,14 +81,15 @@ func BenchmarkDecodeBeats(b *testing.B) {
 	for i := range beats {
 		beats[i] = Heartbeat{User: "u", Device: "d"}
 		run[i] = i
-		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1), StringValue(""))
+		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1), StringValue(""), StringValue(""))
 	}
-	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...))
+	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...), StringValue(""))
 	acks := make([]Ack, 100)
 	ids := make([]string, 100)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := p.decodeBeats(reply, beats, run, acks, ids); err != nil {
+		var m machine
+		if err := p.decodeBeats(&m, 0, reply, beats, run, acks, ids); err != nil {
 			b.Fatal(err)
 		}
 	}

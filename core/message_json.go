@@ -107,6 +107,23 @@ func (m KickMessage) appendJSON(b []byte) []byte {
 	return appendID(b, m.ID)
 }
 
+// appendJSON appends m as encoding/json marshals it.
+func (m lossMessage) appendJSON(b []byte) []byte {
+	b = append(b, `{"event":`...)
+	b = appendJSONString(b, m.Event)
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, m.At, 10)
+	b = append(b, `,"until":`...)
+	b = strconv.AppendInt(b, m.Until, 10)
+	return appendID(b, m.ID)
+}
+
+func (m *lossMessage) decodeJSON(b []byte) error {
+	return decodeJSONObject(b, []jsonField{
+		{name: "EVENT", str: &m.Event}, {name: "AT", num: &m.At}, {name: "UNTIL", num: &m.Until}, {name: "ID", str: &m.ID},
+	})
+}
+
 func (m *ChangeMessage) decodeJSON(b []byte) error {
 	return decodeJSONObject(b, []jsonField{
 		{name: "USER", str: &m.User}, {name: "FROM", str: &m.From}, {name: "TO", str: &m.To}, {name: "AT", num: &m.At},

@@ -25,6 +25,7 @@ type delivery struct {
 	id     string // the outbox ID: "uB.EPOCH.SEQ"
 	change Change
 	kick   *Kick
+	loss   *Loss
 }
 
 // deliver adds the events of changes and kicks, with their outbox IDs (""
@@ -36,6 +37,32 @@ func (m *machine) deliver(changes []Change, changeIDs []string, kicks []Kick, ki
 	for i := range kicks {
 		m.out = append(m.out, delivery{id: kickIDs[i], kick: &kicks[i]})
 	}
+}
+
+// found takes what a user script of bucket b reports last in its reply
+// (lua/userlib.lua's layout): "-" when it did not look at the bucket's
+// meta; "" when meta was there or it made it; else a data loss it found,
+// the healing's end US the loss's outbox ID, which becomes a delivery of
+// m. From a bucket's meta on, the planner takes its absence for a loss.
+func (p *planner) found(m *machine, b uint32, v Value, now int64) error {
+	s, err := v.AsString()
+	if err != nil {
+		return replyErr("loss: %s", v)
+	}
+	if s == "-" {
+		return nil
+	}
+	p.seen.mark(b)
+	if s == "" {
+		return nil
+	}
+	until, id, ok := strings.Cut(s, "\x1f")
+	ms, err := strconv.ParseInt(until, 10, 64)
+	if !ok || err != nil || id == "" {
+		return replyErr("loss: %q", s)
+	}
+	m.out = append(m.out, delivery{id: id, loss: &Loss{At: msTime(now), Until: msTime(ms)}})
+	return nil
 }
 
 // outboxBucket returns the user bucket and the epoch and sequence number
@@ -165,7 +192,7 @@ func decodeOutbox(v Value) ([]delivery, error) {
 }
 
 // parseOutboxEntry reads an entry of lua/userlib.lua's emit: "c" user from
-// to at, or "k" user device kind gateway at, joined by US.
+// to at, "k" user device kind gateway at, or "l" until at, joined by US.
 func parseOutboxEntry(id, raw string) (delivery, bool) {
 	f := strings.Split(raw, "\x1f")
 	num := func(s string, limit int) (int64, bool) {
@@ -188,6 +215,13 @@ func parseOutboxEntry(id, raw string) (delivery, bool) {
 			return delivery{}, false
 		}
 		return delivery{id: id, kick: &Kick{User: f[1], Device: f[2], Kind: Kind(kind), Gateway: f[4], At: msTime(at)}}, true
+	case len(f) == 3 && f[0] == "l":
+		until, ok1 := num(f[1], -1)
+		at, ok2 := num(f[2], -1)
+		if !ok1 || !ok2 {
+			return delivery{}, false
+		}
+		return delivery{id: id, loss: &Loss{At: msTime(at), Until: msTime(until)}}, true
 	}
 	return delivery{}, false
 }

@@ -31,7 +31,7 @@ var (
 // gateway's kick channel. Publishing is the driver's I/O; a failed publish
 // changes nothing the plan did.
 type Publication struct {
-	Kind    string // "change" or "kick", as Metrics.Published counts them
+	Kind    string // "change", "kick" or "loss", as Metrics.Published counts them
 	Channel string
 	Payload []byte
 	// ID is the event's outbox ID (docs/design.md §7), also in Payload:
@@ -438,6 +438,7 @@ type planner struct {
 	scripts  scriptSet
 	rand     io.Reader
 	hints    *pageHints
+	seen     bucketsSeen
 }
 
 // Planner makes the plans of an engine's operations (Plan), for drivers
@@ -463,7 +464,8 @@ func newPlanner(cfg Config) (*planner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{settings: s, scripts: *engineScripts(), rand: cfg.Rand, hints: newPageHints(len(s.users))}
+	p := &planner{settings: s, scripts: *engineScripts(), rand: cfg.Rand, hints: newPageHints(len(s.users)),
+		seen: make(bucketsSeen, len(s.users))}
 	if p.rand == nil {
 		p.rand = cryptoRand
 	}
@@ -489,7 +491,13 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 	var kicks []Kick
 	var ids []string
 	for _, d := range m.out {
-		if d.kick == nil {
+		if d.loss != nil {
+			m.pubs = append(m.pubs, Publication{Kind: "loss", Channel: p.changeChannel(),
+				Payload: marshalLoss(*d.loss, d.id), ID: d.id})
+		}
+	}
+	for _, d := range m.out {
+		if d.kick == nil && d.loss == nil {
 			changes = append(changes, d.change)
 			ids = append(ids, d.id)
 			m.pubs = append(m.pubs, Publication{Kind: "change", Channel: p.changeChannel(),
@@ -506,7 +514,7 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 			}
 		}
 	}
-	if p.settings.changeLog == 0 {
+	if p.settings.changeLog == 0 || len(ids) == 0 {
 		return nil, err
 	}
 	calls, costs := p.logAppendCalls(changes, kicks, ids)

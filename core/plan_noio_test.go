@@ -25,8 +25,9 @@ var ioPackages = map[string]bool{
 // through package sync or atomics, and why it is not I/O: a plan reads it
 // as an input, as it reads now, and reports to it what a script told it.
 var sharedStateFiles = map[string]string{
-	"pagehint.go": "the page geometry the steady beat last reported, a hint that is never wrong, only stale",
-	"scripts.go":  "the scripts, made once per process when first used and the same from then on",
+	"pagehint.go":   "the page geometry the steady beat last reported, a hint that is never wrong, only stale",
+	"scripts.go":    "the scripts, made once per process when first used and the same from then on",
+	"bucketseen.go": "the user buckets whose meta a script reported, an input to the next script as now is",
 }
 
 // ioTimeFuncs are the functions of package time that read the clock or wait.

@@ -147,8 +147,8 @@ func TestPlanSteadyFallsThrough(t *testing.T) {
 	}
 	issued := c[0].Args[len(c[0].Args)-1]
 	results := core.ArrayValue(core.StringValue(""), core.StringValue(issued), core.IntValue(0), core.IntValue(3),
-		core.StringValue("u4.1700000000000.1"))
-	must(t, p.Step([]core.Result{{Value: core.ArrayValue(core.IntValue(1_700_000_000_000), results)}}))
+		core.StringValue("u4.1700000000000.1"), core.StringValue(""))
+	must(t, p.Step([]core.Result{{Value: core.ArrayValue(core.IntValue(1_700_000_000_000), results, core.StringValue(""))}}))
 	if c := p.Calls(); len(c) != 1 || scriptOf(c[0]) != "log_append" || p.Done() {
 		t.Fatalf("third round %v, want the change log append", c)
 	}

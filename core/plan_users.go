@@ -88,7 +88,7 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
 		var acks [1]Ack
 		var ids [1]string
-		if err := p.decodeBeats(vals[0], []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
+		if err := p.decodeBeats(m, b, vals[0], []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
 			return nil, err
 		}
 		m.note(beatNote(acks[:]))
@@ -202,7 +202,7 @@ func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack
 		}
 		return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
 			for r, part := range parts {
-				if err := p.decodeBeats(vals[r], beats, part, acks, ids); err != nil {
+				if err := p.decodeBeats(m, bucket[part[0]], vals[r], beats, part, acks, ids); err != nil {
 					return nil, err
 				}
 			}
@@ -357,8 +357,11 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 		strconv.Itoa(int(policy)), flag(l.Background), itoa(p.settings.interval[l.Kind]), encodeMeta(l.Meta), token)
 	m.settle(&round{op: "login", calls: []Call{{SHA: p.scripts.login.sha, Keys: p.userKeys(b), Args: args}},
 		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 3)
+			now, rest, err := splitReply(vals[0], 4)
 			if err != nil {
+				return nil, err
+			}
+			if err := p.found(m, b, rest[3], now); err != nil {
 				return nil, err
 			}
 			code, err := rest[0].AsString()
@@ -366,7 +369,7 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 				return nil, err
 			}
 			if err := codeErr(code); err != nil {
-				return nil, err
+				return p.finish(m, err)
 			}
 			kicked, kickIDs, err := decodeKicks(l.User, rest[1], now)
 			if err != nil {
@@ -405,8 +408,11 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 	args := append(p.userArgs(now, b, 4), user, device, mode, token)
 	m.settle(&round{op: mode, calls: []Call{{SHA: p.scripts.logout.sha, Keys: p.userKeys(b), Args: args}},
 		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 3)
+			now, rest, err := splitReply(vals[0], 4)
 			if err != nil {
+				return nil, err
+			}
+			if err := p.found(m, b, rest[3], now); err != nil {
 				return nil, err
 			}
 			code, err1 := rest[0].AsString()
@@ -415,7 +421,7 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 				return nil, replyErr("%s: %s", mode, vals[0])
 			}
 			if err := codeErr(code); err != nil {
-				return nil, err
+				return p.finish(m, err)
 			}
 			changes, ids, err := decodeChanges(rest[2], now)
 			if err != nil {
@@ -444,8 +450,11 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 	args := append(p.userArgs(now, b, 3), user, strconv.Itoa(int(md)), itoa(millis(ttl)))
 	m.settle(&round{op: "manual", calls: []Call{{SHA: p.scripts.manual.sha, Keys: p.userKeys(b), Args: args}},
 		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 1)
+			now, rest, err := splitReply(vals[0], 2)
 			if err != nil {
+				return nil, err
+			}
+			if err := p.found(m, b, rest[1], now); err != nil {
 				return nil, err
 			}
 			changes, ids, err := decodeChanges(rest[0], now)

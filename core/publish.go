@@ -34,6 +34,43 @@ type KickMessage struct {
 	ID string `json:"id,omitempty"`
 }
 
+// lossEvent is the "event" field of the message that announces a Loss on
+// ChangeChannel: {"event":"loss","at":ms,"until":ms,"id":…}. A change
+// message has no such field.
+const lossEvent = "loss"
+
+// lossMessage is the JSON form of a Loss.
+type lossMessage struct {
+	Event string `json:"event"`
+	At    int64  `json:"at"`
+	Until int64  `json:"until"`
+	ID    string `json:"id,omitempty"`
+}
+
+func marshalLoss(l Loss, id string) []byte {
+	return lossMessage{Event: lossEvent, At: l.At.UnixMilli(), Until: l.Until.UnixMilli(), ID: id}.appendJSON(nil)
+}
+
+// unmarshalChannelMessage decodes a message from ChangeChannel: a change
+// or a loss, and its outbox ID.
+func unmarshalChannelMessage(b []byte) (Event, error) {
+	var w lossMessage
+	if err := w.decodeJSON(b); err != nil {
+		return Event{}, replyErr("change message: %v", err)
+	}
+	if w.Event == "" {
+		c, id, err := unmarshalChange(b)
+		if err != nil {
+			return Event{}, err
+		}
+		return Event{Change: &c, ID: id}, nil
+	}
+	if w.Event != lossEvent || w.Until < w.At {
+		return Event{}, replyErr("change message: %s", b)
+	}
+	return Event{Loss: &Loss{At: time.UnixMilli(w.At), Until: time.UnixMilli(w.Until)}, ID: w.ID}, nil
+}
+
 // Message returns the JSON form of c.
 func (c Change) Message() ChangeMessage {
 	return ChangeMessage{User: c.User, From: c.From.String(), To: c.To.String(), At: c.At.UnixMilli()}

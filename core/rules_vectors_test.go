@@ -300,7 +300,7 @@ func newLuaRunner(t *testing.T, c *redis.Client) *luaRunner {
 // commonArgs are the common ARGV of a user script (userlib.lua) for s at now.
 func commonArgs(s *settings, now int64) []any {
 	return []any{itoa(now), itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
-		"P:{u0}:p:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob"}
+		"P:{u0}:p:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob", "0"}
 }
 
 // userOutcome runs vector u through userlib.lua, and returns also the stored

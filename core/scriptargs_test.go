@@ -126,7 +126,8 @@ func TestLuaArgNames(t *testing.T) {
 		// not steady: the full path follows
 		e.scripts.beat.sha: StringValue(""),
 		// a change, published and logged
-		e.scripts.manual.sha:    ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID))),
+		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID)),
+			StringValue("")),
 		e.scripts.logAppend.sha: ArrayValue(StringValue("1-1")),
 		// a spread scope: no count key, then its shards' sizes
 		e.scripts.count.sha:    ArrayValue(nowV, IntValue(-1), IntValue(0)),
@@ -141,8 +142,9 @@ func TestLuaArgNames(t *testing.T) {
 		"ARG_NOW": "1772366400123", "ARG_IDLE": "301000", "ARG_PUSH": "602000", "ARG_LEAVE": "15003",
 		"ARG_COALESCE": "1004", "ARG_KEEP": itoa(e.settings.keep), "ARG_PAGES": base + sufPage, "ARG_MAXDEV": "17",
 		"ARG_SKEW": "299000", "ARG_POLICY": strconv.Itoa(int(PolicyMulti)), "ARG_COUNTS": base + sufCounts,
-		"ARG_KICK": "3607000", "ARG_OUTBOX": base + sufOutbox,
+		"ARG_KICK": "3607000", "ARG_OUTBOX": base + sufOutbox, "ARG_HEAL": itoa(e.settings.healWindow()),
 	}
+	e.plans.seen.mark(b) // a bucket the engine has seen: its loss would be one
 	with := func(m map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range common {

@@ -419,6 +419,8 @@ return reply
 
 
 
+                       -- not seen the bucket yet, so that a missing meta is no loss to it
+
 
 -- The bytes that mark a static record's manual expiry, a fence item and
 -- the end of a field (recordlib.lua).
@@ -497,7 +499,8 @@ local function params(now, nows)
     leave = ARGV[4] + 0, coalesce = ARGV[5] + 0, keep = ARGV[6],
     pages = ARGV[7], maxdev = ARGV[8] + 0, skew = ARGV[9] + 0,
     policy = ARGV[10] + 0, cnt = ARGV[11], kick = ARGV[12] + 0,
-    ob = ARGV[13], meta = KEYS[1], due = KEYS[2], big = KEYS[3], man = KEYS[4],
+    ob = ARGV[13], heal = ARGV[14] + 0, meta = KEYS[1], due = KEYS[2], big = KEYS[3],
+    man = KEYS[4], healing = false, lost = '-',
   }
 end
 
@@ -566,25 +569,79 @@ local function state(r, now, P)
 end
 
 
--- pages reads the bucket's page level and split pointer from meta, and
--- checks its layout: a bucket without meta holds no user record of this
--- layout, so a due index or counts hash there belongs to another one.
--- write: create meta when the bucket has none (reads never write).
-local function pages(meta, due, counts, write)
-  local m = redis.call('HMGET', meta, 'v', 'L', 's')
-  if m[1] then
-    if m[1] ~= '2' then layoutError(m[1]) end
-    return m[2] + 0, m[3] + 0
+-- emit records an event in the bucket's outbox (docs/design.md §7), in
+-- the script that decides it, and returns its ID: TAG.EPOCH.SEQ, where TAG
+-- is the bucket's hash tag (u0, u1, ...), SEQ
+-- counts the outbox's events and EPOCH is the instant the counter started,
+-- so that a counter restarted (the key expired, or Redis restarted empty)
+-- never repeats an ID a reader may still remember. The entry (built by
+-- the caller, one concatenation) is kind, then the event's fields, joined
+-- by US; the engine deletes it once the
+-- event is delivered (outbox_ack.lua), a sweep delivers what is left
+-- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
+-- that large means nothing delivers (no sweeper, no engine) for long.
+
+
+local function emit(P, entry)
+  local B = P.batch
+  local seq, epoch
+  if B and B.seq then
+    seq, epoch = B.seq + 1, B.epoch
+  else
+    local h = redis.call('HMGET', P.ob, '#', '@')
+    seq, epoch = tonumber(h[1] or '0') + 1, h[2]
+    if not epoch then epoch = P.nows end
   end
-  if redis.call('EXISTS', due, counts) > 0 then layoutError('1') end
-  if write then redis.call('HSET', meta, 'v', '2', 'L', '0', 's', '0') end
-  return 0, 0
+  if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
+  local seqs = fmt(seq)
+  local id = P.obTag .. '.' .. epoch .. '.' .. seqs
+  if B then
+    B.seq, B.epoch = seq, epoch
+    B.ob[#B.ob + 1] = seqs
+    B.ob[#B.ob + 1] = entry
+    return id
+  end
+  redis.call('HSET', P.ob, '#', seqs, '@', epoch, seqs, entry)
+  if seq > 4096 then redis.call('HDEL', P.ob, fmt(seq - 4096)) end
+  redis.call('PEXPIRE', P.ob, 86400000)
+  return id
 end
 
--- layout reads the bucket's page level and split pointer once per call
--- (recordlib.lua's pages; write: create the bucket's meta if it has none).
+-- layout reads the bucket's page level and split pointer from meta once
+-- per call, and checks its layout: a bucket without meta holds no user
+-- record of this layout, so a due index or counts hash there belongs to
+-- another one. write: create meta when the bucket has none (reads never
+-- write).
+-- Meta is also the bucket's marker of a data loss (docs/design.md §11): it
+-- never expires, so a bucket the engine has seen (ARG_HEAL > 0) and whose
+-- meta is gone has lost its data. The script that finds so records the
+-- loss in the bucket's outbox (P.lost, which the script returns last: the
+-- healing's end US its outbox ID; "" when meta was there or made without a
+-- loss; "-" when the script did not look) and marks the bucket as healing for
+-- ARG_HEAL ms (meta's h): every device beats within that time, and while
+-- it lasts no change is published (settle, announce), because the status
+-- a user had before the loss is unknown and most come back as they were.
 local function layout(P, write)
-  if not P.level then P.level, P.split = pages(P.meta, P.due, P.cnt, write) end
+  if P.level then return end
+  local m = redis.call('HMGET', P.meta, 'v', 'L', 's', 'h')
+  if m[1] then
+    if m[1] ~= '2' then layoutError(m[1]) end
+    P.level, P.split, P.lost = m[2] + 0, m[3] + 0, ''
+    if m[4] and P.now < m[4] + 0 then P.healing = true end
+    return
+  end
+  if redis.call('EXISTS', P.due, P.cnt) > 0 then layoutError('1') end
+  P.level, P.split = 0, 0
+  if not write then return end
+  if P.heal > 0 then
+    local fin = fmt(P.now + P.heal)
+    redis.call('HSET', P.meta, 'v', '2', 'L', '0', 's', '0', 'h', fin)
+    P.healing = true
+    P.lost = fin .. '\31' .. emit(P, 'l' .. '\31' .. fin .. '\31' .. P.nows)
+  else
+    redis.call('HSET', P.meta, 'v', '2', 'L', '0', 's', '0')
+    P.lost = ''
+  end
 end
 
 -- load reads a user's records and manual status (rec, dyn and where: the
@@ -882,44 +939,6 @@ local function store(u, P)
   end
 end
 
--- emit records an event in the bucket's outbox (docs/design.md §7), in
--- the script that decides it, and returns its ID: TAG.EPOCH.SEQ, where TAG
--- is the bucket's hash tag (u0, u1, ...), SEQ
--- counts the outbox's events and EPOCH is the instant the counter started,
--- so that a counter restarted (the key expired, or Redis restarted empty)
--- never repeats an ID a reader may still remember. The entry (built by
--- the caller, one concatenation) is kind, then the event's fields, joined
--- by US; the engine deletes it once the
--- event is delivered (outbox_ack.lua), a sweep delivers what is left
--- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
--- that large means nothing delivers (no sweeper, no engine) for long.
-
-
-local function emit(P, entry)
-  local B = P.batch
-  local seq, epoch
-  if B and B.seq then
-    seq, epoch = B.seq + 1, B.epoch
-  else
-    local h = redis.call('HMGET', P.ob, '#', '@')
-    seq, epoch = tonumber(h[1] or '0') + 1, h[2]
-    if not epoch then epoch = P.nows end
-  end
-  if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
-  local seqs = fmt(seq)
-  local id = P.obTag .. '.' .. epoch .. '.' .. seqs
-  if B then
-    B.seq, B.epoch = seq, epoch
-    B.ob[#B.ob + 1] = seqs
-    B.ob[#B.ob + 1] = entry
-    return id
-  end
-  redis.call('HSET', P.ob, '#', seqs, '@', epoch, seqs, entry)
-  if seq > 4096 then redis.call('HDEL', P.ob, fmt(seq - 4096)) end
-  redis.call('PEXPIRE', P.ob, 86400000)
-  return id
-end
-
 -- A sweep visits a page's users in a batch (P.batch, batchStart): it reads
 -- their manual statuses at once, and gathers the writes to the page, the
 -- counts and the outbox, which batchEnd makes, a command each, because a
@@ -967,7 +986,7 @@ end
 
 -- announce counts the user's published change from one status to
 -- another, records it in the outbox and appends it to events as user,
--- from, to, outbox ID.
+-- from, to, outbox ID; while the bucket heals (layout), it only counts it.
 local function announce(u, from, to, P, events)
   -- the counts follow the published statuses, in the same script
   local B = P.batch
@@ -978,6 +997,7 @@ local function announce(u, from, to, P, events)
     if from ~= 0 then redis.call('HINCRBY', P.cnt, from, -1) end
     if to ~= 0 then redis.call('HINCRBY', P.cnt, to, 1) end
   end
+  if P.healing then return end
   events[#events + 1] = u.user
   events[#events + 1] = from
   events[#events + 1] = to
@@ -986,9 +1006,17 @@ end
 
 -- settle observes the user's current status and stores everything; a
 -- published change goes to the outbox and is appended to events as user,
--- from, to, outbox ID.
+-- from, to, outbox ID. While the bucket heals (layout), a change takes
+-- effect at once, unpublished: no debounce holds it to publish later.
 local function settle(u, cause, P, events)
-  local from, to = observe(u, aggregate(u, P), cause, P)
+  local from, to
+  if P.healing then
+    local cur = aggregate(u, P)
+    if cur ~= u.pub then from, to = u.pub, cur end
+    u.pub, u.pend, u.due = cur, nil, 0
+  else
+    from, to = observe(u, aggregate(u, P), cause, P)
+  end
   store(u, P)
   if from then announce(u, from, to, P, events) end
 end
@@ -1071,11 +1099,14 @@ end
 
 
 
--- Returns {now, results}: results holds code, token, from, to, id for each
--- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
--- refused heartbeat changes nothing); token the session token in force;
--- from, to the status change it published, or -1, -1; id its outbox ID
--- (userlib.lua's emit), or "".
+-- Returns {now, results, lost}: results holds code, token, from, to, id,
+-- reassert for each heartbeat: code "" (accepted) or REPLACED, NOSESSION,
+-- TOOMANY, SKEW (a refused heartbeat changes nothing); token the session
+-- token in force; from, to the status change it published, or -1, -1; id
+-- its outbox ID (userlib.lua's emit), or ""; reassert "1" when the bucket
+-- heals from a loss and the beat found nothing of its user, not even a
+-- manual status, so that its caller sets again what it had set, else "";
+-- lost the loss this call found (userlib.lua's layout), or "".
 local now = clock(ARGV[1])
 local nows = ARGV[1]
 if nows == '' then nows = fmt(now) end
@@ -1092,16 +1123,17 @@ local function activity(at)
 end
 
 local results = {}
-local n = tonumber(ARGV[14])
+local n = tonumber(ARGV[15])
 for i = 0, n - 1 do
-  local a = 15 + i * 11
+  local a = 16 + i * 11
   local user, dev, token, at = ARGV[a + 0], ARGV[a + 1], ARGV[a + 4], ARGV[a + 9]
-  local code, issued, events = '', token, nil
+  local code, issued, events, reassert = '', token, nil, ''
   if at ~= '' and math.abs(at - now) > P.skew then
     code = 'SKEW'
   else
     events = {}
     local u = load(user, P)
+    if P.healing and not u.raw and not u.manRaw then reassert = '1' end
     local r, f = u.devs[dev], u.fences[dev]
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
@@ -1153,8 +1185,9 @@ for i = 0, n - 1 do
   results[#results + 1] = events and events[2] or -1
   results[#results + 1] = events and events[3] or -1
   results[#results + 1] = events and events[4] or ''
+  results[#results + 1] = reassert
 end
-return { now, results }
+return { now, results, P.lost }
 
 `
 	luaLogin = `-- login.lua: logs a device in under a policy, kicking what the policy removes.
@@ -1171,19 +1204,20 @@ return { now, results }
 
 -- The device's earlier tokens, and those of the devices it kicks, stay
 -- refused for KickFence (ARG_KICK; the fence of userlib.lua).
--- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
+-- Returns {now, code, kicked, events, lost}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- kicks nothing and changes nothing but the device's fence, which it
 -- sets if the session holding that token has none;
 -- kicked holds device, kind, gateway, outbox ID ("" without a gateway)
 -- for each removed session (the device's own earlier session included);
--- events holds user, from, to, outbox ID.
+-- events holds user, from, to, outbox ID; lost is the loss this call
+-- found (userlib.lua's layout), or "".
 
 -- KindIOS and KindAndroid share one class under PolicyExclusivePerKind.
 local P = params()
 local now = P.now
-local user, dev, kind, policy = ARGV[14], ARGV[15], ARGV[16], tonumber(ARGV[18])
-local token = ARGV[22]
+local user, dev, kind, policy = ARGV[15], ARGV[16], ARGV[17], tonumber(ARGV[19])
+local token = ARGV[23]
 local function class(k)
   if k == '3' or k == '4' then return 'mobile' end
   return k
@@ -1195,11 +1229,11 @@ if mine and not mine.gone and mine.token == token then
   -- for the fence that login set, which a session with this token that an
   -- implicit login made (a heartbeat carrying it) does not have
   local f = u.fences[dev]
-  if f and f.token == token then return { now, '', {}, {} } end
+  if f and f.token == token then return { now, '', {}, {}, P.lost } end
   fence(u, dev, now + P.kick, token)
   local events = {}
   settle(u, 'change', P, events)
-  return { now, '', {}, events }
+  return { now, '', {}, events, P.lost }
 end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
@@ -1211,7 +1245,7 @@ for id, r in pairs(u.devs) do
     end
   end
 end
-if keep >= P.maxdev then return { now, 'TOOMANY', {}, {} } end
+if keep >= P.maxdev then return { now, 'TOOMANY', {}, {}, P.lost } end
 local out, events = {}, {}
 local fin = now + P.kick
 table.sort(kicked)
@@ -1229,15 +1263,15 @@ for _, id in ipairs(kicked) do
     fence(u, id, fin, '')
   end
 end
-set(u, dev, { kind = kind, gw = ARGV[17], token = token, login = now, seen = now, active = now,
-  bg = ARGV[19] == '1', iv = tonumber(ARGV[20]), gone = false, fenced = true,
-  meta = ARGV[21] })
+set(u, dev, { kind = kind, gw = ARGV[18], token = token, login = now, seen = now, active = now,
+  bg = ARGV[20] == '1', iv = tonumber(ARGV[21]), gone = false, fenced = true,
+  meta = ARGV[22] })
 -- Every token the device had before is superseded, that of a session just
 -- kicked or of one that ended earlier (its record may be gone): the fence
 -- keeps only the new one, and the new record implies it.
 fence(u, dev, fin, token)
 settle(u, 'change', P, events)
-return { now, '', out, events }
+return { now, '', out, events, P.lost }
 
 `
 	luaLogout = `-- logout.lua: ends a device's session by logout or by disconnect.
@@ -1247,16 +1281,16 @@ return { now, '', out, events }
 
 
 
--- Returns {now, code, removed 0/1, events}: code "" or REPLACED (nothing
+-- Returns {now, code, removed 0/1, events, lost} (lost: login.lua's): code "" or REPLACED (nothing
 -- changed). A logout keeps the record, marked gone, until its window ends so
 -- that its token stays refused; a disconnect deletes it, so a quick reconnect
 -- is a plain heartbeat.
 local P = params()
-local user, dev, mode, token = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+local user, dev, mode, token = ARGV[15], ARGV[16], ARGV[17], ARGV[18]
 local u = load(user, P)
 local r = u.devs[dev]
-if not r or r.gone then return { P.now, '', 0, {} } end
-if token ~= '' and token ~= r.token then return { P.now, 'REPLACED', 0, {} } end
+if not r or r.gone then return { P.now, '', 0, {}, P.lost } end
+if token ~= '' and token ~= r.token then return { P.now, 'REPLACED', 0, {}, P.lost } end
 local events = {}
 if mode == 'logout' then
   r.gone, r.active = true, deadline(r, P)
@@ -1266,7 +1300,7 @@ else
   drop(u, dev)
   settle(u, 'leave', P, events)
 end
-return { P.now, '', 1, events }
+return { P.now, '', 1, events, P.lost }
 
 `
 	luaManual = `-- manual.lua: sets or clears a user's manual status.
@@ -1275,15 +1309,16 @@ return { P.now, '', 1, events }
 
 
 
--- Returns {now, events}; events holds user, from, to.
+-- Returns {now, events, lost}: events holds user, from, to, outbox ID;
+-- lost is login.lua's.
 local P = params()
-local user, manual, ttl = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16])
+local user, manual, ttl = ARGV[15], tonumber(ARGV[16]), tonumber(ARGV[17])
 local u = load(user, P)
 u.manual, u.mexp = manual, 0
 if manual ~= 0 and ttl > 0 then u.mexp = P.now + ttl end
 local events = {}
 settle(u, 'change', P, events)
-return { P.now, events }
+return { P.now, events, P.lost }
 
 `
 	luaStatus = `-- status.lua: reads users of one bucket; changes nothing.
@@ -1296,8 +1331,8 @@ return { P.now, events }
 local P = params()
 layout(P, false)
 local out = {}
-for i = 1, tonumber(ARGV[14]) do
-  local user = ARGV[14 + i]
+for i = 1, tonumber(ARGV[15]) do
+  local user = ARGV[15 + i]
   local manual, mexp = '0', '0'
   local m = redis.call('HGET', P.man, user)
   if m then manual, mexp = string.match(m, '^([^\031]*)\031(.*)$') end
@@ -1331,14 +1366,14 @@ return { P.now, out }
 -- between pages and every few users), so that neither a slow host nor users
 -- with many devices make a step long.
 local P = params()
-local token, lease, limit, budget = ARGV[14], tonumber(ARGV[15]), tonumber(ARGV[16]),
-  tonumber(ARGV[17])
+local token, lease, limit, budget = ARGV[15], tonumber(ARGV[16]), tonumber(ARGV[17]),
+  tonumber(ARGV[18])
 
 -- undelivered lists the outbox's events decided before now - ARG_REDELIVER.
 local function undelivered()
   local out = {}
   if redis.call('HLEN', P.ob) <= 2 then return out end -- only the counter and the epoch
-  local before = P.now - tonumber(ARGV[18])
+  local before = P.now - tonumber(ARGV[19])
   local page = redis.call('HSCAN', P.ob, 0, 'COUNT', 128)[2]
   local epoch = string.match(P.ob, '{([^}]*)}') .. '.' .. redis.call('HGET', P.ob, '@')
   for i = 1, #page, 2 do
@@ -2227,27 +2262,27 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // The SHA1 of each script, as EVALSHA takes it.
 const (
 	shaHeartbeatSteady = "c4b0f4ac9a865158b570f255e53fd86d81b8f3b1"
-	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
-	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
-	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"
-	shaManual          = "171cf3e4498e15a463683c4d972380f8a1ae0f58"
-	shaStatus          = "45fc6e53a005f851912bf4cf1037cb1188dfb36c"
-	shaSweepUsers      = "bcc11543f90c783aca3af481b7a7acc6a02110d4"
+	shaHeartbeatFull   = "6115591a72b696d76817180822c9936fad3d1eda"
+	shaLogin           = "11cd3a0cb79b1bd68e280a1a9d244963ddf4c3ce"
+	shaLogout          = "bab534111a4db3ab321e2dd99f1a19a61668ceb0"
+	shaManual          = "84e58d7388a6fd79f90a95b44a2b101cc1568822"
+	shaStatus          = "f8d5af0b50d88bff6aad50bc0c899ae051cb24e3"
+	shaSweepUsers      = "05689a60d05949ac3a2cf9772e9251d09f95c5c6"
 	shaUnlock          = "cc4d30f1b0185065d850911c2eafc8082ae3a23e"
-	shaTouch           = "75ae620791748ed8bda4610fda3dd5bbeaa4e3da"
-	shaLeave           = "e88f2fab0a6b8c0519b62c145843b46d86ff44f8"
-	shaCount           = "da35d0207d6b53ed8a833f59381fc22ad18860b2"
-	shaMembers         = "4b83071f867fb0c3d94c6829825901a82644cdbc"
-	shaActive          = "6b83e7f4f3f7d94771c47dd7d037864c0dfb7379"
-	shaSweepScopes     = "f043d3e004164033cc1c974b89ef7471bebe405c"
+	shaTouch           = "a9672ee8e2435b0f1ce9fe57a33dc9f57e3885bf"
+	shaLeave           = "67734b427113aa2eef19ae026c3e2ec2c15b6bec"
+	shaCount           = "24eda6049d06621091dfe2ef92e109f4b9d3952a"
+	shaMembers         = "8b5d110608b2490f0c78de2fefbd866a1cf8fe30"
+	shaActive          = "8b0721c094deab278962f902a63d56c5fba28267"
+	shaSweepScopes     = "b80f14620d1d7e8f4b1dc22a7511e4770d3f28e8"
 	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "c51ca7334c93e1955453f6d08b169f95b5b4a51b"
-	shaShardTouch      = "0077f832d06ee42c490b5ddb6070134f1df85da8"
+	shaShardTouch      = "58fee6cbbb80cb14def3a5b3af0e77ef333b7ece"
 	shaShardLen        = "83aaa9ab0eaebb3d6b65e0c991b07779b260180d"
-	shaShardSweep      = "1be87769695d7781e654e61852033352e0d606b7"
+	shaShardSweep      = "95cc49d3fb08f995bd8e25875422dfb1b1992097"
 	shaShardDrop       = "c40a21c88b98ef27d274a4b89efdcbc5dff68646"
-	shaScopeFinish     = "777ca92aa163791db1559b0a8dfbecd42fb23a8c"
+	shaScopeFinish     = "213fdeb2e887c0465ae9d809c6930ddc8afe1ae4"
 	shaCounts          = "5e3863cfafa9c85d4d74fb21624ff5301d2c79cd"
 	shaPing            = "03641b9b9378885954570875b4b35a0ed5c3af34"
 )

@@ -176,3 +176,20 @@ func TestConnectionLostMidBatch(t *testing.T) {
 		t.Fatalf("sent %d commands, want 5 (the cross-slot call held back)", fake.sent)
 	}
 }
+
+// TestLoss checks docs/design.md §11 on a real server that loses its data,
+// by FLUSHALL and by a restart without persistence.
+func TestLoss(t *testing.T) {
+	srv := redistest.Server(t)
+	s := redigo.New(newPool(t, srv.Addr))
+	t.Run("FLUSHALL", func(t *testing.T) {
+		storetest.RunLoss(t, s, func(t *testing.T) {
+			if _, err := srv.Do("FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("Restart", func(t *testing.T) {
+		storetest.RunLoss(t, s, func(*testing.T) { srv.Restart() })
+	})
+}

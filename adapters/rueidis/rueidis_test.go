@@ -216,3 +216,22 @@ func checkFence(t *testing.T, s *rueidisadapter.Store, key string) {
 		t.Fatalf("only %d reads were served from the cache", hits)
 	}
 }
+
+// TestLoss checks docs/design.md §11 on a real server that loses its data,
+// by FLUSHALL and by a restart without persistence, with the client-side
+// cache on.
+func TestLoss(t *testing.T) {
+	srv := redistest.Server(t)
+	c := newClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
+	s := rueidisadapter.New(c, rueidisadapter.WithCacheTTL(time.Minute))
+	t.Run("FLUSHALL", func(t *testing.T) {
+		storetest.RunLoss(t, s, func(t *testing.T) {
+			if _, err := srv.Do("FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("Restart", func(t *testing.T) {
+		storetest.RunLoss(t, s, func(*testing.T) { srv.Restart() })
+	})
+}

@@ -18,11 +18,14 @@ local BEAT_META = 8           -- "" keep, "=" .. encoded to set
 local BEAT_AT = 9             -- client time ms ("" none)
 local BEAT_ISSUE = 10         -- the token an implicit login of a beat without one issues
 local BEAT_FIELDS = 11
--- Returns {now, results}: results holds code, token, from, to, id for each
--- heartbeat: code "" (accepted) or REPLACED, NOSESSION, TOOMANY, SKEW (a
--- refused heartbeat changes nothing); token the session token in force;
--- from, to the status change it published, or -1, -1; id its outbox ID
--- (userlib.lua's emit), or "".
+-- Returns {now, results, lost}: results holds code, token, from, to, id,
+-- reassert for each heartbeat: code "" (accepted) or REPLACED, NOSESSION,
+-- TOOMANY, SKEW (a refused heartbeat changes nothing); token the session
+-- token in force; from, to the status change it published, or -1, -1; id
+-- its outbox ID (userlib.lua's emit), or ""; reassert "1" when the bucket
+-- heals from a loss and the beat found nothing of its user, not even a
+-- manual status, so that its caller sets again what it had set, else "";
+-- lost the loss this call found (userlib.lua's layout), or "".
 local now = clock(ARGV[ARG_NOW])
 local nows = ARGV[ARG_NOW]
 if nows == '' then nows = fmt(now) end
@@ -43,12 +46,13 @@ local n = tonumber(ARGV[ARG_BEATS])
 for i = 0, n - 1 do
   local a = ARG_BEAT1 + i * BEAT_FIELDS
   local user, dev, token, at = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], ARGV[a + BEAT_TOKEN], ARGV[a + BEAT_AT]
-  local code, issued, events = '', token, nil
+  local code, issued, events, reassert = '', token, nil, ''
   if at ~= '' and math.abs(at - now) > P.skew then
     code = 'SKEW'
   else
     events = {}
     local u = load(user, P)
+    if P.healing and not u.raw and not u.manRaw then reassert = '1' end
     local r, f = u.devs[dev], u.fences[dev]
     if r and not r.gone then
       if token ~= '' and token ~= r.token then
@@ -100,5 +104,6 @@ for i = 0, n - 1 do
   results[#results + 1] = events and events[2] or -1
   results[#results + 1] = events and events[3] or -1
   results[#results + 1] = events and events[4] or ''
+  results[#results + 1] = reassert
 end
-return { now, results }
+return { now, results, P.lost }

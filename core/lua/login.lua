@@ -12,13 +12,14 @@ local ARG_META = ARG_OWN + 7         -- encoded metadata
 local ARG_TOKEN = ARG_OWN + 8        -- the new session token
 -- The device's earlier tokens, and those of the devices it kicks, stay
 -- refused for KickFence (ARG_KICK; the fence of userlib.lua).
--- Returns {now, code, kicked, events}: code "" or TOOMANY (nothing changed);
+-- Returns {now, code, kicked, events, lost}: code "" or TOOMANY (nothing changed);
 -- a repeat of the same login (same token, as a driver retry sends it)
 -- kicks nothing and changes nothing but the device's fence, which it
 -- sets if the session holding that token has none;
 -- kicked holds device, kind, gateway, outbox ID ("" without a gateway)
 -- for each removed session (the device's own earlier session included);
--- events holds user, from, to, outbox ID.
+-- events holds user, from, to, outbox ID; lost is the loss this call
+-- found (userlib.lua's layout), or "".
 
 -- KindIOS and KindAndroid share one class under PolicyExclusivePerKind.
 local P = params()
@@ -36,11 +37,11 @@ if mine and not mine.gone and mine.token == token then
   -- for the fence that login set, which a session with this token that an
   -- implicit login made (a heartbeat carrying it) does not have
   local f = u.fences[dev]
-  if f and f.token == token then return { now, '', {}, {} } end
+  if f and f.token == token then return { now, '', {}, {}, P.lost } end
   fence(u, dev, now + P.kick, token)
   local events = {}
   settle(u, 'change', P, events)
-  return { now, '', {}, events }
+  return { now, '', {}, events, P.lost }
 end
 local kicked, keep = {}, 0
 for id, r in pairs(u.devs) do
@@ -52,7 +53,7 @@ for id, r in pairs(u.devs) do
     end
   end
 end
-if keep >= P.maxdev then return { now, 'TOOMANY', {}, {} } end
+if keep >= P.maxdev then return { now, 'TOOMANY', {}, {}, P.lost } end
 local out, events = {}, {}
 local fin = now + P.kick
 table.sort(kicked)
@@ -78,4 +79,4 @@ set(u, dev, { kind = kind, gw = ARGV[ARG_GATEWAY], token = token, login = now, s
 -- keeps only the new one, and the new record implies it.
 fence(u, dev, fin, token)
 settle(u, 'change', P, events)
-return { now, '', out, events }
+return { now, '', out, events, P.lost }

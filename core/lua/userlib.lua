@@ -23,7 +23,9 @@ local ARG_POLICY = 10  -- the engine's login policy (core.Policy)
 local ARG_COUNTS = 11  -- the bucket's counts hash (P:{uB}:cnt): published status → users
 local ARG_KICK = 12    -- KickFence ms (the fence: recordlib.lua)
 local ARG_OUTBOX = 13  -- the bucket's outbox hash (P:{uB}:ob, emit below)
-local ARG_OWN = 14
+local ARG_HEAL = 14    -- ms a bucket heals after a loss (layout below), or 0 when the engine has
+                       -- not seen the bucket yet, so that a missing meta is no loss to it
+local ARG_OWN = 15
 
 -- The bytes that mark a static record's manual expiry, a fence item and
 -- the end of a field (recordlib.lua).
@@ -102,7 +104,8 @@ local function params(now, nows)
     leave = ARGV[ARG_LEAVE] + 0, coalesce = ARGV[ARG_COALESCE] + 0, keep = ARGV[ARG_KEEP],
     pages = ARGV[ARG_PAGES], maxdev = ARGV[ARG_MAXDEV] + 0, skew = ARGV[ARG_SKEW] + 0,
     policy = ARGV[ARG_POLICY] + 0, cnt = ARGV[ARG_COUNTS], kick = ARGV[ARG_KICK] + 0,
-    ob = ARGV[ARG_OUTBOX], meta = KEYS[1], due = KEYS[2], big = KEYS[3], man = KEYS[4],
+    ob = ARGV[ARG_OUTBOX], heal = ARGV[ARG_HEAL] + 0, meta = KEYS[1], due = KEYS[2], big = KEYS[3],
+    man = KEYS[4], healing = false, lost = '-',
   }
 end
 
@@ -171,25 +174,79 @@ local function state(r, now, P)
 end
 
 
--- pages reads the bucket's page level and split pointer from meta, and
--- checks its layout: a bucket without meta holds no user record of this
--- layout, so a due index or counts hash there belongs to another one.
--- write: create meta when the bucket has none (reads never write).
-local function pages(meta, due, counts, write)
-  local m = redis.call('HMGET', meta, 'v', 'L', 's')
-  if m[1] then
-    if m[1] ~= LAYOUT then layoutError(m[1]) end
-    return m[2] + 0, m[3] + 0
+-- emit records an event in the bucket's outbox (docs/design.md §7), in
+-- the script that decides it, and returns its ID: TAG.EPOCH.SEQ, where TAG
+-- is the bucket's hash tag (u0, u1, ...), SEQ
+-- counts the outbox's events and EPOCH is the instant the counter started,
+-- so that a counter restarted (the key expired, or Redis restarted empty)
+-- never repeats an ID a reader may still remember. The entry (built by
+-- the caller, one concatenation) is kind, then the event's fields, joined
+-- by US; the engine deletes it once the
+-- event is delivered (outbox_ack.lua), a sweep delivers what is left
+-- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
+-- that large means nothing delivers (no sweeper, no engine) for long.
+local OUTBOX_MAX = 4096
+local OUTBOX_TTL = 86400000 -- ms an outbox outlives its last event
+local function emit(P, entry)
+  local B = P.batch
+  local seq, epoch
+  if B and B.seq then
+    seq, epoch = B.seq + 1, B.epoch
+  else
+    local h = redis.call('HMGET', P.ob, '#', '@')
+    seq, epoch = tonumber(h[1] or '0') + 1, h[2]
+    if not epoch then epoch = P.nows end
   end
-  if redis.call('EXISTS', due, counts) > 0 then layoutError('1') end
-  if write then redis.call('HSET', meta, 'v', LAYOUT, 'L', '0', 's', '0') end
-  return 0, 0
+  if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
+  local seqs = fmt(seq)
+  local id = P.obTag .. '.' .. epoch .. '.' .. seqs
+  if B then
+    B.seq, B.epoch = seq, epoch
+    B.ob[#B.ob + 1] = seqs
+    B.ob[#B.ob + 1] = entry
+    return id
+  end
+  redis.call('HSET', P.ob, '#', seqs, '@', epoch, seqs, entry)
+  if seq > OUTBOX_MAX then redis.call('HDEL', P.ob, fmt(seq - OUTBOX_MAX)) end
+  redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
+  return id
 end
 
--- layout reads the bucket's page level and split pointer once per call
--- (recordlib.lua's pages; write: create the bucket's meta if it has none).
+-- layout reads the bucket's page level and split pointer from meta once
+-- per call, and checks its layout: a bucket without meta holds no user
+-- record of this layout, so a due index or counts hash there belongs to
+-- another one. write: create meta when the bucket has none (reads never
+-- write).
+-- Meta is also the bucket's marker of a data loss (docs/design.md §11): it
+-- never expires, so a bucket the engine has seen (ARG_HEAL > 0) and whose
+-- meta is gone has lost its data. The script that finds so records the
+-- loss in the bucket's outbox (P.lost, which the script returns last: the
+-- healing's end US its outbox ID; "" when meta was there or made without a
+-- loss; "-" when the script did not look) and marks the bucket as healing for
+-- ARG_HEAL ms (meta's h): every device beats within that time, and while
+-- it lasts no change is published (settle, announce), because the status
+-- a user had before the loss is unknown and most come back as they were.
 local function layout(P, write)
-  if not P.level then P.level, P.split = pages(P.meta, P.due, P.cnt, write) end
+  if P.level then return end
+  local m = redis.call('HMGET', P.meta, 'v', 'L', 's', 'h')
+  if m[1] then
+    if m[1] ~= LAYOUT then layoutError(m[1]) end
+    P.level, P.split, P.lost = m[2] + 0, m[3] + 0, ''
+    if m[4] and P.now < m[4] + 0 then P.healing = true end
+    return
+  end
+  if redis.call('EXISTS', P.due, P.cnt) > 0 then layoutError('1') end
+  P.level, P.split = 0, 0
+  if not write then return end
+  if P.heal > 0 then
+    local fin = fmt(P.now + P.heal)
+    redis.call('HSET', P.meta, 'v', LAYOUT, 'L', '0', 's', '0', 'h', fin)
+    P.healing = true
+    P.lost = fin .. US .. emit(P, 'l' .. US .. fin .. US .. P.nows)
+  else
+    redis.call('HSET', P.meta, 'v', LAYOUT, 'L', '0', 's', '0')
+    P.lost = ''
+  end
 end
 
 -- load reads a user's records and manual status (rec, dyn and where: the
@@ -487,44 +544,6 @@ local function store(u, P)
   end
 end
 
--- emit records an event in the bucket's outbox (docs/design.md §7), in
--- the script that decides it, and returns its ID: TAG.EPOCH.SEQ, where TAG
--- is the bucket's hash tag (u0, u1, ...), SEQ
--- counts the outbox's events and EPOCH is the instant the counter started,
--- so that a counter restarted (the key expired, or Redis restarted empty)
--- never repeats an ID a reader may still remember. The entry (built by
--- the caller, one concatenation) is kind, then the event's fields, joined
--- by US; the engine deletes it once the
--- event is delivered (outbox_ack.lua), a sweep delivers what is left
--- (sweep_users.lua). Past OUTBOX_MAX entries, the oldest goes: an outbox
--- that large means nothing delivers (no sweeper, no engine) for long.
-local OUTBOX_MAX = 4096
-local OUTBOX_TTL = 86400000 -- ms an outbox outlives its last event
-local function emit(P, entry)
-  local B = P.batch
-  local seq, epoch
-  if B and B.seq then
-    seq, epoch = B.seq + 1, B.epoch
-  else
-    local h = redis.call('HMGET', P.ob, '#', '@')
-    seq, epoch = tonumber(h[1] or '0') + 1, h[2]
-    if not epoch then epoch = P.nows end
-  end
-  if not P.obTag then P.obTag = string.match(P.ob, '{([^}]*)}') end
-  local seqs = fmt(seq)
-  local id = P.obTag .. '.' .. epoch .. '.' .. seqs
-  if B then
-    B.seq, B.epoch = seq, epoch
-    B.ob[#B.ob + 1] = seqs
-    B.ob[#B.ob + 1] = entry
-    return id
-  end
-  redis.call('HSET', P.ob, '#', seqs, '@', epoch, seqs, entry)
-  if seq > OUTBOX_MAX then redis.call('HDEL', P.ob, fmt(seq - OUTBOX_MAX)) end
-  redis.call('PEXPIRE', P.ob, OUTBOX_TTL)
-  return id
-end
-
 -- A sweep visits a page's users in a batch (P.batch, batchStart): it reads
 -- their manual statuses at once, and gathers the writes to the page, the
 -- counts and the outbox, which batchEnd makes, a command each, because a
@@ -572,7 +591,7 @@ end
 
 -- announce counts the user's published change from one status to
 -- another, records it in the outbox and appends it to events as user,
--- from, to, outbox ID.
+-- from, to, outbox ID; while the bucket heals (layout), it only counts it.
 local function announce(u, from, to, P, events)
   -- the counts follow the published statuses, in the same script
   local B = P.batch
@@ -583,6 +602,7 @@ local function announce(u, from, to, P, events)
     if from ~= StatusOffline then redis.call('HINCRBY', P.cnt, from, -1) end
     if to ~= StatusOffline then redis.call('HINCRBY', P.cnt, to, 1) end
   end
+  if P.healing then return end
   events[#events + 1] = u.user
   events[#events + 1] = from
   events[#events + 1] = to
@@ -591,9 +611,17 @@ end
 
 -- settle observes the user's current status and stores everything; a
 -- published change goes to the outbox and is appended to events as user,
--- from, to, outbox ID.
+-- from, to, outbox ID. While the bucket heals (layout), a change takes
+-- effect at once, unpublished: no debounce holds it to publish later.
 local function settle(u, cause, P, events)
-  local from, to = observe(u, aggregate(u, P), cause, P)
+  local from, to
+  if P.healing then
+    local cur = aggregate(u, P)
+    if cur ~= u.pub then from, to = u.pub, cur end
+    u.pub, u.pend, u.due = cur, nil, 0
+  else
+    from, to = observe(u, aggregate(u, P), cause, P)
+  end
   store(u, P)
   if from then announce(u, from, to, P, events) end
 end

@@ -52,9 +52,10 @@ const (
 
 // Flags of an Ack and of an Error.
 const (
-	ackError   = 1 << iota // error follows
-	ackChanges             // changes follow (absent: null)
-	ackFlags   = ackError | ackChanges
+	ackError    = 1 << iota // error follows
+	ackChanges              // changes follow (absent: null)
+	ackReassert             // core.Ack.Reassert
+	ackFlags    = ackError | ackChanges | ackReassert
 
 	errUnavailable = 1 << 0
 	errCause       = 1 << 1 // cause follows
@@ -209,7 +210,7 @@ func (x *Heartbeat) appendCompact(b []byte) []byte {
 
 func (x *Ack) appendCompact(b []byte) []byte {
 	b = appendBytes(b, x.Token)
-	b = append(b, bit(x.Error != nil, ackError)|bit(x.Changes != nil, ackChanges))
+	b = append(b, bit(x.Error != nil, ackError)|bit(x.Changes != nil, ackChanges)|bit(x.Reassert, ackReassert))
 	if x.Error != nil {
 		b = x.Error.appendCompact(b, 0)
 	}
@@ -764,6 +765,7 @@ func (r *compactReader) ack(x *Ack) (err error) {
 	if err != nil {
 		return err
 	}
+	x.Reassert = f&ackReassert != 0
 	if f&ackError != 0 {
 		if x.Error, err = r.error(0); err != nil {
 			return err

@@ -190,7 +190,7 @@ func TestCompactRejects(t *testing.T) {
 		{"empty sha", abi.OpCount, []byte{abi.Compact, 2, 'c', 2, 1, 0, 0, 0, 0}},
 		{"call tag", abi.OpCount, []byte{abi.Compact, 2, 'c', 2, 1, 2, 1, 's', 0, 0}},
 		{"trailing byte", abi.OpCount, append(calls, 0)},
-		{"ack flags", abi.OpHeartbeat, []byte{abi.Compact, 2, 'a', 0, 4, 0}},
+		{"ack flags", abi.OpHeartbeat, []byte{abi.Compact, 2, 'a', 0, 8, 0}},
 	} {
 		if _, err := abi.DecodeResponse(tc.op, tc.b); !errors.Is(err, abi.ErrMalformed) {
 			t.Errorf("%s: %x: %v", tc.name, tc.b, err)
@@ -254,7 +254,7 @@ func TestCompactKnowsEveryField(t *testing.T) {
 		fields int
 	}{
 		{abi.Heartbeat{}, 9},
-		{abi.Ack{}, 3},
+		{abi.Ack{}, 4},
 		{abi.Change{}, 4},
 		{abi.Error{}, 7},
 		{abi.Message{}, 4},

@@ -60,9 +60,10 @@ type Heartbeat struct {
 //
 //abi:core
 type Ack struct {
-	Token   string   `json:"token"`
-	Error   *Error   `json:"error,omitempty" core:"Err"`
-	Changes []Change `json:"changes"`
+	Token    string   `json:"token"`
+	Error    *Error   `json:"error,omitempty" core:"Err"`
+	Changes  []Change `json:"changes"`
+	Reassert bool     `json:"reassert,omitempty"`
 }
 
 // Change is core.Change on the wire.

@@ -75,6 +75,7 @@ func FromAck(c core.Ack) Ack {
 	w.Token = c.Token
 	w.Error = EncodeError(c.Err)
 	w.Changes = convert(c.Changes, FromChange)
+	w.Reassert = c.Reassert
 	return w
 }
 
@@ -84,6 +85,7 @@ func (w Ack) Core() core.Ack {
 	c.Token = w.Token
 	c.Err = w.Error.Err()
 	c.Changes = convert(w.Changes, Change.Core)
+	c.Reassert = w.Reassert
 	return c
 }
 
@@ -645,6 +647,7 @@ func (x Ack) appendJSON(b []byte) []byte {
 		w.raw("error", x.Error.appendJSON(nil))
 	}
 	w.list("changes", len(x.Changes), x.Changes == nil, func(b []byte, i int) []byte { return x.Changes[i].appendJSON(b) })
+	w.boolOmit("reassert", x.Reassert)
 	w.close()
 	return w.b
 }
@@ -666,6 +669,8 @@ func (x *Ack) decodeJSON(r *reader) error {
 				x.Changes = append(x.Changes, Change{})
 				return x.Changes[i].decodeJSON(r)
 			})
+		case "reassert":
+			x.Reassert, err = r.bool()
 		default:
 			err = r.unknown()
 		}

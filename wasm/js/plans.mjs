@@ -527,6 +527,7 @@ function ackJSON(r) {
     );
     s += `,"changes":[${changes.join(",")}]`;
   } else s += ',"changes":null';
+  if (flags & 4) s += ',"reassert":true';
   return s + "}";
 }
 

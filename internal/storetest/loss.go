@@ -1,0 +1,180 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/presencekit/presence/core"
+)
+
+// RunLoss checks docs/design.md §11 through an engine on s: after wipe
+// makes Redis lose its data (FLUSHALL, or a server killed and restarted
+// empty), every device comes back with its next heartbeat, whose reply
+// tells the caller to set its manual status again; the manual statuses
+// set again keep what was left of their expiry; no change is published
+// for any user, and a Feed (when s subscribes) hands its reader one Loss.
+// Changes publish again once the loss has healed.
+func RunLoss(t *testing.T, s core.Store, wipe func(t *testing.T)) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.UnixMilli(1_772_366_400_000)
+	clock := core.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	e, err := core.New(s, core.Config{Prefix: "loss" + unique(t), Clock: clock, UserBuckets: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users = 10 // u0…u4 set DND, u0 and u1 for an hour, the others until cleared
+	tokens := make([]string, users)
+	for i := range users {
+		r, err := e.Login(ctx, core.Login{User: user(i), Device: "web", Kind: core.KindWeb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = r.Token
+	}
+	dndUntil := now.Add(time.Hour)
+	for i := range 5 {
+		ttl := time.Duration(0)
+		if i < 2 {
+			ttl = time.Hour
+		}
+		if _, err := e.SetManual(ctx, user(i), core.ManualDND, ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new deployment is no loss: its first changes publish, once the
+	// debounce lets them.
+	advance(2 * time.Second)
+	for i := range users {
+		ack, err := e.Heartbeat(ctx, core.Heartbeat{User: user(i), Device: "web", Kind: core.KindWeb, Token: tokens[i]})
+		if err != nil || len(ack.Changes) != 1 {
+			t.Fatalf("%s's beat on a new deployment: %+v %v; want its change published", user(i), ack, err)
+		}
+	}
+	advance(20 * time.Second)
+	wipe(t)
+
+	feed, hasFeed := subscribe(t, e)
+	for i := range users {
+		ack := retry(t, func() (core.Ack, error) {
+			return e.Heartbeat(ctx, core.Heartbeat{User: user(i), Device: "web", Kind: core.KindWeb, Token: tokens[i]})
+		})
+		if !ack.Reassert || len(ack.Changes) > 0 || ack.Token != tokens[i] {
+			t.Fatalf("%s's first beat after the loss: %+v; want Reassert, no change, the same token", user(i), ack)
+		}
+		if i < 5 {
+			ttl := time.Duration(0)
+			if i < 2 {
+				ttl = dndUntil.Sub(clock.Now())
+			}
+			changes, err := e.SetManual(ctx, user(i), core.ManualDND, ttl)
+			if err != nil || len(changes) > 0 {
+				t.Fatalf("%s's DND set again: %v %v; want no change published", user(i), changes, err)
+			}
+		}
+	}
+	advance(5 * time.Second)
+	for i := range users {
+		ack, err := e.Heartbeat(ctx, core.Heartbeat{User: user(i), Device: "web", Kind: core.KindWeb, Token: tokens[i]})
+		if err != nil || ack.Reassert || len(ack.Changes) > 0 {
+			t.Fatalf("%s's second beat: %+v %v; want a plain steady beat", user(i), ack, err)
+		}
+		st, err := e.Status(ctx, user(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantUntil := core.StatusOnline, time.Time{}
+		if i < 5 {
+			want = core.StatusDND
+		}
+		if i < 2 {
+			wantUntil = dndUntil
+		}
+		if st.Status != want || !st.ManualUntil.Equal(wantUntil) {
+			t.Fatalf("%s after the loss: %v until %v; want %v until %v", user(i), st.Status, st.ManualUntil, want, wantUntil)
+		}
+	}
+	online, err := e.Online(ctx)
+	if err != nil || online[core.StatusDND] != 5 || online[core.StatusOnline] != 5 {
+		t.Fatalf("counts after the loss: %v %v; want 5 DND, 5 ONLINE", online, err)
+	}
+	// Healed: a change publishes again, and it is the first the feed hands
+	// on after the one loss.
+	for range 6 {
+		advance(30 * time.Second)
+		if _, err := e.Heartbeat(ctx, core.Heartbeat{User: user(9), Device: "web", Kind: core.KindWeb, Token: tokens[9]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end, err := e.Logout(ctx, user(9), "web", tokens[9])
+	if err != nil || len(end.Changes) != 1 || end.Changes[0].To != core.StatusOffline {
+		t.Fatalf("a logout once healed: %+v %v; want ONLINE→OFFLINE published", end, err)
+	}
+	if !hasFeed {
+		return
+	}
+	var losses int
+	for {
+		rctx, cancel := context.WithTimeout(ctx, Timeout)
+		ev, err := feed.Next(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("feed after %d losses: %v", losses, err)
+		}
+		switch {
+		case ev.Loss != nil:
+			losses++
+			if !ev.Loss.Until.After(ev.Loss.At) {
+				t.Fatalf("loss %+v heals before it starts", ev.Loss)
+			}
+		case ev.Change != nil && ev.Change.User == user(9) && ev.Change.To == core.StatusOffline:
+			if losses != 1 {
+				t.Fatalf("the feed handed on %d losses, want 1", losses)
+			}
+			return
+		default:
+			t.Fatalf("the feed handed on %+v during the healing", ev)
+		}
+	}
+}
+
+func user(i int) string { return fmt.Sprintf("u%d", i) }
+
+// subscribe opens a feed of e's changes when its store can.
+func subscribe(t *testing.T, e *core.Engine) (*core.Feed, bool) {
+	var f *core.Feed
+	err := errors.New("none")
+	for deadline := time.Now().Add(Timeout); err != nil && time.Now().Before(deadline); {
+		if f, err = e.Subscribe(context.Background()); errors.Is(err, core.ErrUnsupported) {
+			return nil, false
+		} else if err != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, true
+}
+
+// retry calls op until it returns no error that says Redis is unavailable
+// (a client reconnecting to a restarted server), for at most Timeout.
+func retry[T any](t *testing.T, op func() (T, error)) T {
+	deadline := time.Now().Add(Timeout)
+	for {
+		v, err := op()
+		if err == nil {
+			return v
+		}
+		if !core.Retryable(err) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
