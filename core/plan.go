@@ -489,9 +489,11 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 	}
 	var changes []Change
 	var kicks []Kick
-	var ids []string
+	var losses []Loss
+	var ids, lossIDs []string
 	for _, d := range m.out {
 		if d.loss != nil {
+			losses, lossIDs = append(losses, *d.loss), append(lossIDs, d.id)
 			m.pubs = append(m.pubs, Publication{Kind: "loss", Channel: p.changeChannel(),
 				Payload: marshalLoss(*d.loss, d.id), ID: d.id})
 		}
@@ -514,10 +516,10 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 			}
 		}
 	}
-	if p.settings.changeLog == 0 || len(ids) == 0 {
+	if p.settings.changeLog == 0 {
 		return nil, err
 	}
-	calls, costs := p.logAppendCalls(changes, kicks, ids)
+	calls, costs := p.logAppendCalls(changes, kicks, losses, append(ids, lossIDs...))
 	return &round{op: "change log", calls: calls, costs: costs,
 		next: func([]Value) (*round, error) { return nil, err },
 		onErr: func(logErr error) (*round, error) {

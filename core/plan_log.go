@@ -53,7 +53,7 @@ func (pl *Planner) appendLog(changes []Change, kicks []Kick) *Plan[struct{}] {
 		plan.m.fail(nil)
 		return plan
 	}
-	calls, costs := p.logAppendCalls(changes, kicks, make([]string, len(changes)+len(kicks)))
+	calls, costs := p.logAppendCalls(changes, kicks, nil, make([]string, len(changes)+len(kicks)))
 	plan.m.settle(&round{op: "change log", calls: calls, costs: costs,
 		next: func([]Value) (*round, error) { return nil, nil }}, nil)
 	return plan

@@ -182,12 +182,14 @@ func (e *Engine) sendBatch(ctx context.Context, pubs []Publication) bool {
 }
 
 // LoggedChange is one entry of the change log: a status change or, when
-// Kick is set, a kick.
+// Kick is set, a kick, or, when Loss is set, a loss of Redis's data that an
+// engine found (docs/design.md §11).
 type LoggedChange struct {
 	// ID is the entry's stream ID; pass it to ChangeLogAfter to read on.
 	ID     string
 	Change Change
 	Kick   *Kick
+	Loss   *Loss
 	// EventID is the event's outbox ID (docs/design.md §7). An event
 	// delivered again is logged again, under a new ID and the same
 	// EventID: a reader drops repeats by it (the log keeps every entry, so
@@ -225,6 +227,12 @@ func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err
 				return nil, false, err
 			}
 			entry.Kick, entry.EventID = &k, eventID
+		case "l":
+			ev, err := unmarshalChannelMessage([]byte(raw))
+			if err != nil || ev.Loss == nil {
+				return nil, false, replyErr("change log entry %s: %q", id, raw)
+			}
+			entry.Loss, entry.EventID = ev.Loss, ev.ID
 		default:
 			return nil, false, replyErr("change log entry %s of kind %q", id, kind)
 		}
@@ -240,14 +248,18 @@ func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err
 // and kicks to the change log, in order, logChunk events a call, with
 // their estimated costs: a sweep that settles a large backlog logs it in
 // bounded calls. ids are the events' outbox IDs, changes first.
-func (p *planner) logAppendCalls(changes []Change, kicks []Kick, ids []string) ([]Call, []int) {
-	kinds := make([]string, 0, len(changes)+len(kicks))
-	jsons := make([]string, 0, len(changes)+len(kicks))
+func (p *planner) logAppendCalls(changes []Change, kicks []Kick, losses []Loss, ids []string) ([]Call, []int) {
+	n := len(changes) + len(kicks) + len(losses)
+	kinds := make([]string, 0, n)
+	jsons := make([]string, 0, n)
 	for i, c := range changes {
 		kinds, jsons = append(kinds, "c"), append(jsons, string(marshalChange(c, ids[i])))
 	}
 	for i, k := range kicks {
 		kinds, jsons = append(kinds, "k"), append(jsons, string(marshalKick(k, ids[len(changes)+i])))
+	}
+	for i, l := range losses {
+		kinds, jsons = append(kinds, "l"), append(jsons, string(marshalLoss(l, ids[len(changes)+len(kicks)+i])))
 	}
 	maxLen := itoa(int64(p.settings.changeLog))
 	sp := spans(len(kinds), logChunk)

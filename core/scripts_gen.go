@@ -2111,7 +2111,7 @@ if more == 0 then redis.call('DEL', KEYS[3]) end
 return { now, visited, removed, released, more, 'ok', spread }
 
 `
-	luaLogAppend = `-- log_append.lua: appends published changes and kicks to the bounded log.
+	luaLogAppend = `-- log_append.lua: appends published changes, kicks and losses to the bounded log.
 -- KEYS[1] the change log stream (P:log)
 -- ARGV:
 
@@ -2275,7 +2275,7 @@ const (
 	shaMembers         = "8b5d110608b2490f0c78de2fefbd866a1cf8fe30"
 	shaActive          = "8b0721c094deab278962f902a63d56c5fba28267"
 	shaSweepScopes     = "b80f14620d1d7e8f4b1dc22a7511e4770d3f28e8"
-	shaLogAppend       = "dda79adcc3ee56acbe504904c7c68b88192292f2"
+	shaLogAppend       = "dbf9c7b820d2de7aa17781cefd738a63719a1492"
 	shaLogRead         = "39bd225e6ef662c33fb1edfba65b0936ee4bcce6"
 	shaOutboxAck       = "c51ca7334c93e1955453f6d08b169f95b5b4a51b"
 	shaShardTouch      = "58fee6cbbb80cb14def3a5b3af0e77ef333b7ece"

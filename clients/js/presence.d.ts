@@ -69,15 +69,17 @@ export interface PresenceEvents {
   /** The session was logged out, in this tab or another. */
   logout: () => void;
   /** A heartbeat was answered. */
-  beat: (ack: { token: string; changes: unknown[] }) => void;
+  beat: (ack: { token: string; changes: unknown[]; reassert?: boolean }) => void;
   /** A login happened (the policy option, or the server's exclusive policy). */
   login: (answer: { token: string; kicked: unknown[]; changes: unknown[] }) => void;
   /** A follow stream caught up. */
   ready: (follow: Follow) => void;
   /** A follow stream was refused (403: the token may not read one of its users; 400: a bad user ID); it is closed, with the error as follow.error. */
   refused: (err: PresenceError, follow: Follow) => void;
-  /** The manual status was set again after the server may have lost it (a new session, a stream reset). */
+  /** The manual status was set again after the server lost it (a beat's answer said so, or a beat had to log in again). */
   reasserted: (manual: { status: Manual; until: number }) => void;
+  /** A follow stream heard that Redis lost its data: no change comes until `until` (ms), when the statuses are read again. */
+  loss: (loss: { at: number; until: number }) => void;
   /** A request failed with 401 even after the token hook. */
   unauthenticated: (err: PresenceError) => void;
   /** A request failed (it is retried where that makes sense). */
@@ -118,9 +120,8 @@ export class Presence {
   /**
    * Sets the user's manual status for ttl ms (0, the default: until
    * cleared); "NONE" clears it. Rejects with PresenceError. The client sets
-   * it again, with what is left of ttl, when the server may have lost it: a
-   * beat that had to start a new session or published this user ONLINE,
-   * AWAY or PUSH_ONLINE, or a follow stream's reset.
+   * it again, with what is left of ttl, when the server lost it: a beat
+   * whose answer says so (`reassert`), or one that had to log in again.
    */
   setManual(status: Manual, ttl?: number): Promise<void>;
   /** Clears the manual status: setManual("NONE"). */

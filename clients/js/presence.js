@@ -230,12 +230,9 @@ export class Presence {
       this._fails = 0;
       save(this.key, { ...load(this.key), device: this.device, token: ack.token, beat: Date.now() });
       this._emit("beat", ack);
-      // The server lost the manual status (Redis restarted empty) when
-      // this beat made a new session (it carried a token and got another
-      // back) or published this user's change to a status the manual one
-      // would have hidden.
-      const m = this.manual, shown = (c) => c.user === this.user && /^(ONLINE|AWAY|PUSH_ONLINE)$/.test(c.to);
-      if ((s.token && ack.token !== s.token) || (m && (ack.changes || []).some(shown))) this._reassert();
+      // Redis lost its data, and this beat found nothing of the user: the
+      // manual status set here goes back (design §11).
+      if (ack.reassert) this._reassert();
     } catch (e) {
       this.stats.failures++;
       if (e.code === "session_replaced") return this._endedHere() || this._end("kicked", e);
@@ -422,6 +419,21 @@ export class Follow {
     this._connect();
   }
 
+  // _healed takes a "loss" event: Redis lost its data, and no change comes
+  // until d.until, while the state comes back as it was; the statuses are
+  // read again then, which shows what really changed meanwhile.
+  _healed(d) {
+    this.p._emit("loss", d);
+    clearTimeout(this._heal);
+    this._heal = setTimeout(async () => {
+      if (this.closed || !this.users.size) return;
+      try {
+        const { statuses } = await this.p.request("POST", "/v1/statuses", { users: [...this.users] });
+        for (const s of statuses) this._status(s.user, s.status, s);
+      } catch (e) { this.p._emit("error", e); }
+    }, Math.max(0, d.until - Date.now()));
+  }
+
   _status(user, status, ev) {
     if (!this.users.has(user) || this.statuses.get(user) === status) return;
     this.statuses.set(user, status);
@@ -433,7 +445,8 @@ export class Follow {
     const d = JSON.parse(data || "{}");
     if (kind === "status") this._status(d.user, d.status, d);
     else if (kind === "change") this._status(d.user, d.to, d);
-    else if (kind === "reset") { this.statuses.clear(); this.p._reassert(); }
+    else if (kind === "reset") this.statuses.clear();
+    else if (kind === "loss") this._healed(d);
     else if (kind === "kick" && d.user === this.p.user && d.device === this.p.device) this.p._end("kicked", d);
     else if (kind === "ready") { this.ready = true; this._fails = 0; this.p._emit("ready", this); }
     if (id) this.lastId = id;

@@ -195,13 +195,12 @@ test("a manual status is set, shared by the tabs, cleared, and expires", async (
   assert.equal(p.manual, null, "a refused status is not kept");
 });
 
-test("the manual status is re-asserted after a new session, a change that shows it lost, or a stream reset; not after a steady beat", async () => {
+test("the manual status is re-asserted when a beat's answer says so, not after a steady beat", async () => {
   const puts = [];
-  let token = "t-1", changes = [];
+  let reassert = false;
   globalThis.fetch = async (url, init) => {
     if (init.method === "PUT") { puts.push(JSON.parse(init.body)); return json(200, { changes: [] }); }
-    if (url.endsWith("/v1/heartbeat")) return json(200, { token, changes });
-    return new Response("event: reset\ndata: {\"reason\":\"gap\"}\n\nevent: ready\ndata: {}\n\n", { status: 200, headers: { "Content-Type": "text/event-stream" } });
+    return json(200, { token: "t-1", changes: [], reassert });
   };
   const p = new Presence({ user: "m2" });
   const told = [];
@@ -212,30 +211,41 @@ test("the manual status is re-asserted after a new session, a change that shows 
   await p.setManual("DND", 60000);
   puts.length = 0;
   await p._beat(); // the first beat: no token sent, the session starts
-  await p._beat(); // a steady beat: the same token back
+  await p._beat(); // a steady beat
   assert.deepEqual(puts, []);
-  token = "t-2"; // Redis lost the session: the beat made a new one
+  reassert = true; // Redis lost its data: the beat found nothing of the user
   await p._beat();
   await until(() => puts.length === 1);
   assert.equal(puts[0].status, "DND");
   assert.ok(puts[0].ttl_ms > 59000 && puts[0].ttl_ms <= 60000, `the rest of the expiry: ${puts[0].ttl_ms}`);
-  // The same token, but the beat published this user ONLINE: DND is gone.
-  changes = [{ user: "m2", from: "OFFLINE", to: "ONLINE" }];
-  await p._beat();
-  await until(() => puts.length === 2);
-  changes = [{ user: "other", from: "OFFLINE", to: "ONLINE" }];
-  await p._beat();
-  changes = [];
-  const f = p.follow(["b"]);
-  await until(() => puts.length === 3);
-  f.close();
-  assert.deepEqual(told, ["DND", "DND", "DND"]);
+  await until(() => told.length === 1);
+  assert.deepEqual(told, ["DND"]);
   await p.clearManual();
   puts.length = 0;
-  token = "t-3";
   await p._beat();
   await new Promise((r) => setTimeout(r, 5));
   assert.deepEqual(puts, [], "a cleared status is not re-asserted");
+});
+
+test("a follow stream's loss event is told once, and the statuses are read again when it has healed", async () => {
+  const reads = [];
+  globalThis.fetch = async (url, init) => {
+    if (url.endsWith("/v1/statuses")) { reads.push(JSON.parse(init.body).users); return json(200, { statuses: [{ user: "b", status: "AWAY" }] }); }
+    const until = Date.now() + 20;
+    return new Response(`event: status\ndata: {"user":"b","status":"ONLINE"}\n\nevent: ready\ndata: {}\n\nevent: loss\ndata: {"at":1,"until":${until}}\n\n`,
+      { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  const p = new Presence({ user: "l1" });
+  p._iv = 1000;
+  const losses = [], seen = [];
+  p.on("loss", (l) => losses.push(l));
+  const f = p.follow(["b"], (u, st) => seen.push(`${u} ${st}`));
+  await until(() => reads.length === 1);
+  await until(() => seen.length === 2);
+  f.close();
+  assert.equal(losses.length >= 1, true);
+  assert.deepEqual(reads[0], ["b"]);
+  assert.deepEqual(seen, ["b ONLINE", "b AWAY"], "the change during the healing shows when it has healed");
 });
 
 test("a refused follow stream is closed, tells the page, and is not retried", async () => {

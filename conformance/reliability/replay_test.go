@@ -194,9 +194,12 @@ func loggedEvents(t *testing.T, entries []core.LoggedChange) []string {
 		if seen.Repeat(e.EventID) {
 			continue
 		}
-		if e.Kick != nil {
+		switch {
+		case e.Loss != nil:
+			out = append(out, fmt.Sprintf("loss at %d until %d", e.Loss.At.UnixMilli(), e.Loss.Until.UnixMilli()))
+		case e.Kick != nil:
 			out = append(out, fmt.Sprintf("kick %s/%s@%s at %d", e.Kick.User, e.Kick.Device, e.Kick.Gateway, e.Kick.At.UnixMilli()))
-		} else {
+		default:
 			out = append(out, fmt.Sprintf("change %s %v→%v at %d", e.Change.User, e.Change.From, e.Change.To, e.Change.At.UnixMilli()))
 		}
 	}

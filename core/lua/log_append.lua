@@ -1,9 +1,9 @@
--- log_append.lua: appends published changes and kicks to the bounded log.
+-- log_append.lua: appends published changes, kicks and losses to the bounded log.
 -- KEYS[1] the change log stream (P:log)
 -- ARGV:
 local ARG_MAXLEN = 1 -- approximate maximum length
 local ARG_EVENT1 = 2 -- then EVENT_FIELDS for each event:
-local EVENT_KIND = 0 -- "c" a change, "k" a kick
+local EVENT_KIND = 0 -- "c" a change, "k" a kick, "l" a data loss
 local EVENT_JSON = 1 -- the event as JSON
 local EVENT_FIELDS = 2
 -- Returns the stream IDs of the entries, in order.

@@ -103,7 +103,7 @@ func (s *Server) heartbeatOne(w http.ResponseWriter, r *http.Request, p Principa
 		return toAPIError(err, "")
 	}
 	s.users.note(hb.User)
-	writeJSON(w, http.StatusOK, HeartbeatResponse{Token: ack.Token, Changes: wireChanges(ack.Changes)})
+	writeJSON(w, http.StatusOK, HeartbeatResponse{Token: ack.Token, Changes: wireChanges(ack.Changes), Reassert: ack.Reassert})
 	return nil
 }
 
@@ -170,6 +170,7 @@ func (s *Server) heartbeatBatch(r *http.Request, p Principal, in []HeartbeatRequ
 			}
 			acks[i].Token = a.Token
 			acks[i].Changes = wireChanges(a.Changes)
+			acks[i].Reassert = a.Reassert
 			s.users.note(beats[j].User)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/redistest"
 )
 
 // gate stands between the browser and the server: it records every
@@ -617,4 +618,69 @@ func TestClientManualAndCountInBrowser(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "viewer ONLINE", func() bool { return status() == core.StatusOnline })
 	poll("the page says none", `document.getElementById('manual').textContent === 'none' && presence.manual === null`)
+}
+
+// TestClientRedisLossInBrowser runs the example page in headless Chromium
+// while a real redis-server is killed and restarted empty
+// (docs/design.md §11): the page's next beat is told to set its DND
+// again, which it does with the rest of its hour; its follow stream gets
+// one loss event and no change, and when the loss has healed it reads the
+// statuses again and finds nothing changed.
+func TestClientRedisLossInBrowser(t *testing.T) {
+	bin := chromiumBinary()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
+	}
+	const interval = time.Second
+	cfg := testConfig()
+	cfg.Auth = server.AuthConfig{InsecureDev: true}
+	cfg.Engine.Intervals = map[core.Kind]time.Duration{}
+	for _, k := range []core.Kind{core.KindWeb, core.KindDesktop, core.KindOther, core.KindIOS, core.KindAndroid} {
+		cfg.Engine.Intervals[k] = interval // the healing lasts 2 × the longest
+	}
+	redis := redistest.Server(t)
+	in := startServer(t, newStore(t, redis.Addr), cfg)
+	eng := in.srv.Engine()
+	ctx, browser := headless(t, bin, 900, 700)
+	if err := chromedp.Do(ctx, chromedp.Navigate(in.url+"/examples/?user=viewer&friends=&scope=video:wall")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { saveShot(t, browser, filepath.Join(artifactDir(t), "example-redis-loss.png")) })
+	poll := func(what, js string, within time.Duration) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			t.Fatalf("%s: %v; the page: %s", what, err, evalIn[string](t, ctx, `document.querySelector('main').innerText`))
+		}
+	}
+	poll("the page beats", `presence.running && presence.stats.beats > 0`, 10*time.Second)
+	evalIn[bool](t, ctx, `(async () => {
+		await presence.setManual("DND", 3600000);
+		window.seen = []; window.losses = [];
+		presence.on("loss", (l) => losses.push(l));
+		const f = presence.follow(["viewer"], (u, s) => seen.push(s));
+		await new Promise((r) => presence.on("ready", r));
+		return true;
+	})()`)
+	poll("the follow stream gives DND", `seen.join() === "DND"`, 10*time.Second)
+	status := func() core.UserStatus {
+		st, err := eng.Status(context.Background(), "viewer")
+		if err != nil {
+			return core.UserStatus{}
+		}
+		return st
+	}
+	until := status().ManualUntil
+	redis.Restart()
+	lost := time.Now()
+	waitFor(t, 5*interval, "viewer DND again", func() bool { return status().Status == core.StatusDND })
+	back := time.Since(lost)
+	if got := status().ManualUntil; got.Sub(until).Abs() > time.Second {
+		t.Fatalf("DND back until %v; want the rest of the hour, until %v", got, until)
+	}
+	poll("one loss event, then the statuses read again after the healing", `losses.length === 1 && presence.stats.beats > 0`, 10*time.Second)
+	time.Sleep(3 * interval) // past the healing's end, when the page reads the statuses again
+	if got := evalIn[string](t, ctx, `JSON.stringify({seen, losses: losses.length})`); got != `{"seen":["DND"],"losses":1}` {
+		t.Fatalf("the page saw %s; want DND only, and one loss", got)
+	}
+	t.Logf("CLIENT Redis restarted empty: DND back %s later (interval %s), with its expiry; 1 loss event, 0 changes", back.Round(10*time.Millisecond), interval)
 }

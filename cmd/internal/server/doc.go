@@ -85,6 +85,8 @@
 // engine keeps in a Redis stream (Config.Engine.ChangeLog entries), so
 // any instance can resume any client. If the log no longer reaches back
 // that far, a "reset" event says so and the asked users' statuses follow.
+// A loss of Redis's data (docs/design.md §11) is one "loss" event instead,
+// after which no change comes until the loss has healed.
 //
 // Live delivery: one hub per instance reads the change log in order, woken
 // by the engine's pub/sub Feed and by a timer, and fans entries out to the

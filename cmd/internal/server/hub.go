@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ const (
 	EventStatus = "status" // a snapshot of one asked-for user's status
 	EventSweep  = "sweep"  // a sweep pass of this instance that did something
 	EventReset  = "reset"  // changes were missed (trimmed from the log): reload statuses
+	EventLoss   = "loss"   // Redis lost its data; no change is sent until "until": reload statuses then
 	EventReady  = "ready"  // catch-up is over; live events follow
 	EventBye    = "bye"    // the server ends the stream; reconnect with Last-Event-ID
 )
@@ -35,6 +37,9 @@ type event struct {
 
 // logEvent turns a change log entry into its event.
 func logEvent(e core.LoggedChange) event {
+	if e.Loss != nil {
+		return event{id: e.ID, kind: EventLoss, data: LossEvent{At: e.Loss.At.UnixMilli(), Until: e.Loss.Until.UnixMilli(), ID: e.EventID}}
+	}
 	if e.Kick != nil {
 		m := e.Kick.Message()
 		m.ID = e.EventID
@@ -61,7 +66,7 @@ func (f filter) wants(ev event) bool {
 		return f.gateways[ev.gateway]
 	case EventSweep:
 		return f.sweeps
-	case EventReset:
+	case EventReset, EventLoss:
 		return true
 	}
 	return false
@@ -94,10 +99,11 @@ type hub struct {
 	ready  chan struct{} // closed once the log was read up to its end at start
 	health redisHealth   // whether the reads reach Redis, for the dashboard
 
-	mu   sync.Mutex
-	subs map[*subscriber]struct{}
-	pos  string       // ID of the last entry read
-	seen core.Repeats // events delivered again (docs/design.md §7) are fanned out once
+	mu      sync.Mutex
+	subs    map[*subscriber]struct{}
+	pos     string       // ID of the last entry read
+	seen    core.Repeats // events delivered again (docs/design.md §7) are fanned out once
+	healing time.Time    // the end of the last data loss's healing fanned out
 }
 
 func newHub(eng *core.Engine, log *slog.Logger, m *metrics, poll time.Duration, buffer int, onChange func(core.LoggedChange)) *hub {
@@ -219,7 +225,10 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			return err
 		}
 		h.mu.Lock()
-		if gap && live {
+		// A log lost with Redis's data starts again with the loss's entry:
+		// its gap is the loss, which streams hear of once, as a loss.
+		lost := slices.ContainsFunc(entries, func(e core.LoggedChange) bool { return e.Loss != nil })
+		if gap && live && !lost {
 			h.m.logGaps.Inc()
 			h.broadcastLocked(event{kind: EventReset, data: map[string]string{"reason": "gap"}})
 		}
@@ -228,7 +237,18 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			if h.seen.Repeat(e.EventID) {
 				continue
 			}
-			if e.Kick == nil {
+			switch {
+			case e.Loss != nil:
+				// every bucket, on every engine that found it, logs the
+				// loss: one healing is one event
+				if e.Loss.At.Before(h.healing) {
+					continue
+				}
+				h.healing = e.Loss.Until
+				if live {
+					h.m.losses.Inc()
+				}
+			case e.Kick == nil:
 				h.onChange(e)
 			}
 			if live {

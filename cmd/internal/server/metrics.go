@@ -40,6 +40,7 @@ type metrics struct {
 	usersBy     *prometheus.GaugeVec
 	logRead     prometheus.Counter
 	logGaps     prometheus.Counter
+	losses      prometheus.Counter
 
 	online        *prometheus.GaugeVec
 	redisSeconds  prometheus.Histogram
@@ -107,8 +108,10 @@ func newMetrics() *metrics {
 		Help: "Users this instance knows to be in each status (see the dashboard's notes on what it knows)."}, []string{"status"})
 	m.logRead = counter("presence_change_log_entries_read_total", "Change log entries read by this instance's event hub.")
 	m.logGaps = counter("presence_change_log_gaps_total",
-		"Times this instance's event hub found change log entries gone before it read them (trimmed, or lost with "+
-			"Redis's data); each reset its streams.")
+		"Times this instance's event hub found change log entries trimmed before it read them; each reset its streams.")
+	m.losses = counter("presence_redis_data_losses_total",
+		"Losses of Redis's data (a restart without persistence, a failover to an empty replica, FLUSHALL) that this "+
+			"instance's event hub read in the change log; each sent its streams one loss event.")
 	m.online = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "presence_online_users",
 		Help: "Users in each published status across every instance sharing the Redis (Engine.Online, read every reconcile)."}, []string{"status"})
 	m.redisSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "presence_redis_call_duration_seconds",
@@ -127,7 +130,7 @@ func newMetrics() *metrics {
 			"across every instance sharing the Redis (read every reconcile)."})
 	for _, c := range []prometheus.Collector{m.heartbeats, m.errors, m.sweeps, m.sweepSeconds, m.sweepVisited,
 		m.sweepChanges, m.sweepHeld, m.sweepRemoved, m.sweepRelease, m.published,
-		m.cacheReads, m.requests, m.reqSeconds, m.streams, m.rateLimited, m.usersBy, m.logRead, m.logGaps,
+		m.cacheReads, m.requests, m.reqSeconds, m.streams, m.rateLimited, m.usersBy, m.logRead, m.logGaps, m.losses,
 		m.online, m.redisSeconds, m.redisUp, m.sweepLast, m.sweepInterval, m.history, m.outboxWaiting,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		m.reg.MustRegister(c)

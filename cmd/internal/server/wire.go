@@ -36,10 +36,22 @@ type HeartbeatRequest struct {
 }
 
 // HeartbeatResponse answers a heartbeat: the session token in force and the
-// changes the heartbeat published.
+// changes the heartbeat published. Reassert says that Redis lost its data
+// and the heartbeat found nothing of its user: a client that set a manual
+// status sets it again, with what is left of its expiry (core.Ack.Reassert).
 type HeartbeatResponse struct {
-	Token   string   `json:"token"`
-	Changes []Change `json:"changes"`
+	Token    string   `json:"token"`
+	Changes  []Change `json:"changes"`
+	Reassert bool     `json:"reassert,omitempty"`
+}
+
+// LossEvent is the data of a "loss" event on an event stream: Redis lost
+// its data at At (ms), and until Until no change is sent, because what
+// comes back is the state as it was; a client reloads statuses at Until.
+type LossEvent struct {
+	At    int64  `json:"at"`
+	Until int64  `json:"until"`
+	ID    string `json:"id,omitempty"`
 }
 
 // HeartbeatsRequest is the body of POST /v1/heartbeats.
@@ -54,9 +66,10 @@ type HeartbeatsResponse struct {
 
 // Ack is the outcome of one beat of a batch: a token, or an error.
 type Ack struct {
-	Token   string   `json:"token,omitempty"`
-	Changes []Change `json:"changes,omitempty"`
-	Error   *Error   `json:"error,omitempty"`
+	Token    string   `json:"token,omitempty"`
+	Changes  []Change `json:"changes,omitempty"`
+	Reassert bool     `json:"reassert,omitempty"`
+	Error    *Error   `json:"error,omitempty"`
 }
 
 // LoginRequest is the body of POST /v1/login.

@@ -204,6 +204,10 @@ function openStream() {
     if (r.changes || r.removed || r.released || r.error) logEvent("sweep " + sweepText(r));
   });
   src.addEventListener("reset", () => logEvent("reset: some changes were trimmed from the log before they reached this page"));
+  src.addEventListener("loss", (e) => {
+    const l = JSON.parse(e.data);
+    logEvent(`Redis lost its data; devices and manual statuses come back by ${new Date(l.until).toLocaleTimeString()}, without change events`);
+  });
   src.addEventListener("bye", (e) => logEvent("server closed the stream (" + JSON.parse(e.data).reason + "); reconnecting"));
 }
 
