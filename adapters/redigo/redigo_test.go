@@ -99,6 +99,7 @@ func TestCluster(t *testing.T) {
 	storetest.RunCluster(t, s, c)
 	storetest.Run(t, s)
 	t.Run("PubSub", func(t *testing.T) { storetest.RunPubSub(t, s) })
+	t.Run("LossOfOneNode", func(t *testing.T) { storetest.RunLoss(t, s, false, storetest.FlushMasterOf(c)) })
 	t.Run("StaleSlotMap", func(t *testing.T) {
 		// A cluster that knows only one node learns the others through
 		// MOVED replies.
@@ -183,13 +184,13 @@ func TestLoss(t *testing.T) {
 	srv := redistest.Server(t)
 	s := redigo.New(newPool(t, srv.Addr))
 	t.Run("FLUSHALL", func(t *testing.T) {
-		storetest.RunLoss(t, s, func(t *testing.T) {
+		storetest.RunLoss(t, s, true, func(t *testing.T, _ string) {
 			if _, err := srv.Do("FLUSHALL"); err != nil {
 				t.Fatal(err)
 			}
 		})
 	})
 	t.Run("Restart", func(t *testing.T) {
-		storetest.RunLoss(t, s, func(*testing.T) { srv.Restart() })
+		storetest.RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
 	})
 }

@@ -167,6 +167,7 @@ func TestCluster(t *testing.T) {
 	storetest.RunCluster(t, s, cl)
 	storetest.Run(t, s)
 	t.Run("PubSub", func(t *testing.T) { storetest.RunPubSub(t, s) })
+	t.Run("LossOfOneNode", func(t *testing.T) { storetest.RunLoss(t, s, false, storetest.FlushMasterOf(cl)) })
 	t.Run("CachedGet", func(t *testing.T) {
 		ctx := context.Background()
 		key := "{cached}count"
@@ -225,13 +226,13 @@ func TestLoss(t *testing.T) {
 	c := newClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	s := rueidisadapter.New(c, rueidisadapter.WithCacheTTL(time.Minute))
 	t.Run("FLUSHALL", func(t *testing.T) {
-		storetest.RunLoss(t, s, func(t *testing.T) {
+		storetest.RunLoss(t, s, true, func(t *testing.T, _ string) {
 			if _, err := srv.Do("FLUSHALL"); err != nil {
 				t.Fatal(err)
 			}
 		})
 	})
 	t.Run("Restart", func(t *testing.T) {
-		storetest.RunLoss(t, s, func(*testing.T) { srv.Restart() })
+		storetest.RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
 	})
 }
