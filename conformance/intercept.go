@@ -7,15 +7,14 @@ import (
 )
 
 // Interceptor rewrites the traffic between an engine and its Store: calls
-// and replies, publications, cached reads. A nil field passes that kind of
-// traffic through unchanged. Each function gets next, which forwards to the
-// wrapped Store.
+// and replies, cached reads. A nil field passes that kind of traffic
+// through unchanged. Each function gets next, which forwards to the
+// wrapped Store. Events are published by script calls (lua/outbox_ack.lua),
+// so Eval sees them too.
 type Interceptor struct {
 	// Eval sees every batch of script calls; it may rewrite the calls
 	// (another script source, other arguments), the results, or both.
 	Eval func(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result
-	// Publish sees every publication (status changes and kicks).
-	Publish func(ctx context.Context, channel string, message []byte, next func(context.Context, string, []byte) error) error
 	// CachedGet sees every read through the client-side cache.
 	CachedGet func(ctx context.Context, key string, next func(context.Context, string) (core.Value, error)) (core.Value, error)
 }
@@ -24,14 +23,13 @@ type Interceptor struct {
 // the optional capabilities of s (core.Publisher, core.Subscriber,
 // core.CachedReader), so that an engine built on it behaves as one built on
 // s would, apart from what in rewrites, but for core.BatchPublisher: its
-// engine publishes one message at a time, so that in.Publish sees each.
+// engine publishes a message without an outbox ID one at a time.
 func Intercept(s core.Store, in Interceptor) core.Store {
 	w := &wrapped{s: s, in: in}
-	pub, isPub := s.(core.Publisher)
+	p, isPub := s.(core.Publisher)
 	sub, isSub := s.(core.Subscriber)
 	cache, isCache := s.(core.CachedReader)
-	w.pub, w.cache = pub, cache
-	p := wrappedPub{w}
+	w.cache = cache
 	c := wrappedCache{w}
 	switch {
 	case isPub && isSub && isCache:
@@ -81,7 +79,6 @@ func Intercept(s core.Store, in Interceptor) core.Store {
 type wrapped struct {
 	s     core.Store
 	in    Interceptor
-	pub   core.Publisher
 	cache core.CachedReader
 }
 
@@ -90,15 +87,6 @@ func (w *wrapped) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		return w.s.Eval(ctx, calls)
 	}
 	return w.in.Eval(ctx, calls, w.s.Eval)
-}
-
-type wrappedPub struct{ w *wrapped }
-
-func (p wrappedPub) Publish(ctx context.Context, channel string, message []byte) error {
-	if p.w.in.Publish == nil {
-		return p.w.pub.Publish(ctx, channel, message)
-	}
-	return p.w.in.Publish(ctx, channel, message, p.w.pub.Publish)
 }
 
 type wrappedCache struct{ w *wrapped }

@@ -271,6 +271,6 @@ func (o *raceOp) describe(x *runner) string {
 	if o.cached {
 		via += ", cached"
 	}
-	return fmt.Sprintf("#%d client %d (%s) at %s [wall %.3f–%.3f ms]: %s %s → %s", o.id, o.client, o.adapter,
+	return fmt.Sprintf("#%d client %d (%s) at %s [wall %.3f–%.3f ms]: %s %s → %s", o.id, o.client, via,
 		x.rel(time.UnixMilli(o.now)), float64(o.call)/1e6, float64(o.ret)/1e6, o.name(), in, render(o.outcome(x)))
 }

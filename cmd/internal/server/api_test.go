@@ -357,7 +357,7 @@ func TestInsecureDev(t *testing.T) {
 	}
 	var info server.InfoResponse
 	anon.must("GET", "/v1/info", nil, &info)
-	if info.Auth != "insecure-dev" || info.IntervalsMS["web"] != 30000 || info.LeaveDelayMS != 0 {
+	if info.Auth != "insecure-dev" || info.IntervalsMS["web"] != 30000 || info.LeaveDelayMS != 0 || info.FollowClaim != "presence_follow" {
 		t.Fatalf("info: %+v", info)
 	}
 }

@@ -383,6 +383,8 @@ type InfoResponse struct {
 	Auth       string `json:"auth"`
 	ReadClaim  string `json:"read_claim"`
 	AdminClaim string `json:"admin_claim"`
+	// FollowClaim lists the users a token may read besides its own.
+	FollowClaim string `json:"follow_claim"`
 	// Backend describes the Redis; shown to admins only.
 	Backend   string `json:"backend,omitempty"`
 	StartedAt int64  `json:"started_at"`
@@ -430,7 +432,8 @@ func (s *Server) infoResponse() InfoResponse {
 		return d.Milliseconds()
 	}
 	out := InfoResponse{Service: "presence", Auth: "jwt", ReadClaim: s.auth.cfg.ReadClaim, AdminClaim: s.auth.cfg.AdminClaim,
-		Backend: s.cfg.Backend, StartedAt: millis(s.started), IntervalsMS: map[string]int64{},
+		FollowClaim: s.auth.cfg.FollowClaim,
+		Backend:     s.cfg.Backend, StartedAt: millis(s.started), IntervalsMS: map[string]int64{},
 		IdleAfterMS: or(c.IdleAfter, 5*time.Minute), PushWindowMS: or(c.PushWindow, 10*time.Minute),
 		LeaveDelayMS: or(c.LeaveDelay, 15*time.Second), CoalesceMS: or(c.CoalesceWindow, time.Second), Policy: c.Policy.String()}
 	if s.cfg.Auth.InsecureDev {
