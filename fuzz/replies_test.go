@@ -421,18 +421,18 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 	case "leave":
 		return isInt(v), nil
 	case "heartbeat":
-		r := head(1)
+		r := head(2)
 		n := items(name, args)
-		if r == nil {
+		if r == nil || !lostOK(r[1]) {
 			return false, nil
 		}
-		res, ok := vArr(r[0], 5*n)
+		res, ok := vArr(r[0], 6*n)
 		if !ok {
 			return false, nil
 		}
-		for i := 0; i < len(res); i += 5 {
+		for i := 0; i < len(res); i += 6 {
 			c, known := code(res[i])
-			if !known || !isStr(res[i+1]) || !isInt(res[i+2]) || !isInt(res[i+3]) || !isStr(res[i+4]) {
+			if !known || !isStr(res[i+1]) || !isInt(res[i+2]) || !isInt(res[i+3]) || !isStr(res[i+4]) || !isStr(res[i+5]) {
 				return false, nil
 			}
 			if c != nil {
@@ -445,8 +445,8 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		}
 		return true, refusal
 	case "login":
-		r := head(3)
-		if r == nil {
+		r := head(4)
+		if r == nil || !lostOK(r[3]) {
 			return false, nil
 		}
 		c, known := code(r[0])
@@ -467,8 +467,8 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		}
 		return ck.eventsOK(r[2]), nil
 	case "logout":
-		r := head(3)
-		if r == nil {
+		r := head(4)
+		if r == nil || !lostOK(r[3]) {
 			return false, nil
 		}
 		c, known := code(r[0])
@@ -480,8 +480,8 @@ func (ck *checker) checkReply(name string, args []string, v core.Value) (ok bool
 		}
 		return ck.eventsOK(r[2]), nil
 	case "manual":
-		r := head(1)
-		return r != nil && ck.eventsOK(r[0]), nil
+		r := head(2)
+		return r != nil && lostOK(r[1]) && ck.eventsOK(r[0]), nil
 	case "status":
 		r := head(1)
 		if r == nil {
@@ -601,6 +601,27 @@ func genInt(s *source, n int64) core.Value {
 	return core.IntValue(n)
 }
 
+// genLost is what a user script reports last: whether it looked at its
+// bucket's meta, and a data loss it found (lua/userlib.lua's layout).
+func genLost(s *source) core.Value {
+	return core.StringValue(pick(s, "", "", "-", "1700000120000\x1fu1.1700000000000.9"))
+}
+
+// lostOK reports whether v is what a user script may report last: "-",
+// "", or a healing's end and an outbox ID, joined by \x1f.
+func lostOK(v core.Value) bool {
+	s, ok := vStr(v)
+	if !ok {
+		return false
+	}
+	if s == "" || s == "-" {
+		return true
+	}
+	until, id, cut := strings.Cut(s, "\x1f")
+	_, err := strconv.ParseInt(until, 10, 64)
+	return cut && err == nil && id != ""
+}
+
 func genEvents(s *source) core.Value {
 	var items []core.Value
 	for range s.intn(3) {
@@ -657,20 +678,20 @@ func genReply(s *source, name string, args []string) core.Value {
 			}
 			c := pick(s, "", "", "", "REPLACED", "NOSESSION", "TOOMANY", "SKEW")
 			res = append(res, core.StringValue(c), core.StringValue(pick(s, "tok", "")), genInt(s, from), genInt(s, to),
-				core.StringValue(pick(s, "", "u1.1700000000000.3")))
+				core.StringValue(pick(s, "", "u1.1700000000000.3")), core.StringValue(pick(s, "", "", "1")))
 		}
-		return core.ArrayValue(now, core.ArrayValue(res...))
+		return core.ArrayValue(now, core.ArrayValue(res...), genLost(s))
 	case "login":
 		var kicks []core.Value
 		for range s.intn(3) {
 			kicks = append(kicks, core.StringValue(pick(s, "d1", "d:2")), genInt(s, int64(s.intn(5))), core.StringValue(pick(s, "", "gw")),
 				core.StringValue(pick(s, "", "u2.1700000000000.4")))
 		}
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "TOOMANY")), core.ArrayValue(kicks...), genEvents(s))
+		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "TOOMANY")), core.ArrayValue(kicks...), genEvents(s), genLost(s))
 	case "logout":
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "REPLACED")), genInt(s, int64(s.intn(2))), genEvents(s))
+		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "REPLACED")), genInt(s, int64(s.intn(2))), genEvents(s), genLost(s))
 	case "manual":
-		return core.ArrayValue(now, genEvents(s))
+		return core.ArrayValue(now, genEvents(s), genLost(s))
 	case "status":
 		var users []core.Value
 		for range items(name, args) {

@@ -111,6 +111,14 @@ type Kick struct {
 	At      int64  `json:"at"`
 }
 
+// Loss is core.Loss on the wire.
+//
+//abi:core
+type Loss struct {
+	At    int64 `json:"at"`
+	Until int64 `json:"until"`
+}
+
 // End is the argument of logout and disconnect.
 type End struct {
 	User   string `json:"user"`
@@ -304,14 +312,16 @@ type ChangeLog struct {
 	Gap     bool           `json:"gap,omitempty"`
 }
 
-// LoggedChange is core.LoggedChange on the wire: a change, or a kick
-// (Kick set; Change then holds the zero change).
+// LoggedChange is core.LoggedChange on the wire: a change, a kick (Kick
+// set) or a data loss (Loss set); Change holds the zero change for the
+// last two.
 //
 //abi:core
 type LoggedChange struct {
 	ID      string `json:"id"`
 	Change  Change `json:"change"`
 	Kick    *Kick  `json:"kick,omitempty"`
+	Loss    *Loss  `json:"loss,omitempty"`
 	EventID string `json:"event_id,omitempty"`
 }
 

@@ -183,6 +183,22 @@ func (w Kick) Core() core.Kick {
 	return c
 }
 
+// FromLoss returns the wire form of c.
+func FromLoss(c core.Loss) Loss {
+	var w Loss
+	w.At = Millis(c.At)
+	w.Until = Millis(c.Until)
+	return w
+}
+
+// Core returns the core.Loss w stands for.
+func (w Loss) Core() core.Loss {
+	var c core.Loss
+	c.At = Time(w.At)
+	c.Until = Time(w.Until)
+	return c
+}
+
 // FromEnded returns the wire form of c.
 func FromEnded(c core.Ended) Ended {
 	var w Ended
@@ -340,6 +356,10 @@ func FromLoggedChange(c core.LoggedChange) LoggedChange {
 		v := FromKick(*c.Kick)
 		w.Kick = &v
 	}
+	if c.Loss != nil {
+		v := FromLoss(*c.Loss)
+		w.Loss = &v
+	}
 	w.EventID = c.EventID
 	return w
 }
@@ -352,6 +372,10 @@ func (w LoggedChange) Core() core.LoggedChange {
 	if w.Kick != nil {
 		v := w.Kick.Core()
 		c.Kick = &v
+	}
+	if w.Loss != nil {
+		v := w.Loss.Core()
+		c.Loss = &v
 	}
 	c.EventID = w.EventID
 	return c
@@ -823,6 +847,29 @@ func (x *Kick) decodeJSON(r *reader) error {
 			x.Gateway, err = r.str()
 		case "at":
 			x.At, err = r.int64()
+		default:
+			err = r.unknown()
+		}
+		return err
+	})
+}
+
+func (x Loss) appendJSON(b []byte) []byte {
+	w := writer{b: b}
+	w.open()
+	w.int("at", x.At)
+	w.int("until", x.Until)
+	w.close()
+	return w.b
+}
+
+func (x *Loss) decodeJSON(r *reader) error {
+	return r.object(func(key string) (err error) {
+		switch key {
+		case "at":
+			x.At, err = r.int64()
+		case "until":
+			x.Until, err = r.int64()
 		default:
 			err = r.unknown()
 		}
@@ -1568,6 +1615,9 @@ func (x LoggedChange) appendJSON(b []byte) []byte {
 	if x.Kick != nil {
 		w.raw("kick", x.Kick.appendJSON(nil))
 	}
+	if x.Loss != nil {
+		w.raw("loss", x.Loss.appendJSON(nil))
+	}
 	w.strOmit("event_id", x.EventID)
 	w.close()
 	return w.b
@@ -1588,6 +1638,14 @@ func (x *LoggedChange) decodeJSON(r *reader) error {
 			v := new(Kick)
 			err = v.decodeJSON(r)
 			x.Kick = v
+		case "loss":
+			if r.null() {
+				x.Loss = nil
+				return nil
+			}
+			v := new(Loss)
+			err = v.decodeJSON(r)
+			x.Loss = v
 		case "event_id":
 			x.EventID, err = r.str()
 		default:
