@@ -2,6 +2,8 @@ package core
 
 import (
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -240,6 +242,7 @@ type userBucketKeys struct {
 	keys       []string // meta, due index, big hash, manual hash, as the user scripts take them
 	sweep      []string // the same and the lock, as the sweep takes them
 	steady     []string // big hash and meta, as the steady beat takes them
+	left       string   // the steady beat's ARG_LEFT but the seed (leftArg)
 }
 
 type classSettings struct {
@@ -432,7 +435,22 @@ func (s *settings) precompute() {
 		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:4:4]
 		s.users[b].steady = []string{base + sufBig, base + sufMeta}
+		// lua/heartbeat_steady.lua's LEFT_ fields, each followed by
+		// unitSep, so that the seed, last, is appended as it is
+		left := s.appendCommon(nil, uint32(b))
+		left = append(left, base+sufDue, base+sufManual, strconv.Itoa(leftChunk))
+		left = append(left, s.intervalArgs[:]...)
+		s.users[b].left = strings.Join(left, unitSep) + unitSep
 	}
+}
+
+// appendCommon appends the common arguments of the user scripts of bucket
+// b after now (lua/userlib.lua's ARG_IDLE to ARG_OUTBOX) to args.
+func (s *settings) appendCommon(args []string, b uint32) []string {
+	n := len(args)
+	args = append(args, s.userParams[:]...)
+	args[n+5], args[n+9], args[n+11] = s.users[b].pagePrefix, s.users[b].counts, s.users[b].outbox
+	return args
 }
 
 // userKeep is how long a user page outlives its last write: a day, or

@@ -193,6 +193,7 @@ func TestLuaArgNames(t *testing.T) {
 			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
 			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_PAGE": "",
 			"ARG_BEAT1+BEAT_FLAGS": "1", "ARG_BEAT1+BEAT_EXTRA": "gw-h" + unitSep + "1772366399456" + unitSep + meta,
+			"ARG_LEFT": e.settings.users[b].left, "ARG_BEAT1+BEAT_KIND": kindCodes[KindAndroid],
 		}, "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
@@ -348,6 +349,56 @@ func TestLuaArgNames(t *testing.T) {
 			}
 		})
 	}
+	// the steady beat's ARG_LEFT: heartbeat_full.lua's common ARGV after
+	// now, by userlib.lua's names, and the fields the steady beat names
+	t.Run("beat ARG_LEFT", func(t *testing.T) {
+		names, user := luaNames(t, "heartbeat_steady"), luaNames(t, "userlib")
+		left := strings.Split(rec.argsOf(t, e.scripts.beat)[atoi(t, names["ARG_LEFT"])-1], unitSep)
+		field := func(name string, k int) string {
+			p := atoi(t, names[name]) + k
+			if p < 1 || p > len(left) {
+				t.Fatalf("%s+%d: field %d of the %d of ARG_LEFT", name, k, p, len(left))
+			}
+			return left[p-1]
+		}
+		for name, want := range common {
+			if name == "ARG_NOW" {
+				continue
+			}
+			if got := field("LEFT_COMMON", atoi(t, user[name])-atoi(t, user["ARG_IDLE"])); got != want {
+				t.Errorf("ARG_LEFT's %s = %q, want %q", name, got, want)
+			}
+		}
+		if got := field("LEFT_COMMON", atoi(t, user["ARG_OWN"])-atoi(t, user["ARG_IDLE"])); got != base+sufDue ||
+			field("LEFT_DUE", 0) != base+sufDue {
+			t.Errorf("ARG_LEFT's common fields run on into %q, not LEFT_DUE", got)
+		}
+		want := map[string]string{"LEFT_DUE": base + sufDue, "LEFT_MANUAL": base + sufManual,
+			"LEFT_MAX": strconv.Itoa(leftChunk)}
+		for name, w := range want {
+			if got := field(name, 0); got != w {
+				t.Errorf("ARG_LEFT's %s = %q, want %q", name, got, w)
+			}
+		}
+		for k := range kindNames {
+			if got := field("LEFT_INTERVAL", k); got != itoa(e.settings.interval[k]) {
+				t.Errorf("ARG_LEFT's interval of %s = %q, want %q", Kind(k), got, itoa(e.settings.interval[k]))
+			}
+		}
+		// the seed last: none, for a beat with a token
+		if n := atoi(t, names["LEFT_INTERVAL"]) + len(kindNames); len(left) != n || left[n-1] != "" {
+			t.Errorf("ARG_LEFT has %d fields, last %q: want %d, the seed \"\" last", len(left), left[len(left)-1], n)
+		}
+	})
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return n
 }
 
 // anyToken stands for a value drawn at random, a 16-digit token.

@@ -140,10 +140,12 @@ end
 `
 	luaHeartbeatSteady = `-- heartbeat_steady.lua: the steady beat, a heartbeat's first path. Applies
 -- the beats of users in one bucket that only extend a live session, and
--- leaves every other beat, unchanged, to heartbeat_full.lua. Most beats are
--- steady, and this script is small on purpose: it reads no common
--- parameters it does not need and none of userlib.lua, whose setup costs
--- as much as a steady beat's own work. What a steady beat costs the server
+-- leaves every other beat, unchanged, to heartbeat_full.lua, which the
+-- script runs itself, in the same call, for the first of them
+-- (heartbeat_left.lua). Most beats are steady, and this script is small on
+-- purpose: it reads no common parameters it does not need and builds none
+-- of userlib.lua, whose setup costs as much as a steady beat's own work,
+-- unless a beat is left. What a steady beat costs the server
 -- is mostly the number of Lua C calls and new strings it makes, so the
 -- common case (one device, nothing to compare but its session) has a path
 -- of its own (single, below) and every other case the general one.
@@ -158,6 +160,15 @@ end
 
 
 
+-- joined by US:
+
+
+
+
+
+-- and last the seed of the tokens of implicit logins ("" none)
+
+
 
 
 
@@ -166,11 +177,14 @@ end
 
 
 -- Returns one string: for each beat, the session token in force when it was
--- applied, or "" when heartbeat_full.lua must decide it, joined by US
--- (tokens hold no control characters); then, if the script read the
--- bucket's page geometry, RS, its level, US and its split pointer, so that
--- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at several times the cost of a string.
+-- applied, or "" when it was left, joined by US (tokens hold no control
+-- characters); then, if the script read the bucket's page geometry, RS,
+-- its level, US and its split pointer, so that the engine's hints follow
+-- splits. One string, because Redis turns a table reply into RESP at
+-- several times the cost of a string. When it left a beat, the reply is
+-- {that string, now, results}, results as heartbeat_full.lua returns them
+-- for the first beats left, in order, at most LEFT_MAX; the engine sends
+-- the others to heartbeat_full.lua.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's
@@ -302,10 +316,11 @@ end
 -- records are of its shape, else by the general path, then write the
 -- dynamic record, and move the key's expiry when the device's last seen
 -- instant and now fall in different halves of KEEP. A break leaves the
--- beat to heartbeat_full.lua.
+-- beat, and left holds the place of its fields.
 local out = {}
 local S = nil
-for a = 7, #ARGV, 6 do
+local left = nil
+for a = 8, #ARGV, 7 do
   local tok = false
   repeat
     local user, dev = ARGV[a + 0], ARGV[a + 1]
@@ -385,12 +400,55 @@ for a = 7, #ARGV, 6 do
     if now - now % HALF ~= seen - seen % HALF then redis.call('PEXPIRE', key, ARGV[4]) end
     tok = tk
   until true
+  if not tok then
+    left = left or {}
+    left[#left + 1] = a
+  end
   out[#out + 1] = tok or ''
 end
 local reply = out[1]
 if #out > 1 then reply = table.concat(out, '\31') end
 if geometry then reply = reply .. '\30' .. geometry end
-return reply
+if not left then return reply end
+-- A beat is left: heartbeat_full.lua decides the first LEFT_MAX of those
+-- left here, in the function that follows (userlib.lua and
+-- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
+-- them), which is made only now, so that a steady beat builds none of it.
+-- Its ARGV are its common ones, from ARG_LEFT, and each beat's
+-- heartbeat_full.lua fields, in their order, from the beat's own here; its
+-- KEYS the bucket's meta, due index, big hash and manual hash.
+local L, i, pack = {}, 1, ARGV[7]
+while true do
+  local j = string.find(pack, '\31', i, true)
+  L[#L + 1] = string.sub(pack, i, (j or 0) - 1)
+  if not j then break end
+  i = j + 1
+end
+local seed = L[#L]
+local decide = math.min(#left, L[15] + 0)
+local fullArgv = { nows }
+for k = 1, 1 + 11 do fullArgv[#fullArgv + 1] = L[k] end
+fullArgv[#fullArgv + 1] = decide
+for k = 1, decide do
+  local a = left[k]
+  local flags, extra, token = ARGV[a + 4], ARGV[a + 5], ARGV[a + 2]
+  local g, at, m = '', '', ''
+  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  local kind, j = string.match(ARGV[a + 6], '^(%d+)%.?(%d*)$')
+  local active, back, issue = '0', '0', ''
+  if flags == '1' or flags == '3' then active = '1' end
+  if flags >= '2' then back = '1' end
+  if token == '' then
+    if j == '' then j = '0' end
+    issue = seed .. '.' .. j
+  end
+  local n = #fullArgv
+  fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + 0], ARGV[a + 1], kind, g
+  fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[16 + kind], m, at, issue
+end
+local fullKeys = { KEYS[2], L[13], KEYS[1], L[14] }
+local decided = (function(ARGV, KEYS)
 
 `
 	luaUserlib = `-- userlib.lua: the users' rules (device state, aggregation, debounce) and
@@ -1155,6 +1213,14 @@ for i = 0, n - 1 do
   results[#results + 1] = events and events[4] or ''
 end
 return { now, results }
+
+`
+	luaHeartbeatLeft = `-- heartbeat_left.lua: the end of heartbeat_steady.lua, after userlib.lua
+-- and heartbeat_full.lua, which it joins in a function of its own, made
+-- and called only when the steady beat left a beat (luabuild). Returns the
+-- steady beat's reply, now and heartbeat_full.lua's results.
+end)(fullArgv, fullKeys)
+return { reply, decided[1], decided[2] }
 
 `
 	luaLogin = `-- login.lua: logs a device in under a policy, kicking what the policy removes.
@@ -2226,7 +2292,7 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "c4b0f4ac9a865158b570f255e53fd86d81b8f3b1"
+	shaHeartbeatSteady = "8b01dc9e47dd67a7ea15d6cc189f3c6cc721f7de"
 	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
 	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
 	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"
@@ -2254,7 +2320,7 @@ const (
 
 // The texts each script joins, in order: its helper files, then its own.
 var (
-	partsHeartbeatSteady = []string{luaRecordlib, luaHeartbeatSteady}
+	partsHeartbeatSteady = []string{luaRecordlib, luaHeartbeatSteady, luaUserlib, luaHeartbeatFull, luaHeartbeatLeft}
 	partsHeartbeatFull   = []string{luaRecordlib, luaUserlib, luaHeartbeatFull}
 	partsLogin           = []string{luaRecordlib, luaUserlib, luaLogin}
 	partsLogout          = []string{luaRecordlib, luaUserlib, luaLogout}

@@ -1,9 +1,11 @@
 -- heartbeat_steady.lua: the steady beat, a heartbeat's first path. Applies
 -- the beats of users in one bucket that only extend a live session, and
--- leaves every other beat, unchanged, to heartbeat_full.lua. Most beats are
--- steady, and this script is small on purpose: it reads no common
--- parameters it does not need and none of userlib.lua, whose setup costs
--- as much as a steady beat's own work. What a steady beat costs the server
+-- leaves every other beat, unchanged, to heartbeat_full.lua, which the
+-- script runs itself, in the same call, for the first of them
+-- (heartbeat_left.lua). Most beats are steady, and this script is small on
+-- purpose: it reads no common parameters it does not need and builds none
+-- of userlib.lua, whose setup costs as much as a steady beat's own work,
+-- unless a beat is left. What a steady beat costs the server
 -- is mostly the number of Lua C calls and new strings it makes, so the
 -- common case (one device, nothing to compare but its session) has a path
 -- of its own (single, below) and every other case the general one.
@@ -17,20 +19,32 @@ local ARG_PUSH = 3  -- PushWindow ms
 local ARG_KEEP = 4  -- ms a page or the big hash lives past its last write
 local ARG_IDLE = 5  -- IdleAfter ms
 local ARG_SKEW = 6  -- MaxSkew ms
-local ARG_BEAT1 = 7 -- the first beat's fields, BEAT_FIELDS each:
+local ARG_LEFT = 7  -- what heartbeat_full.lua takes besides the beats, read only when a beat is left,
+-- joined by US:
+local LEFT_COMMON = 1    -- its common ARGV after now (userlib.lua's ARG_IDLE to ARG_OUTBOX), 12 fields
+local LEFT_DUE = 13      -- the keys of the due index and the manual hash, which KEYS lacks
+local LEFT_MANUAL = 14
+local LEFT_MAX = 15      -- the most left beats it decides in this call
+local LEFT_INTERVAL = 16 -- the heartbeat interval ms of each kind, by number from here
+-- and last the seed of the tokens of implicit logins ("" none)
+local ARG_BEAT1 = 8 -- the first beat's fields, BEAT_FIELDS each:
 local BEAT_USER = 0
 local BEAT_DEVICE = 1
 local BEAT_TOKEN = 2 -- "" none: the engine sends one only under the multi-device policy
 local BEAT_PAGE = 3  -- the page the engine expects the user in, "" unknown (a hint: below)
 local BEAT_FLAGS = 4 -- 1 if active + 2 if in the background, one digit
 local BEAT_EXTRA = 5 -- "" none, else gateway US client time ms US metadata ("" each: keep, none)
-local BEAT_FIELDS = 6
+local BEAT_KIND = 6  -- the kind, then for a beat without a token "." and its place j in its run if not 0
+local BEAT_FIELDS = 7
 -- Returns one string: for each beat, the session token in force when it was
--- applied, or "" when heartbeat_full.lua must decide it, joined by US
--- (tokens hold no control characters); then, if the script read the
--- bucket's page geometry, RS, its level, US and its split pointer, so that
--- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at several times the cost of a string.
+-- applied, or "" when it was left, joined by US (tokens hold no control
+-- characters); then, if the script read the bucket's page geometry, RS,
+-- its level, US and its split pointer, so that the engine's hints follow
+-- splits. One string, because Redis turns a table reply into RESP at
+-- several times the cost of a string. When it left a beat, the reply is
+-- {that string, now, results}, results as heartbeat_full.lua returns them
+-- for the first beats left, in order, at most LEFT_MAX; the engine sends
+-- the others to heartbeat_full.lua.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's
@@ -162,9 +176,10 @@ end
 -- records are of its shape, else by the general path, then write the
 -- dynamic record, and move the key's expiry when the device's last seen
 -- instant and now fall in different halves of KEEP. A break leaves the
--- beat to heartbeat_full.lua.
+-- beat, and left holds the place of its fields.
 local out = {}
 local S = nil
+local left = nil
 for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
   local tok = false
   repeat
@@ -245,9 +260,52 @@ for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
     if now - now % HALF ~= seen - seen % HALF then redis.call('PEXPIRE', key, ARGV[ARG_KEEP]) end
     tok = tk
   until true
+  if not tok then
+    left = left or {}
+    left[#left + 1] = a
+  end
   out[#out + 1] = tok or ''
 end
 local reply = out[1]
 if #out > 1 then reply = table.concat(out, US) end
 if geometry then reply = reply .. RS .. geometry end
-return reply
+if not left then return reply end
+-- A beat is left: heartbeat_full.lua decides the first LEFT_MAX of those
+-- left here, in the function that follows (userlib.lua and
+-- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
+-- them), which is made only now, so that a steady beat builds none of it.
+-- Its ARGV are its common ones, from ARG_LEFT, and each beat's
+-- heartbeat_full.lua fields, in their order, from the beat's own here; its
+-- KEYS the bucket's meta, due index, big hash and manual hash.
+local L, i, pack = {}, 1, ARGV[ARG_LEFT]
+while true do
+  local j = string.find(pack, US, i, true)
+  L[#L + 1] = string.sub(pack, i, (j or 0) - 1)
+  if not j then break end
+  i = j + 1
+end
+local seed = L[#L]
+local decide = math.min(#left, L[LEFT_MAX] + 0)
+local fullArgv = { nows }
+for k = LEFT_COMMON, LEFT_COMMON + 11 do fullArgv[#fullArgv + 1] = L[k] end
+fullArgv[#fullArgv + 1] = decide
+for k = 1, decide do
+  local a = left[k]
+  local flags, extra, token = ARGV[a + BEAT_FLAGS], ARGV[a + BEAT_EXTRA], ARGV[a + BEAT_TOKEN]
+  local g, at, m = '', '', ''
+  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  local kind, j = string.match(ARGV[a + BEAT_KIND], '^(%d+)%.?(%d*)$')
+  local active, back, issue = '0', '0', ''
+  if flags == '1' or flags == '3' then active = '1' end
+  if flags >= '2' then back = '1' end
+  if token == '' then
+    if j == '' then j = '0' end
+    issue = seed .. '.' .. j
+  end
+  local n = #fullArgv
+  fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], kind, g
+  fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[LEFT_INTERVAL + kind], m, at, issue
+end
+local fullKeys = { KEYS[2], L[LEFT_DUE], KEYS[1], L[LEFT_MANUAL] }
+local decided = (function(ARGV, KEYS)

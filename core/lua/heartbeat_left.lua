@@ -1,0 +1,6 @@
+-- heartbeat_left.lua: the end of heartbeat_steady.lua, after userlib.lua
+-- and heartbeat_full.lua, which it joins in a function of its own, made
+-- and called only when the steady beat left a beat (luabuild). Returns the
+-- steady beat's reply, now and heartbeat_full.lua's results.
+end)(fullArgv, fullKeys)
+return { reply, decided[1], decided[2] }
