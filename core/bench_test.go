@@ -55,9 +55,9 @@ func (s *cannedStore) Eval(_ context.Context, calls []core.Call) []core.Result {
 	return s.other[:len(calls)]
 }
 
-// The steady beat's arguments: now, the page prefix, 4 settings and ARG_LEFT, then
-// 7 for each beat (core/lua/heartbeat_steady.lua, BEAT_FIELDS).
-const steadyHead, steadyFields = 7, 7
+// The steady beat's arguments: now, the page prefix, 3 settings and ARG_LEFT, then
+// 6 for each beat (core/lua/heartbeat_steady.lua, BEAT_FIELDS).
+const steadyHead, steadyFields = 6, 6
 
 // BenchmarkHeartbeat measures the core's work for one steady heartbeat:
 // checks, arguments, the call, and decoding the reply (the store answers at

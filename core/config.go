@@ -229,20 +229,21 @@ type settings struct {
 	// Precomputed script arguments and keys, so that the heartbeat path
 	// does not format them on every call.
 	userParams   [12]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
-	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
+	beatParams   [3]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
 }
 
 // userBucketKeys are the keys of one user bucket.
 type userBucketKeys struct {
-	pagePrefix string   // prefix of the page hashes
-	counts     string   // the hash of users by published status
-	outbox     string   // the hash of events decided and not yet delivered
-	keys       []string // meta, due index, big hash, manual hash, as the user scripts take them
-	sweep      []string // the same and the lock, as the sweep takes them
-	steady     []string // big hash and meta, as the steady beat takes them
-	left       string   // the steady beat's ARG_LEFT but the seed (leftArg)
+	pagePrefix string    // prefix of the page hashes
+	counts     string    // the hash of users by published status
+	outbox     string    // the hash of events decided and not yet delivered
+	keys       []string  // meta, due index, big hash, manual hash, as the user scripts take them
+	sweep      []string  // the same and the lock, as the sweep takes them
+	steady     []string  // big hash and meta, as the steady beat takes them
+	left       [2]string // the steady beat's ARG_LEFT before and after its seed (leftArg)
+	leftNone   string    // the steady beat's ARG_LEFT without a seed
 }
 
 type classSettings struct {
@@ -422,7 +423,7 @@ func (s *settings) precompute() {
 	s.keep = s.userKeep()
 	s.userParams = [12]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
 		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), ""}
-	s.beatParams = [4]string{itoa(s.push), itoa(s.keep), itoa(s.idle), itoa(s.skew)}
+	s.beatParams = [3]string{itoa(s.push), itoa(s.keep), itoa(s.idle)}
 	for k, iv := range s.interval {
 		s.intervalArgs[k] = itoa(iv)
 	}
@@ -435,12 +436,12 @@ func (s *settings) precompute() {
 		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:4:4]
 		s.users[b].steady = []string{base + sufBig, base + sufMeta}
-		// lua/heartbeat_steady.lua's LEFT_ fields, each followed by
-		// unitSep, so that the seed, last, is appended as it is
-		left := s.appendCommon(nil, uint32(b))
-		left = append(left, base+sufDue, base+sufManual, strconv.Itoa(leftChunk))
-		left = append(left, s.intervalArgs[:]...)
-		s.users[b].left = strings.Join(left, unitSep) + unitSep
+		// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed,
+		// and those after it
+		head := s.appendCommon([]string{itoa(s.skew)}, uint32(b))
+		head = append(head, base+sufDue, base+sufManual, strconv.Itoa(leftChunk))
+		s.users[b].left = [2]string{strings.Join(head, unitSep) + unitSep, unitSep + strings.Join(s.intervalArgs[:], unitSep)}
+		s.users[b].leftNone = s.users[b].left[0] + s.users[b].left[1]
 	}
 }
 

@@ -2,45 +2,54 @@ package core
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b at now before its
-// beats, with room for n beats: the implicit logins of the beats it leaves
-// issue seed.j (appendSteady).
-func (p *planner) steadyArgs(now string, b uint32, seed string, n int) []string {
+// beats, with room for n beats; places are the beats' positions in their
+// run, by which an implicit login's token is seed.j (appendBeat).
+func (p *planner) steadyArgs(now string, b uint32, seed string, places []int, n int) []string {
 	args := make([]string, 0, 3+len(p.settings.beatParams)+steadyFields*n)
 	args = append(args, now, p.settings.users[b].pagePrefix)
-	return append(append(args, p.settings.beatParams[:]...), p.leftArg(b, seed))
+	return append(append(args, p.settings.beatParams[:]...), p.leftArg(b, seed, places))
 }
 
 // steadyFields is the number of a beat's fields in lua/heartbeat_steady.lua
 // (BEAT_FIELDS).
-const steadyFields = 7
+const steadyFields = 6
 
 // leftArg returns lua/heartbeat_steady.lua's ARG_LEFT in bucket b for the
-// token seed seed ("" none).
-func (p *planner) leftArg(b uint32, seed string) string {
+// token seed seed ("" none) and the positions of the call's beats in their
+// run (nil: each 0).
+func (p *planner) leftArg(b uint32, seed string, places []int) string {
+	left := &p.settings.users[b]
 	if seed == "" {
-		return p.settings.users[b].left
+		return left.leftNone
 	}
-	return p.settings.users[b].left + seed
+	if !slices.ContainsFunc(places, func(j int) bool { return j != 0 }) {
+		return left.left[0] + seed + left.left[1]
+	}
+	var s strings.Builder
+	s.WriteString(left.left[0])
+	s.WriteString(seed)
+	for _, j := range places {
+		s.WriteByte(',')
+		s.WriteString(strconv.Itoa(j))
+	}
+	s.WriteString(left.left[1])
+	return s.String()
 }
 
 // appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua),
-// in bucket b, to args: a beat without a token, at position j of its run,
-// issues seed.j if the script leaves it (appendBeat).
-func (p *planner) appendSteady(args []string, b uint32, hb Heartbeat, j int) []string {
-	extra := ""
+// in bucket b, to args.
+func (p *planner) appendSteady(args []string, b uint32, hb Heartbeat) []string {
+	extra := kindCodes[hb.Kind]
 	if meta, at := beatExtras(hb); hb.Gateway != "" || meta != "" || at != "" {
-		extra = hb.Gateway + unitSep + at + unitSep + meta
+		extra += hb.Gateway + unitSep + at + unitSep + meta
 	}
-	kind := kindCodes[hb.Kind]
-	if hb.Token == "" && j > 0 {
-		kind += "." + strconv.Itoa(j)
-	}
-	return append(args, hb.User, hb.Device, hb.Token, p.hints.page(b, hb.User), steadyFlags[flagBits(hb.Active, hb.Background)], extra, kind)
+	return append(args, hb.User, hb.Device, hb.Token, p.hints.page(b, hb.User), steadyFlags[flagBits(hb.Active, hb.Background)], extra)
 }
 
 // steadyFlags are a steady beat's flags, 1 if active + 2 if in the

@@ -46,8 +46,8 @@ func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 	sp.b, sp.seed = b, seed
 	r := &m.r0
 	args := append(append(sp.args[:0], m.now, p.settings.users[b].pagePrefix), p.settings.beatParams[:]...)
-	args = append(args, p.leftArg(b, seed))
-	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb, 0)}
+	args = append(args, p.leftArg(b, seed, nil))
+	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
 	return pl
@@ -255,9 +255,16 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		b := bucket[run[0]]
 		for _, sp := range spans(len(these), steadyChunk) {
 			part := these[sp[0]:sp[1]:sp[1]]
-			args := p.steadyArgs(now, b, seed[run[0]], len(part))
+			var places []int
+			if seed[run[0]] != "" {
+				places = make([]int, len(part))
+				for k, i := range part {
+					places[k] = pos[i]
+				}
+			}
+			args := p.steadyArgs(now, b, seed[run[0]], places, len(part))
 			for _, i := range part {
-				args = p.appendSteady(args, b, beats[i], pos[i])
+				args = p.appendSteady(args, b, beats[i])
 			}
 			calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
 			costs = append(costs, len(part)*steadyMicros)

@@ -306,12 +306,12 @@ func commonArgs(s *settings, now int64) []any {
 // leftArg is the steady beat's ARG_LEFT (lua/heartbeat_steady.lua) for s
 // at now, with no token seed.
 func leftArg(s *settings, now int64) string {
-	var left []string
+	left := []string{itoa(s.skew)}
 	for _, a := range commonArgs(s, now)[1:] {
 		left = append(left, a.(string))
 	}
-	left = append(left, "P:{u0}:due", "P:{u0}:man", itoa(leftChunk))
-	return strings.Join(append(left, s.intervalArgs[:]...), unitSep) + unitSep
+	left = append(left, "P:{u0}:due", "P:{u0}:man", itoa(leftChunk), "")
+	return strings.Join(append(left, s.intervalArgs[:]...), unitSep)
 }
 
 // userOutcome runs vector u through userlib.lua, and returns also the stored
@@ -416,8 +416,8 @@ func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64
 			t.Fatal(err)
 		}
 		res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:big", "P:{u0}:m"}, itoa(now), "P:{u0}:p:", itoa(s.push),
-			itoa(s.keep), itoa(s.idle), itoa(s.skew), leftArg(s, now), "vector", d.ID, v.record(d).token, "0",
-			itoa(int64(flags)), extra, kindCodes[v.record(d).kind]).Result()
+			itoa(s.keep), itoa(s.idle), leftArg(s, now), "vector", d.ID, v.record(d).token, "0",
+			itoa(int64(flags)), kindCodes[v.record(d).kind]+extra).Result()
 		if err != nil {
 			t.Fatalf("steady beat: %v", err)
 		}

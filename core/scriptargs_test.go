@@ -190,10 +190,11 @@ func TestLuaArgNames(t *testing.T) {
 	}{
 		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_PAGES": base + sufPage, "ARG_PUSH": "602000", "ARG_KEEP": itoa(e.settings.keep),
-			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
+			"ARG_IDLE": "301000", "ARG_BEAT1+BEAT_USER": "alice",
 			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_PAGE": "",
-			"ARG_BEAT1+BEAT_FLAGS": "1", "ARG_BEAT1+BEAT_EXTRA": "gw-h" + unitSep + "1772366399456" + unitSep + meta,
-			"ARG_LEFT": e.settings.users[b].left, "ARG_BEAT1+BEAT_KIND": kindCodes[KindAndroid],
+			"ARG_BEAT1+BEAT_FLAGS": "1",
+			"ARG_BEAT1+BEAT_EXTRA": kindCodes[KindAndroid] + "gw-h" + unitSep + "1772366399456" + unitSep + meta,
+			"ARG_LEFT":             e.settings.users[b].leftNone,
 		}, "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
@@ -373,8 +374,9 @@ func TestLuaArgNames(t *testing.T) {
 			field("LEFT_DUE", 0) != base+sufDue {
 			t.Errorf("ARG_LEFT's common fields run on into %q, not LEFT_DUE", got)
 		}
-		want := map[string]string{"LEFT_DUE": base + sufDue, "LEFT_MANUAL": base + sufManual,
-			"LEFT_MAX": strconv.Itoa(leftChunk)}
+		// the seed: none, for a beat with a token
+		want := map[string]string{"LEFT_SKEW": "299000", "LEFT_DUE": base + sufDue, "LEFT_MANUAL": base + sufManual,
+			"LEFT_MAX": strconv.Itoa(leftChunk), "LEFT_SEED": ""}
 		for name, w := range want {
 			if got := field(name, 0); got != w {
 				t.Errorf("ARG_LEFT's %s = %q, want %q", name, got, w)
@@ -385,9 +387,8 @@ func TestLuaArgNames(t *testing.T) {
 				t.Errorf("ARG_LEFT's interval of %s = %q, want %q", Kind(k), got, itoa(e.settings.interval[k]))
 			}
 		}
-		// the seed last: none, for a beat with a token
-		if n := atoi(t, names["LEFT_INTERVAL"]) + len(kindNames); len(left) != n || left[n-1] != "" {
-			t.Errorf("ARG_LEFT has %d fields, last %q: want %d, the seed \"\" last", len(left), left[len(left)-1], n)
+		if n := atoi(t, names["LEFT_INTERVAL"]) + len(kindNames) - 1; len(left) != n {
+			t.Errorf("ARG_LEFT has %d fields, want %d, the intervals last", len(left), n)
 		}
 	})
 }

@@ -160,13 +160,13 @@ end
 
 
 
--- joined by US:
 
 
 
 
 
--- and last the seed of the tokens of implicit logins ("" none)
+-- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
+-- without a token that is left issues seed.j
 
 
 
@@ -175,6 +175,7 @@ end
 
 
 
+-- metadata ("" each: keep, none)
 
 -- Returns one string: for each beat, the session token in force when it was
 -- applied, or "" when it was left, joined by US (tokens hold no control
@@ -232,11 +233,11 @@ local function general(S, a, key, rec, dyn)
   local active, back = flags == '1' or flags == '3', flags >= '2'
   local extra = ARGV[a + 5]
   local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local t = now
   if at ~= '' then
     t = at + 0
-    if math.abs(t - now) > ARGV[6] + 0 then return false end
+    if math.abs(t - now) > string.match(ARGV[6], '^[^\031]*') + 0 then return false end
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t = now end
   end
@@ -320,7 +321,7 @@ end
 local out = {}
 local S = nil
 local left = nil
-for a = 8, #ARGV, 7 do
+for a = 7, #ARGV, 6 do
   local tok = false
   repeat
     local user, dev = ARGV[a + 0], ARGV[a + 1]
@@ -359,7 +360,7 @@ for a = 8, #ARGV, 7 do
     -- expiry, nothing extra in the beat
     local seen, da = string.match(dyn, '^\031\029(%x+)\031(%-?%d+)$')
     local bits, tk, iv = nil, nil, nil -- bits: the device's, as a number
-    if seen and ARGV[a + 5] == '' and string.sub(rec, 2, #dev + 2) == '\29' .. dev then
+    if seen and #ARGV[a + 5] == 1 and string.sub(rec, 2, #dev + 2) == '\29' .. dev then
       tk, iv = string.match(rec, '^\031[0-7]\031[^\031]*\031[^\031]*\031([^\031]*)\031(%d+)\031%x+$', #dev + 3)
       if tk then bits = string.byte(rec, #dev + 4) - 48 end
     end
@@ -417,37 +418,37 @@ if not left then return reply end
 -- Its ARGV are its common ones, from ARG_LEFT, and each beat's
 -- heartbeat_full.lua fields, in their order, from the beat's own here; its
 -- KEYS the bucket's meta, due index, big hash and manual hash.
-local L, i, pack = {}, 1, ARGV[7]
+local L, i, pack = {}, 1, ARGV[6]
 while true do
   local j = string.find(pack, '\31', i, true)
   L[#L + 1] = string.sub(pack, i, (j or 0) - 1)
   if not j then break end
   i = j + 1
 end
-local seed = L[#L]
-local decide = math.min(#left, L[15] + 0)
+local seed, places = string.match(L[17], '^([^,]*),?(.*)$')
+local J = {}
+for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
+local decide = math.min(#left, L[16] + 0)
 local fullArgv = { nows }
-for k = 1, 1 + 11 do fullArgv[#fullArgv + 1] = L[k] end
+for k = 2, 2 + 11 do fullArgv[#fullArgv + 1] = L[k] end
 fullArgv[#fullArgv + 1] = decide
 for k = 1, decide do
   local a = left[k]
   local flags, extra, token = ARGV[a + 4], ARGV[a + 5], ARGV[a + 2]
-  local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
-  local kind, j = string.match(ARGV[a + 6], '^(%d+)%.?(%d*)$')
+  local kind, g, at, m = string.sub(extra, 1, 1), '', '', ''
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local active, back, issue = '0', '0', ''
   if flags == '1' or flags == '3' then active = '1' end
   if flags >= '2' then back = '1' end
   if token == '' then
-    if j == '' then j = '0' end
-    issue = seed .. '.' .. j
+    issue = seed .. '.' .. (J[(a - 7) / 6 + 1] or '0')
   end
   local n = #fullArgv
   fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + 0], ARGV[a + 1], kind, g
   fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
-  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[16 + kind], m, at, issue
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[18 + kind], m, at, issue
 end
-local fullKeys = { KEYS[2], L[13], KEYS[1], L[14] }
+local fullKeys = { KEYS[2], L[14], KEYS[1], L[15] }
 local decided = (function(ARGV, KEYS)
 
 `
@@ -2292,7 +2293,7 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "8b01dc9e47dd67a7ea15d6cc189f3c6cc721f7de"
+	shaHeartbeatSteady = "949e448e560290ef649e9bd6e7c434a5ac76a232"
 	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
 	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
 	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"

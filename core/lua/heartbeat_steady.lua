@@ -18,24 +18,25 @@ local ARG_PAGES = 2 -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_PUSH = 3  -- PushWindow ms
 local ARG_KEEP = 4  -- ms a page or the big hash lives past its last write
 local ARG_IDLE = 5  -- IdleAfter ms
-local ARG_SKEW = 6  -- MaxSkew ms
-local ARG_LEFT = 7  -- what heartbeat_full.lua takes besides the beats, read only when a beat is left,
--- joined by US:
-local LEFT_COMMON = 1    -- its common ARGV after now (userlib.lua's ARG_IDLE to ARG_OUTBOX), 12 fields
-local LEFT_DUE = 13      -- the keys of the due index and the manual hash, which KEYS lacks
-local LEFT_MANUAL = 14
-local LEFT_MAX = 15      -- the most left beats it decides in this call
-local LEFT_INTERVAL = 16 -- the heartbeat interval ms of each kind, by number from here
--- and last the seed of the tokens of implicit logins ("" none)
-local ARG_BEAT1 = 8 -- the first beat's fields, BEAT_FIELDS each:
+local ARG_LEFT = 6  -- MaxSkew ms, and what heartbeat_full.lua takes besides the beats, joined by US:
+local LEFT_SKEW = 1      -- MaxSkew ms, the one field a steady beat may read (one with a client time)
+local LEFT_COMMON = 2    -- heartbeat_full.lua's common ARGV after now (userlib.lua's ARG_IDLE to ARG_OUTBOX), 12 fields
+local LEFT_DUE = 14      -- the keys of the due index and the manual hash, which KEYS lacks
+local LEFT_MANUAL = 15
+local LEFT_MAX = 16      -- the most left beats it decides in this call
+local LEFT_SEED = 17     -- the seed of the tokens of implicit logins ("" none), then, if not every
+-- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
+-- without a token that is left issues seed.j
+local LEFT_INTERVAL = 18 -- the heartbeat interval ms of each kind, by number from here
+local ARG_BEAT1 = 7 -- the first beat's fields, BEAT_FIELDS each:
 local BEAT_USER = 0
 local BEAT_DEVICE = 1
 local BEAT_TOKEN = 2 -- "" none: the engine sends one only under the multi-device policy
 local BEAT_PAGE = 3  -- the page the engine expects the user in, "" unknown (a hint: below)
 local BEAT_FLAGS = 4 -- 1 if active + 2 if in the background, one digit
-local BEAT_EXTRA = 5 -- "" none, else gateway US client time ms US metadata ("" each: keep, none)
-local BEAT_KIND = 6  -- the kind, then for a beat without a token "." and its place j in its run if not 0
-local BEAT_FIELDS = 7
+local BEAT_EXTRA = 5 -- the kind, one digit, then, if the beat has any, gateway US client time ms US
+-- metadata ("" each: keep, none)
+local BEAT_FIELDS = 6
 -- Returns one string: for each beat, the session token in force when it was
 -- applied, or "" when it was left, joined by US (tokens hold no control
 -- characters); then, if the script read the bucket's page geometry, RS,
@@ -92,11 +93,11 @@ local function general(S, a, key, rec, dyn)
   local active, back = flags == '1' or flags == '3', flags >= '2'
   local extra = ARGV[a + BEAT_EXTRA]
   local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local t = now
   if at ~= '' then
     t = at + 0
-    if math.abs(t - now) > ARGV[ARG_SKEW] + 0 then return false end
+    if math.abs(t - now) > string.match(ARGV[ARG_LEFT], '^[^\031]*') + 0 then return false end
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t = now end
   end
@@ -219,7 +220,7 @@ for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
     -- expiry, nothing extra in the beat
     local seen, da = string.match(dyn, SINGLE_DYNAMIC)
     local bits, tk, iv = nil, nil, nil -- bits: the device's, as a number
-    if seen and ARGV[a + BEAT_EXTRA] == '' and string.sub(rec, 2, #dev + 2) == IS .. dev then
+    if seen and #ARGV[a + BEAT_EXTRA] == 1 and string.sub(rec, 2, #dev + 2) == IS .. dev then
       tk, iv = string.match(rec, SINGLE_STATIC, #dev + 3)
       if tk then bits = string.byte(rec, #dev + 4) - 48 end
     end
@@ -284,7 +285,9 @@ while true do
   if not j then break end
   i = j + 1
 end
-local seed = L[#L]
+local seed, places = string.match(L[LEFT_SEED], '^([^,]*),?(.*)$')
+local J = {}
+for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
 local decide = math.min(#left, L[LEFT_MAX] + 0)
 local fullArgv = { nows }
 for k = LEFT_COMMON, LEFT_COMMON + 11 do fullArgv[#fullArgv + 1] = L[k] end
@@ -292,15 +295,13 @@ fullArgv[#fullArgv + 1] = decide
 for k = 1, decide do
   local a = left[k]
   local flags, extra, token = ARGV[a + BEAT_FLAGS], ARGV[a + BEAT_EXTRA], ARGV[a + BEAT_TOKEN]
-  local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
-  local kind, j = string.match(ARGV[a + BEAT_KIND], '^(%d+)%.?(%d*)$')
+  local kind, g, at, m = string.sub(extra, 1, 1), '', '', ''
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local active, back, issue = '0', '0', ''
   if flags == '1' or flags == '3' then active = '1' end
   if flags >= '2' then back = '1' end
   if token == '' then
-    if j == '' then j = '0' end
-    issue = seed .. '.' .. j
+    issue = seed .. '.' .. (J[(a - ARG_BEAT1) / BEAT_FIELDS + 1] or '0')
   end
   local n = #fullArgv
   fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], kind, g
