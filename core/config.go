@@ -230,20 +230,20 @@ type settings struct {
 	// does not format them on every call.
 	userParams   [12]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
 	beatParams   [3]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
+	left         [2]string              // its ARG_LEFT before and after the seed (leftArg)
+	leftNone     string                 // its ARG_LEFT without a seed
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
 }
 
 // userBucketKeys are the keys of one user bucket.
 type userBucketKeys struct {
-	pagePrefix string    // prefix of the page hashes
-	counts     string    // the hash of users by published status
-	outbox     string    // the hash of events decided and not yet delivered
-	keys       []string  // meta, due index, big hash, manual hash, as the user scripts take them
-	sweep      []string  // the same and the lock, as the sweep takes them
-	steady     []string  // big hash and meta, as the steady beat takes them
-	left       [2]string // the steady beat's ARG_LEFT before and after its seed (leftArg)
-	leftNone   string    // the steady beat's ARG_LEFT without a seed
+	pagePrefix string   // prefix of the page hashes
+	counts     string   // the hash of users by published status
+	outbox     string   // the hash of events decided and not yet delivered
+	keys       []string // meta, due index, big hash, manual hash, as the user scripts take them
+	sweep      []string // the same and the lock, as the sweep takes them
+	steady     []string // big hash and meta, as the steady beat takes them
 }
 
 type classSettings struct {
@@ -436,13 +436,14 @@ func (s *settings) precompute() {
 		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
 		s.users[b].keys = s.users[b].sweep[:4:4]
 		s.users[b].steady = []string{base + sufBig, base + sufMeta}
-		// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed,
-		// and those after it
-		head := s.appendCommon([]string{itoa(s.skew)}, uint32(b))
-		head = append(head, base+sufDue, base+sufManual, strconv.Itoa(leftChunk))
-		s.users[b].left = [2]string{strings.Join(head, unitSep) + unitSep, unitSep + strings.Join(s.intervalArgs[:], unitSep)}
-		s.users[b].leftNone = s.users[b].left[0] + s.users[b].left[1]
 	}
+	// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed, and
+	// those after it
+	head := []string{itoa(s.skew), itoa(s.leave), itoa(s.coalesce), itoa(int64(s.maxDevices)),
+		itoa(int64(s.cfg.Policy)), itoa(s.fence), strconv.Itoa(leftChunk)}
+	tail := append([]string{sufPage, sufCounts, sufOutbox, sufDue, sufManual}, s.intervalArgs[:]...)
+	s.left = [2]string{strings.Join(head, unitSep) + unitSep, unitSep + strings.Join(tail, unitSep)}
+	s.leftNone = s.left[0] + s.left[1]
 }
 
 // appendCommon appends the common arguments of the user scripts of bucket

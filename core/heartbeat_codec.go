@@ -13,32 +13,32 @@ import (
 func (p *planner) steadyArgs(now string, b uint32, seed string, places []int, n int) []string {
 	args := make([]string, 0, 3+len(p.settings.beatParams)+steadyFields*n)
 	args = append(args, now, p.settings.users[b].pagePrefix)
-	return append(append(args, p.settings.beatParams[:]...), p.leftArg(b, seed, places))
+	return append(append(args, p.settings.beatParams[:]...), p.leftArg(seed, places))
 }
 
 // steadyFields is the number of a beat's fields in lua/heartbeat_steady.lua
 // (BEAT_FIELDS).
 const steadyFields = 6
 
-// leftArg returns lua/heartbeat_steady.lua's ARG_LEFT in bucket b for the
+// leftArg returns lua/heartbeat_steady.lua's ARG_LEFT for the
 // token seed seed ("" none) and the positions of the call's beats in their
 // run (nil: each 0).
-func (p *planner) leftArg(b uint32, seed string, places []int) string {
-	left := &p.settings.users[b]
+func (p *planner) leftArg(seed string, places []int) string {
+	st := p.settings
 	if seed == "" {
-		return left.leftNone
+		return st.leftNone
 	}
 	if !slices.ContainsFunc(places, func(j int) bool { return j != 0 }) {
-		return left.left[0] + seed + left.left[1]
+		return st.left[0] + seed + st.left[1]
 	}
 	var s strings.Builder
-	s.WriteString(left.left[0])
+	s.WriteString(st.left[0])
 	s.WriteString(seed)
 	for _, j := range places {
 		s.WriteByte(',')
 		s.WriteString(strconv.Itoa(j))
 	}
-	s.WriteString(left.left[1])
+	s.WriteString(st.left[1])
 	return s.String()
 }
 

@@ -46,7 +46,7 @@ func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 	sp.b, sp.seed = b, seed
 	r := &m.r0
 	args := append(append(sp.args[:0], m.now, p.settings.users[b].pagePrefix), p.settings.beatParams[:]...)
-	args = append(args, p.leftArg(b, seed, nil))
+	args = append(args, p.leftArg(seed, nil))
 	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)

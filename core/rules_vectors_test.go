@@ -303,14 +303,11 @@ func commonArgs(s *settings, now int64) []any {
 		"P:{u0}:p:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob"}
 }
 
-// leftArg is the steady beat's ARG_LEFT (lua/heartbeat_steady.lua) for s
-// at now, with no token seed.
-func leftArg(s *settings, now int64) string {
-	left := []string{itoa(s.skew)}
-	for _, a := range commonArgs(s, now)[1:] {
-		left = append(left, a.(string))
-	}
-	left = append(left, "P:{u0}:due", "P:{u0}:man", itoa(leftChunk), "")
+// leftArg is the steady beat's ARG_LEFT (lua/heartbeat_steady.lua) for s,
+// as commonArgs has them, with no token seed.
+func leftArg(s *settings) string {
+	left := []string{itoa(s.skew), itoa(s.leave), itoa(s.coalesce), "16", "0", itoa(s.fence), itoa(leftChunk), "",
+		sufPage, sufCounts, sufOutbox, sufDue, sufManual}
 	return strings.Join(append(left, s.intervalArgs[:]...), unitSep)
 }
 
@@ -416,7 +413,7 @@ func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64
 			t.Fatal(err)
 		}
 		res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:big", "P:{u0}:m"}, itoa(now), "P:{u0}:p:", itoa(s.push),
-			itoa(s.keep), itoa(s.idle), leftArg(s, now), "vector", d.ID, v.record(d).token, "0",
+			itoa(s.keep), itoa(s.idle), leftArg(s), "vector", d.ID, v.record(d).token, "0",
 			itoa(int64(flags)), kindCodes[v.record(d).kind]+extra).Result()
 		if err != nil {
 			t.Fatalf("steady beat: %v", err)

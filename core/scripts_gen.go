@@ -159,6 +159,9 @@ end
 
 
 
+-- an argument costs Redis a step of its string hash, so it is short):
+
+
 
 
 
@@ -167,6 +170,11 @@ end
 
 -- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
 -- without a token that is left issues seed.j
+
+
+
+
+
 
 
 
@@ -415,9 +423,10 @@ if not left then return reply end
 -- left here, in the function that follows (userlib.lua and
 -- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
 -- them), which is made only now, so that a steady beat builds none of it.
--- Its ARGV are its common ones, from ARG_LEFT, and each beat's
--- heartbeat_full.lua fields, in their order, from the beat's own here; its
--- KEYS the bucket's meta, due index, big hash and manual hash.
+-- Its ARGV are userlib.lua's common ones, in their order, from ARGV and
+-- ARG_LEFT, and each beat's heartbeat_full.lua fields, in their order,
+-- from the beat's own here; its KEYS userlib.lua's: the bucket's meta, due
+-- index, big hash and manual hash.
 local L, i, pack = {}, 1, ARGV[6]
 while true do
   local j = string.find(pack, '\31', i, true)
@@ -425,13 +434,13 @@ while true do
   if not j then break end
   i = j + 1
 end
-local seed, places = string.match(L[17], '^([^,]*),?(.*)$')
+local seed, places = string.match(L[8], '^([^,]*),?(.*)$')
 local J = {}
 for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
-local decide = math.min(#left, L[16] + 0)
-local fullArgv = { nows }
-for k = 2, 2 + 11 do fullArgv[#fullArgv + 1] = L[k] end
-fullArgv[#fullArgv + 1] = decide
+local decide = math.min(#left, L[7] + 0)
+local base = string.sub(PAGES, 1, #PAGES - #L[9])
+local fullArgv = { nows, ARGV[5], ARGV[3], L[2], L[3], ARGV[4], PAGES,
+  L[4], L[1], L[5], base .. L[10], L[6], base .. L[11], decide }
 for k = 1, decide do
   local a = left[k]
   local flags, extra, token = ARGV[a + 4], ARGV[a + 5], ARGV[a + 2]
@@ -446,9 +455,9 @@ for k = 1, decide do
   local n = #fullArgv
   fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + 0], ARGV[a + 1], kind, g
   fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
-  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[18 + kind], m, at, issue
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[14 + kind], m, at, issue
 end
-local fullKeys = { KEYS[2], L[14], KEYS[1], L[15] }
+local fullKeys = { KEYS[2], base .. L[12], KEYS[1], base .. L[13] }
 local decided = (function(ARGV, KEYS)
 
 `
@@ -2293,7 +2302,7 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "949e448e560290ef649e9bd6e7c434a5ac76a232"
+	shaHeartbeatSteady = "56f6a1bc61e85dac6a4f8f1070893b207c1531cf"
 	shaHeartbeatFull   = "1919c7d227b600e9e6a899833e4e5752dd319939"
 	shaLogin           = "04d1589f1f78ea7ab0c09ebb6a8f8186c4907c41"
 	shaLogout          = "e8847e8746fe21c671aad9d77e2b049f80e2bc43"

@@ -18,16 +18,24 @@ local ARG_PAGES = 2 -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_PUSH = 3  -- PushWindow ms
 local ARG_KEEP = 4  -- ms a page or the big hash lives past its last write
 local ARG_IDLE = 5  -- IdleAfter ms
-local ARG_LEFT = 6  -- MaxSkew ms, and what heartbeat_full.lua takes besides the beats, joined by US:
+local ARG_LEFT = 6  -- MaxSkew ms, and what else heartbeat_full.lua takes, joined by US (every byte of
+-- an argument costs Redis a step of its string hash, so it is short):
 local LEFT_SKEW = 1      -- MaxSkew ms, the one field a steady beat may read (one with a client time)
-local LEFT_COMMON = 2    -- heartbeat_full.lua's common ARGV after now (userlib.lua's ARG_IDLE to ARG_OUTBOX), 12 fields
-local LEFT_DUE = 14      -- the keys of the due index and the manual hash, which KEYS lacks
-local LEFT_MANUAL = 15
-local LEFT_MAX = 16      -- the most left beats it decides in this call
-local LEFT_SEED = 17     -- the seed of the tokens of implicit logins ("" none), then, if not every
+local LEFT_LEAVE = 2     -- LeaveDelay ms
+local LEFT_COALESCE = 3  -- CoalesceWindow ms
+local LEFT_MAXDEV = 4    -- MaxDevices
+local LEFT_POLICY = 5    -- the engine's login policy
+local LEFT_KICK = 6      -- KickFence ms
+local LEFT_MAX = 7       -- the most left beats it decides in this call
+local LEFT_SEED = 8      -- the seed of the tokens of implicit logins ("" none), then, if not every
 -- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
 -- without a token that is left issues seed.j
-local LEFT_INTERVAL = 18 -- the heartbeat interval ms of each kind, by number from here
+local LEFT_PAGE = 9      -- the suffix of ARG_PAGES after the bucket's keys' common prefix, then
+local LEFT_COUNTS = 10   -- the suffixes of the keys of the counts hash,
+local LEFT_OUTBOX = 11   -- the outbox,
+local LEFT_DUE = 12      -- the due index
+local LEFT_MANUAL = 13   -- and the manual hash
+local LEFT_INTERVAL = 14 -- the heartbeat interval ms of each kind, by number from here
 local ARG_BEAT1 = 7 -- the first beat's fields, BEAT_FIELDS each:
 local BEAT_USER = 0
 local BEAT_DEVICE = 1
@@ -275,9 +283,10 @@ if not left then return reply end
 -- left here, in the function that follows (userlib.lua and
 -- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
 -- them), which is made only now, so that a steady beat builds none of it.
--- Its ARGV are its common ones, from ARG_LEFT, and each beat's
--- heartbeat_full.lua fields, in their order, from the beat's own here; its
--- KEYS the bucket's meta, due index, big hash and manual hash.
+-- Its ARGV are userlib.lua's common ones, in their order, from ARGV and
+-- ARG_LEFT, and each beat's heartbeat_full.lua fields, in their order,
+-- from the beat's own here; its KEYS userlib.lua's: the bucket's meta, due
+-- index, big hash and manual hash.
 local L, i, pack = {}, 1, ARGV[ARG_LEFT]
 while true do
   local j = string.find(pack, US, i, true)
@@ -289,9 +298,9 @@ local seed, places = string.match(L[LEFT_SEED], '^([^,]*),?(.*)$')
 local J = {}
 for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
 local decide = math.min(#left, L[LEFT_MAX] + 0)
-local fullArgv = { nows }
-for k = LEFT_COMMON, LEFT_COMMON + 11 do fullArgv[#fullArgv + 1] = L[k] end
-fullArgv[#fullArgv + 1] = decide
+local base = string.sub(PAGES, 1, #PAGES - #L[LEFT_PAGE])
+local fullArgv = { nows, ARGV[ARG_IDLE], ARGV[ARG_PUSH], L[LEFT_LEAVE], L[LEFT_COALESCE], ARGV[ARG_KEEP], PAGES,
+  L[LEFT_MAXDEV], L[LEFT_SKEW], L[LEFT_POLICY], base .. L[LEFT_COUNTS], L[LEFT_KICK], base .. L[LEFT_OUTBOX], decide }
 for k = 1, decide do
   local a = left[k]
   local flags, extra, token = ARGV[a + BEAT_FLAGS], ARGV[a + BEAT_EXTRA], ARGV[a + BEAT_TOKEN]
@@ -308,5 +317,5 @@ for k = 1, decide do
   fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
   fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[LEFT_INTERVAL + kind], m, at, issue
 end
-local fullKeys = { KEYS[2], L[LEFT_DUE], KEYS[1], L[LEFT_MANUAL] }
+local fullKeys = { KEYS[2], base .. L[LEFT_DUE], KEYS[1], base .. L[LEFT_MANUAL] }
 local decided = (function(ARGV, KEYS)
