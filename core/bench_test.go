@@ -55,7 +55,7 @@ func (s *cannedStore) Eval(_ context.Context, calls []core.Call) []core.Result {
 	return s.other[:len(calls)]
 }
 
-// The steady beat's arguments: now, the page prefix and 4 settings, then
+// The steady beat's arguments: now, the page prefix, 3 settings and ARG_LEFT, then
 // 6 for each beat (core/lua/heartbeat_steady.lua, BEAT_FIELDS).
 const steadyHead, steadyFields = 6, 6
 

@@ -30,7 +30,11 @@ const (
 	touchChunk  = callMicros / touchMicros
 	steadyChunk = callMicros / steadyMicros
 	fullChunk   = callMicros / fullMicros
-	logChunk    = callMicros / logMicros
+	// the beats a steady beat call decides itself of those it cannot
+	// apply (lua/heartbeat_steady.lua): a quarter of a call on the full
+	// path, so that a call of left beats runs over by that at most
+	leftChunk = callMicros / 4 / fullMicros
+	logChunk  = callMicros / logMicros
 )
 
 // spans splits [0, count) into the fewest spans of at most n, of sizes as

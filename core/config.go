@@ -2,6 +2,8 @@ package core
 
 import (
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -228,7 +230,9 @@ type settings struct {
 	// does not format them on every call.
 	userParams   [13]string             // the common user-script arguments after "now"; the bucket's own ("") filled by userArgs
 	heal         string                 // ms a bucket heals after a loss (lua/userlib.lua's layout)
-	beatParams   [4]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
+	beatParams   [3]string              // the arguments of lua/heartbeat_steady.lua after now and the bucket's page prefix
+	left         [2][2]string           // its ARG_LEFT before and after the seed (leftArg), by whether the bucket was seen
+	leftNone     [2]string              // its ARG_LEFT without a seed, by whether the bucket was seen
 	intervalArgs [len(kindNames)]string // interval by kind, as a script argument
 	users        []userBucketKeys       // by bucket
 }
@@ -421,7 +425,7 @@ func (s *settings) precompute() {
 	s.userParams = [13]string{itoa(s.idle), itoa(s.push), itoa(s.leave), itoa(s.coalesce), itoa(s.keep),
 		"", itoa(int64(s.maxDevices)), itoa(s.skew), itoa(int64(s.cfg.Policy)), "", itoa(s.fence), "", "0"}
 	s.heal = itoa(s.healWindow())
-	s.beatParams = [4]string{itoa(s.push), itoa(s.keep), itoa(s.idle), itoa(s.skew)}
+	s.beatParams = [3]string{itoa(s.push), itoa(s.keep), itoa(s.idle)}
 	for k, iv := range s.interval {
 		s.intervalArgs[k] = itoa(iv)
 	}
@@ -435,6 +439,25 @@ func (s *settings) precompute() {
 		s.users[b].keys = s.users[b].sweep[:4:4]
 		s.users[b].steady = []string{base + sufBig, base + sufMeta}
 	}
+	// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed, and
+	// those after it
+	head := []string{itoa(s.skew), itoa(s.leave), itoa(s.coalesce), itoa(int64(s.maxDevices)),
+		itoa(int64(s.cfg.Policy)), itoa(s.fence), strconv.Itoa(leftChunk)}
+	tail := unitSep + strings.Join(append([]string{sufPage, sufCounts, sufOutbox, sufDue, sufManual}, s.intervalArgs[:]...), unitSep)
+	for seen, heal := range [2]string{"0", s.heal} {
+		s.left[seen] = [2]string{strings.Join(append(head, heal), unitSep) + unitSep, tail}
+		s.leftNone[seen] = s.left[seen][0] + s.left[seen][1]
+	}
+}
+
+// appendCommon appends the common arguments of the user scripts of bucket
+// b after now (lua/userlib.lua's ARG_IDLE to ARG_HEAL, with ARG_HEAL for a
+// bucket not seen: the planner's userArgs sets it) to args.
+func (s *settings) appendCommon(args []string, b uint32) []string {
+	n := len(args)
+	args = append(args, s.userParams[:]...)
+	args[n+5], args[n+9], args[n+11] = s.users[b].pagePrefix, s.users[b].counts, s.users[b].outbox
+	return args
 }
 
 // healWindow is how long a user bucket heals after a loss of its data

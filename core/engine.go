@@ -122,9 +122,7 @@ func (p *planner) newToken() (string, error) {
 // now (their order is documented in lua/userlib.lua), with room for more.
 func (p *planner) userArgs(now string, b uint32, more int) []string {
 	args := make([]string, 0, 1+len(p.settings.userParams)+more)
-	args = append(args, now)
-	args = append(args, p.settings.userParams[:]...)
-	args[6], args[10], args[12] = p.settings.users[b].pagePrefix, p.settings.users[b].counts, p.settings.users[b].outbox
+	args = p.settings.appendCommon(append(args, now), b)
 	if p.seen.has(b) {
 		args[13] = p.settings.heal
 	}

@@ -13,15 +13,17 @@ import (
 // PolicyMulti a device without a session is logged in implicitly. A
 // refused heartbeat (ErrSessionReplaced, ErrNoSession, ErrTooManyDevices,
 // ErrClockSkew, or an *InputError) changes nothing. A steady beat, one that
-// only extends a live session, takes one round trip.
+// only extends a live session, takes one round trip; one that changes a
+// status two (its call decides it, then the delivery).
 func (e *Engine) Heartbeat(ctx context.Context, hb Heartbeat) (Ack, error) {
 	return hb.exec(ctx, e)
 }
 
 // HeartbeatBatch records up to MaxBatch heartbeats, as a gateway merging
-// the beats of one tick does: a round of steady beats, then one of the
-// beats that change something or are refused, each in bounded calls of one
-// user bucket (a user's beats in one call). Each beat's refusal is in its
+// the beats of one tick does: a round of steady beats, whose calls decide
+// the first few of the beats that change something or are refused, then,
+// if any is left, one of those left, each in bounded calls of one user
+// bucket (a user's beats in one call). Each beat's refusal is in its
 // Ack.Err; the error is for the batch as a whole (invalid batch size, Redis
 // unavailable).
 func (e *Engine) HeartbeatBatch(ctx context.Context, beats []Heartbeat) ([]Ack, error) {

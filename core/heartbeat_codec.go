@@ -2,24 +2,55 @@ package core
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b at now before its
-// beats, with room for n beats.
-func (p *planner) steadyArgs(now string, b uint32, n int) []string {
-	args := make([]string, 0, 2+len(p.settings.beatParams)+8*n)
+// beats, with room for n beats; places are the beats' positions in their
+// run, by which an implicit login's token is seed.j (appendBeat).
+func (p *planner) steadyArgs(now string, b uint32, seed string, places []int, n int) []string {
+	args := make([]string, 0, 3+len(p.settings.beatParams)+steadyFields*n)
 	args = append(args, now, p.settings.users[b].pagePrefix)
-	return append(args, p.settings.beatParams[:]...)
+	return append(append(args, p.settings.beatParams[:]...), p.leftArg(b, seed, places))
+}
+
+// steadyFields is the number of a beat's fields in lua/heartbeat_steady.lua
+// (BEAT_FIELDS).
+const steadyFields = 6
+
+// leftArg returns lua/heartbeat_steady.lua's ARG_LEFT in bucket b, for the
+// token seed seed ("" none) and the positions of the call's beats in their
+// run (nil: each 0).
+func (p *planner) leftArg(b uint32, seed string, places []int) string {
+	st, seen := p.settings, 0
+	if p.seen.has(b) {
+		seen = 1
+	}
+	if seed == "" {
+		return st.leftNone[seen]
+	}
+	if !slices.ContainsFunc(places, func(j int) bool { return j != 0 }) {
+		return st.left[seen][0] + seed + st.left[seen][1]
+	}
+	var s strings.Builder
+	s.WriteString(st.left[seen][0])
+	s.WriteString(seed)
+	for _, j := range places {
+		s.WriteByte(',')
+		s.WriteString(strconv.Itoa(j))
+	}
+	s.WriteString(st.left[seen][1])
+	return s.String()
 }
 
 // appendSteady appends one heartbeat's fields (lua/heartbeat_steady.lua),
 // in bucket b, to args.
 func (p *planner) appendSteady(args []string, b uint32, hb Heartbeat) []string {
-	extra := ""
+	extra := kindCodes[hb.Kind]
 	if meta, at := beatExtras(hb); hb.Gateway != "" || meta != "" || at != "" {
-		extra = hb.Gateway + unitSep + at + unitSep + meta
+		extra += hb.Gateway + unitSep + at + unitSep + meta
 	}
 	return append(args, hb.User, hb.Device, hb.Token, p.hints.page(b, hb.User), steadyFlags[flagBits(hb.Active, hb.Background)], extra)
 }
@@ -70,10 +101,26 @@ var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 
 // decodeSteady reads a reply of lua/heartbeat_steady.lua in bucket b into
 // tokens, one for each beat offered: the token in force, or "" for a beat
-// heartbeat_full.lua must decide. The reply is one string, the tokens
-// joined by unitSep, then, when the script read the bucket's page
-// geometry, recordSep and the geometry, which the page hints learn.
-func (p *planner) decodeSteady(v Value, b uint32, tokens []string) error {
+// the script left. The reply is one string, the tokens joined by unitSep,
+// then, when the script read the bucket's page geometry, recordSep and the
+// geometry, which the page hints learn; or, when the script left a beat,
+// {that string, now, results, lost}: decided is then {now, results, lost}, what
+// lua/heartbeat_full.lua returns (decodeBeats) for the first beats left,
+// in order, and else NilValue.
+func (p *planner) decodeSteady(v Value, b uint32, tokens []string) (decided Value, err error) {
+	if v.Kind == ValueArray {
+		items, err := v.AsArray(4)
+		if err != nil {
+			return decided, replyErr("steady heartbeat: %v", err)
+		}
+		v, decided = items[0], ArrayValue(items[1:]...)
+	}
+	return decided, p.decodeTokens(v, b, tokens)
+}
+
+// decodeTokens reads the string of a reply of lua/heartbeat_steady.lua
+// (decodeSteady).
+func (p *planner) decodeTokens(v Value, b uint32, tokens []string) error {
 	s, err := v.AsString()
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)

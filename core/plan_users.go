@@ -11,9 +11,9 @@ import (
 // The plans of the user operations: heartbeats, sessions, manual status,
 // statuses, online counts. Engine's methods of the same names drive them.
 
-// Heartbeat plans Engine.Heartbeat at now: the steady beat, then the full
-// path if the steady script left the beat. An implicit login's token seed
-// is drawn when the plan is made.
+// Heartbeat plans Engine.Heartbeat at now: the steady beat, whose script
+// runs the full path itself for a beat it cannot apply. An implicit
+// login's token seed is drawn when the plan is made.
 func (pl *Planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
 
 func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return p.beat(now, hb, false) }
@@ -46,6 +46,7 @@ func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 	sp.b, sp.seed = b, seed
 	r := &m.r0
 	args := append(append(sp.args[:0], m.now, p.settings.users[b].pagePrefix), p.settings.beatParams[:]...)
+	args = append(args, p.leftArg(b, seed, nil))
 	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb)}
 	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
 	m.settle(r, nil)
@@ -60,16 +61,21 @@ type steadyPlan struct {
 	b    uint32
 	hb   Heartbeat
 	seed string
-	// the steady call's arguments: now, the page prefix, the settings, and
-	// one beat's 6 fields (appendSteady, lua/heartbeat_steady.lua)
-	args [2 + len(settings{}.beatParams) + 6]string
+	// the steady call's arguments: now, the page prefix, the settings,
+	// ARG_LEFT and one beat's fields (appendSteady, lua/heartbeat_steady.lua)
+	args [3 + len(settings{}.beatParams) + steadyFields]string
 }
 
-// next takes the steady beat's reply: the beat applied, or the full path.
+// next takes the steady beat's reply: the beat applied, or decided by the
+// full path in the same call, or left to heartbeat_full.lua.
 func (sp *steadyPlan) next(vals []Value) (*round, error) {
 	var token [1]string
-	if err := sp.p.decodeSteady(vals[0], sp.b, token[:]); err != nil {
+	decided, err := sp.p.decodeSteady(vals[0], sp.b, token[:])
+	if err != nil {
 		return nil, err
+	}
+	if decided.Kind != ValueNil {
+		return sp.p.heartbeatDecided(&sp.Plan, sp.b, decided, sp.hb)
 	}
 	if token[0] == "" {
 		return sp.p.heartbeatFull(&sp.Plan, sp.b, sp.hb, sp.seed)
@@ -86,16 +92,23 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 	args := append(p.userArgs(m.now, b, 12), "1")
 	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
 	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
-		var acks [1]Ack
-		var ids [1]string
-		if err := p.decodeBeats(m, b, vals[0], []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
-			return nil, err
-		}
-		m.note(beatNote(acks[:]))
-		pl.out = acks[0]
-		m.deliver(acks[0].Changes, ids[:], nil, nil)
-		return p.finish(m, acks[0].Err)
+		return p.heartbeatDecided(pl, b, vals[0], hb)
 	}}, nil
+}
+
+// heartbeatDecided ends a heartbeat's plan with the full path's reply v
+// (decodeBeats) for it, in bucket b.
+func (p *planner) heartbeatDecided(pl *Plan[Ack], b uint32, v Value, hb Heartbeat) (*round, error) {
+	m := &pl.m
+	var acks [1]Ack
+	var ids [1]string
+	if err := p.decodeBeats(m, b, v, []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
+		return nil, err
+	}
+	m.note(beatNote(acks[:]))
+	pl.out = acks[0]
+	m.deliver(acks[0].Changes, ids[:], nil, nil)
+	return p.finish(m, acks[0].Err)
 }
 
 // HeartbeatBatch plans Engine.HeartbeatBatch at now: one round of steady
@@ -167,7 +180,7 @@ func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack
 		}
 	}
 	full := func(runs [][]int) (*round, error) {
-		if len(runs) > 0 {
+		if len(runs) > 0 && ids == nil {
 			ids = make([]string, len(beats)) // steady beats publish nothing: no IDs to keep
 		}
 		// calls of at most fullChunk beats (more for a user with more),
@@ -209,19 +222,22 @@ func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack
 			return end()
 		}}, nil
 	}
-	m.settle(p.steadyBeats(m.now, beats, bucket, runs, acks, full))
+	m.settle(p.steadyBeats(m, beats, bucket, runs, seed, pos, acks, &ids, full))
 	return pl
 }
 
 // steadyBeats offers the beats of each run (one bucket's valid beats, in
 // order) that may be steady to lua/heartbeat_steady.lua, in calls of at
-// most steadyChunk beats of one run, sent a few at a time, and sets the acks of those it applied. It goes on with then and the runs of the
-// beats left for heartbeat_full.lua, in their order. A user with several beats
-// in the batch has them all left there, so that one script applies them
-// together and in order: split between the two scripts, they could be
-// applied out of order or apart.
-func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, runs [][]int, acks []Ack,
-	then func(runs [][]int) (*round, error)) (*round, error) {
+// most steadyChunk beats of one run, sent a few at a time, and sets the
+// acks of those it applied, and of those the script decided on the full
+// path (at most leftChunk of a call), whose outbox IDs go to *ids, made
+// for every beat. It goes on with then and the runs of the beats left for
+// heartbeat_full.lua, in their order. A user with several beats in the
+// batch has them all left there, so that one script applies them together
+// and in order: split between the two scripts, they could be applied out
+// of order or apart. Seed and pos are by beat, as appendBeat takes them.
+func (p *planner) steadyBeats(m *machine, beats []Heartbeat, bucket []uint32, runs [][]int, seed []string, pos []int,
+	acks []Ack, ids *[]string, then func(runs [][]int) (*round, error)) (*round, error) {
 	var calls []Call
 	var costs []int
 	var offered [][]int
@@ -239,7 +255,14 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		b := bucket[run[0]]
 		for _, sp := range spans(len(these), steadyChunk) {
 			part := these[sp[0]:sp[1]:sp[1]]
-			args := p.steadyArgs(now, b, len(part))
+			var places []int
+			if seed[run[0]] != "" {
+				places = make([]int, len(part))
+				for k, i := range part {
+					places[k] = pos[i]
+				}
+			}
+			args := p.steadyArgs(m.now, b, seed[run[0]], places, len(part))
 			for _, i := range part {
 				args = p.appendSteady(args, b, beats[i])
 			}
@@ -253,16 +276,33 @@ func (p *planner) steadyBeats(now string, beats []Heartbeat, bucket []uint32, ru
 		return then(runs)
 	}
 	return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
-		applied := make([]bool, len(beats))
+		applied := make([]bool, len(beats)) // or decided
 		for c, these := range offered {
 			tokens := make([]string, len(these))
-			if err := p.decodeSteady(vals[c], offeredIn[c], tokens); err != nil {
+			decided, err := p.decodeSteady(vals[c], offeredIn[c], tokens)
+			if err != nil {
 				return nil, err
 			}
+			var left []int
 			for j, i := range these {
 				if tokens[j] != "" {
 					acks[i].Token, applied[i] = tokens[j], true
+				} else {
+					left = append(left, i)
 				}
+			}
+			if decided.Kind == ValueNil {
+				continue
+			}
+			left = left[:min(len(left), leftChunk)]
+			if *ids == nil {
+				*ids = make([]string, len(beats))
+			}
+			if err := p.decodeBeats(m, offeredIn[c], decided, beats, left, acks, *ids); err != nil {
+				return nil, err
+			}
+			for _, i := range left {
+				applied[i] = true
 			}
 		}
 		left := runs[:0:0]

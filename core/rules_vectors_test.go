@@ -303,6 +303,14 @@ func commonArgs(s *settings, now int64) []any {
 		"P:{u0}:p:", "16", itoa(s.skew), "0", "P:{u0}:cnt", itoa(s.fence), "P:{u0}:ob", "0"}
 }
 
+// leftArg is the steady beat's ARG_LEFT (lua/heartbeat_steady.lua) for s,
+// as commonArgs has them, with no token seed.
+func leftArg(s *settings) string {
+	left := []string{itoa(s.skew), itoa(s.leave), itoa(s.coalesce), "16", "0", itoa(s.fence), itoa(leftChunk), "0", "",
+		sufPage, sufCounts, sufOutbox, sufDue, sufManual}
+	return strings.Join(append(left, s.intervalArgs[:]...), unitSep)
+}
+
 // userOutcome runs vector u through userlib.lua, and returns also the stored
 // form of each device record.
 func (l *luaRunner) userOutcome(t *testing.T, v vectorEnv, s *settings, u userVector, before debounce, c cause) (userOutcome, [][2]string) {
@@ -382,7 +390,9 @@ func (l *luaRunner) userOutcome(t *testing.T, v vectorEnv, s *settings, u userVe
 // reports whether the script applied it. It offers the beat twice, from
 // the same records: as a beat with nothing extra, which the script's
 // single-device path takes, and with an empty gateway, client time and
-// metadata, which only its general path takes; the two must agree.
+// metadata, which only its general path takes; the two must agree. A beat
+// the script leaves it decides on the full path in the same call, which
+// replies with a table.
 func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64, stored [2]string, d deviceVector, st Status, active bool) bool {
 	t.Helper()
 	flags := 0
@@ -403,11 +413,13 @@ func (l *luaRunner) steadyBeat(t *testing.T, v vectorEnv, s *settings, now int64
 			t.Fatal(err)
 		}
 		res, err := l.c.Eval(l.ctx, l.steady, []string{"P:{u0}:big", "P:{u0}:m"}, itoa(now), "P:{u0}:p:", itoa(s.push),
-			itoa(s.keep), itoa(s.idle), itoa(s.skew), "vector", d.ID, v.record(d).token, "0", itoa(int64(flags)), extra).Text()
+			itoa(s.keep), itoa(s.idle), leftArg(s), "vector", d.ID, v.record(d).token, "0",
+			itoa(int64(flags)), kindCodes[v.record(d).kind]+extra).Result()
 		if err != nil {
 			t.Fatalf("steady beat: %v", err)
 		}
-		applied[i] = res != ""
+		tokens, ok := res.(string)
+		applied[i] = ok && tokens != ""
 	}
 	if applied[0] != applied[1] {
 		t.Errorf("steady beat of %s at %d: the single-device path applied it %v, the general path %v", d.ID, now, applied[0], applied[1])

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/presencekit/presence/core/internal/luabuild"
 )
@@ -192,9 +196,11 @@ func TestLuaArgNames(t *testing.T) {
 	}{
 		{e.scripts.beat, []string{"heartbeat_steady"}, map[string]string{
 			"ARG_NOW": "1772366400123", "ARG_PAGES": base + sufPage, "ARG_PUSH": "602000", "ARG_KEEP": itoa(e.settings.keep),
-			"ARG_IDLE": "301000", "ARG_SKEW": "299000", "ARG_BEAT1+BEAT_USER": "alice",
+			"ARG_IDLE": "301000", "ARG_BEAT1+BEAT_USER": "alice",
 			"ARG_BEAT1+BEAT_DEVICE": "tablet", "ARG_BEAT1+BEAT_TOKEN": "tok-h", "ARG_BEAT1+BEAT_PAGE": "",
-			"ARG_BEAT1+BEAT_FLAGS": "1", "ARG_BEAT1+BEAT_EXTRA": "gw-h" + unitSep + "1772366399456" + unitSep + meta,
+			"ARG_BEAT1+BEAT_FLAGS": "1",
+			"ARG_BEAT1+BEAT_EXTRA": kindCodes[KindAndroid] + "gw-h" + unitSep + "1772366399456" + unitSep + meta,
+			"ARG_LEFT":             e.settings.leftNone[1],
 		}, "ARG_BEAT1", "BEAT_FIELDS"},
 		{e.scripts.heartbeat, []string{"userlib", "heartbeat_full"}, with(map[string]string{
 			"ARG_BEATS": "1", "ARG_BEAT1+BEAT_USER": "alice", "ARG_BEAT1+BEAT_DEVICE": "tablet",
@@ -350,6 +356,89 @@ func TestLuaArgNames(t *testing.T) {
 			}
 		})
 	}
+	// the steady beat's ARG_LEFT, field by field, and what the steady beat
+	// makes of it and of a beat it leaves: the ARGV and KEYS of
+	// heartbeat_full.lua that the engine sends for that beat
+	t.Run("beat ARG_LEFT", func(t *testing.T) {
+		names := luaNames(t, "heartbeat_steady")
+		steady := rec.argsOf(t, e.scripts.beat)
+		left := strings.Split(steady[atoi(t, names["ARG_LEFT"])-1], unitSep)
+		field := func(name string, k int) string {
+			p := atoi(t, names[name]) + k
+			if p < 1 || p > len(left) {
+				t.Fatalf("%s+%d: field %d of the %d of ARG_LEFT", name, k, p, len(left))
+			}
+			return left[p-1]
+		}
+		// the seed: none, for a beat with a token
+		want := map[string]string{"LEFT_SKEW": "299000", "LEFT_LEAVE": "15003", "LEFT_COALESCE": "1004",
+			"LEFT_MAXDEV": "17", "LEFT_POLICY": strconv.Itoa(int(PolicyMulti)), "LEFT_KICK": "3607000",
+			"LEFT_MAX": strconv.Itoa(leftChunk), "LEFT_HEAL": e.settings.heal, "LEFT_SEED": "", "LEFT_PAGE": sufPage, "LEFT_COUNTS": sufCounts,
+			"LEFT_OUTBOX": sufOutbox, "LEFT_DUE": sufDue, "LEFT_MANUAL": sufManual}
+		for name, w := range want {
+			if got := field(name, 0); got != w {
+				t.Errorf("ARG_LEFT's %s = %q, want %q", name, got, w)
+			}
+		}
+		for k := range kindNames {
+			if got := field("LEFT_INTERVAL", k); got != itoa(e.settings.interval[k]) {
+				t.Errorf("ARG_LEFT's interval of %s = %q, want %q", Kind(k), got, itoa(e.settings.interval[k]))
+			}
+		}
+		for name := range names {
+			if _, ok := want[name]; strings.HasPrefix(name, "LEFT_") && name != "LEFT_INTERVAL" && !ok {
+				t.Errorf("%s is not checked", name)
+			}
+		}
+		if n := atoi(t, names["LEFT_INTERVAL"]) + len(kindNames) - 1; len(left) != n {
+			t.Errorf("ARG_LEFT has %d fields, want %d, the intervals last", len(left), n)
+		}
+		// the steady beat up to the call of the full path, which here
+		// returns what it was called with; the beat misses, as no record
+		// is stored
+		src := inlineLua(t, joinLua("recordlib", "heartbeat_steady")+"return { ARGV, KEYS }\nend)(fullArgv, fullKeys)\nreturn decided\n")
+		c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+		defer c.Close()
+		var keys []string
+		for _, call := range rec.calls {
+			if call.SHA == e.scripts.beat.sha {
+				keys = call.Keys
+				break
+			}
+		}
+		args := make([]any, len(steady))
+		for i, a := range steady {
+			args[i] = a
+		}
+		res, err := c.Eval(ctx, src, keys, args...).Slice()
+		if err != nil || len(res) != 2 {
+			t.Fatalf("steady beat, stopped at the full path: %v, %v", res, err)
+		}
+		strs := func(v any) []string {
+			var out []string
+			items, _ := v.([]any)
+			for _, x := range items {
+				out = append(out, fmt.Sprint(x))
+			}
+			return out
+		}
+		full := rec.argsOf(t, e.scripts.heartbeat)
+		if got := strs(res[0]); !slices.Equal(got, full) {
+			t.Errorf("heartbeat_full.lua's ARGV from the steady beat:\n%q\nthe engine's:\n%q", got, full)
+		}
+		if got := strs(res[1]); !slices.Equal(got, e.plans.userKeys(b)) {
+			t.Errorf("heartbeat_full.lua's KEYS from the steady beat: %q, the engine's %q", got, e.plans.userKeys(b))
+		}
+	})
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return n
 }
 
 // anyToken stands for a value drawn at random, a 16-digit token.

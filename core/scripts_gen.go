@@ -140,10 +140,12 @@ end
 `
 	luaHeartbeatSteady = `-- heartbeat_steady.lua: the steady beat, a heartbeat's first path. Applies
 -- the beats of users in one bucket that only extend a live session, and
--- leaves every other beat, unchanged, to heartbeat_full.lua. Most beats are
--- steady, and this script is small on purpose: it reads no common
--- parameters it does not need and none of userlib.lua, whose setup costs
--- as much as a steady beat's own work. What a steady beat costs the server
+-- leaves every other beat, unchanged, to heartbeat_full.lua, which the
+-- script runs itself, in the same call, for the first of them
+-- (heartbeat_left.lua). Most beats are steady, and this script is small on
+-- purpose: it reads no common parameters it does not need and builds none
+-- of userlib.lua, whose setup costs as much as a steady beat's own work,
+-- unless a beat is left. What a steady beat costs the server
 -- is mostly the number of Lua C calls and new strings it makes, so the
 -- common case (one device, nothing to compare but its session) has a path
 -- of its own (single, below) and every other case the general one.
@@ -157,6 +159,7 @@ end
 
 
 
+-- an argument costs Redis a step of its string hash, so it is short):
 
 
 
@@ -164,13 +167,34 @@ end
 
 
 
+
+
+-- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
+-- without a token that is left issues seed.j
+
+
+
+
+
+
+
+
+
+
+
+
+
+-- metadata ("" each: keep, none)
 
 -- Returns one string: for each beat, the session token in force when it was
--- applied, or "" when heartbeat_full.lua must decide it, joined by US
--- (tokens hold no control characters); then, if the script read the
--- bucket's page geometry, RS, its level, US and its split pointer, so that
--- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at several times the cost of a string.
+-- applied, or "" when it was left, joined by US (tokens hold no control
+-- characters); then, if the script read the bucket's page geometry, RS,
+-- its level, US and its split pointer, so that the engine's hints follow
+-- splits. One string, because Redis turns a table reply into RESP at
+-- several times the cost of a string. When it left a beat, the reply is
+-- {that string, now, results}, results as heartbeat_full.lua returns them
+-- for the first beats left, in order, at most LEFT_MAX; the engine sends
+-- the others to heartbeat_full.lua.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's
@@ -218,11 +242,11 @@ local function general(S, a, key, rec, dyn)
   local active, back = flags == '1' or flags == '3', flags >= '2'
   local extra = ARGV[a + 5]
   local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local t = now
   if at ~= '' then
     t = at + 0
-    if math.abs(t - now) > ARGV[6] + 0 then return false end
+    if math.abs(t - now) > string.match(ARGV[6], '^[^\031]*') + 0 then return false end
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t = now end
   end
@@ -302,9 +326,10 @@ end
 -- records are of its shape, else by the general path, then write the
 -- dynamic record, and move the key's expiry when the device's last seen
 -- instant and now fall in different halves of KEEP. A break leaves the
--- beat to heartbeat_full.lua.
+-- beat, and left holds the place of its fields.
 local out = {}
 local S = nil
+local left = nil
 for a = 7, #ARGV, 6 do
   local tok = false
   repeat
@@ -344,7 +369,7 @@ for a = 7, #ARGV, 6 do
     -- expiry, nothing extra in the beat
     local seen, da = string.match(dyn, '^\031\029(%x+)\031(%-?%d+)$')
     local bits, tk, iv = nil, nil, nil -- bits: the device's, as a number
-    if seen and ARGV[a + 5] == '' and string.sub(rec, 2, #dev + 2) == '\29' .. dev then
+    if seen and #ARGV[a + 5] == 1 and string.sub(rec, 2, #dev + 2) == '\29' .. dev then
       tk, iv = string.match(rec, '^\031[0-7]\031[^\031]*\031[^\031]*\031([^\031]*)\031(%d+)\031%x+$', #dev + 3)
       if tk then bits = string.byte(rec, #dev + 4) - 48 end
     end
@@ -385,12 +410,57 @@ for a = 7, #ARGV, 6 do
     if now - now % HALF ~= seen - seen % HALF then redis.call('PEXPIRE', key, ARGV[4]) end
     tok = tk
   until true
+  if not tok then
+    left = left or {}
+    left[#left + 1] = a
+  end
   out[#out + 1] = tok or ''
 end
 local reply = out[1]
 if #out > 1 then reply = table.concat(out, '\31') end
 if geometry then reply = reply .. '\30' .. geometry end
-return reply
+if not left then return reply end
+-- A beat is left: heartbeat_full.lua decides the first LEFT_MAX of those
+-- left here, in the function that follows (userlib.lua and
+-- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
+-- them), which is made only now, so that a steady beat builds none of it.
+-- Its ARGV are userlib.lua's common ones, in their order, from ARGV and
+-- ARG_LEFT, and each beat's heartbeat_full.lua fields, in their order,
+-- from the beat's own here; its KEYS userlib.lua's: the bucket's meta, due
+-- index, big hash and manual hash.
+local L, i, pack = {}, 1, ARGV[6]
+while true do
+  local j = string.find(pack, '\31', i, true)
+  L[#L + 1] = string.sub(pack, i, (j or 0) - 1)
+  if not j then break end
+  i = j + 1
+end
+local seed, places = string.match(L[9], '^([^,]*),?(.*)$')
+local J = {}
+for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
+local decide = math.min(#left, L[7] + 0)
+local base = string.sub(PAGES, 1, #PAGES - #L[10])
+local fullArgv = { nows, ARGV[5], ARGV[3], L[2], L[3], ARGV[4], PAGES,
+  L[4], L[1], L[5], base .. L[11], L[6], base .. L[12], L[8],
+  decide }
+for k = 1, decide do
+  local a = left[k]
+  local flags, extra, token = ARGV[a + 4], ARGV[a + 5], ARGV[a + 2]
+  local kind, g, at, m = string.sub(extra, 1, 1), '', '', ''
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
+  local active, back, issue = '0', '0', ''
+  if flags == '1' or flags == '3' then active = '1' end
+  if flags >= '2' then back = '1' end
+  if token == '' then
+    issue = seed .. '.' .. (J[(a - 7) / 6 + 1] or '0')
+  end
+  local n = #fullArgv
+  fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + 0], ARGV[a + 1], kind, g
+  fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[15 + kind], m, at, issue
+end
+local fullKeys = { KEYS[2], base .. L[13], KEYS[1], base .. L[14] }
+local decided = (function(ARGV, KEYS)
 
 `
 	luaUserlib = `-- userlib.lua: the users' rules (device state, aggregation, debounce) and
@@ -1188,6 +1258,15 @@ for i = 0, n - 1 do
   results[#results + 1] = reassert
 end
 return { now, results, P.lost }
+
+`
+	luaHeartbeatLeft = `-- heartbeat_left.lua: the end of heartbeat_steady.lua, after userlib.lua
+-- and heartbeat_full.lua, which it joins in a function of its own, made
+-- and called only when the steady beat left a beat (luabuild). Returns the
+-- steady beat's reply, then what heartbeat_full.lua returns: now, the
+-- results and the loss it found.
+end)(fullArgv, fullKeys)
+return { reply, decided[1], decided[2], decided[3] }
 
 `
 	luaLogin = `-- login.lua: logs a device in under a policy, kicking what the policy removes.
@@ -2261,7 +2340,7 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "c4b0f4ac9a865158b570f255e53fd86d81b8f3b1"
+	shaHeartbeatSteady = "bf3a4da6f9dc708009874c08e4d781a7b964943e"
 	shaHeartbeatFull   = "6115591a72b696d76817180822c9936fad3d1eda"
 	shaLogin           = "11cd3a0cb79b1bd68e280a1a9d244963ddf4c3ce"
 	shaLogout          = "bab534111a4db3ab321e2dd99f1a19a61668ceb0"
@@ -2289,7 +2368,7 @@ const (
 
 // The texts each script joins, in order: its helper files, then its own.
 var (
-	partsHeartbeatSteady = []string{luaRecordlib, luaHeartbeatSteady}
+	partsHeartbeatSteady = []string{luaRecordlib, luaHeartbeatSteady, luaUserlib, luaHeartbeatFull, luaHeartbeatLeft}
 	partsHeartbeatFull   = []string{luaRecordlib, luaUserlib, luaHeartbeatFull}
 	partsLogin           = []string{luaRecordlib, luaUserlib, luaLogin}
 	partsLogout          = []string{luaRecordlib, luaUserlib, luaLogout}

@@ -37,15 +37,18 @@ import (
 // tables of format characters and white space) 12 kB raw and 4 kB gzipped,
 // and the ceilings 16 kB and 4 kB; the delivery of a call's messages
 // with their acknowledgement and the generated enumerations 7 kB raw, and
-// the raw ceilings 8 kB. Raise them only
+// the raw ceilings 8 kB; the steady beat that decides the beats it leaves
+// (its longer Lua file, the left beats' decoding) 19 kB raw and 5 kB
+// gzipped, and the ceilings 20 kB and 6 kB (5 kB for the JS build's
+// gzip). Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_616_000, 1_246_000},
-	{wasm.JS, 4_644_000, 1_252_000},
+	{wasm.WASI, 4_636_000, 1_252_000},
+	{wasm.JS, 4_664_000, 1_258_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,

@@ -68,7 +68,8 @@ func feedChangesOf(t *testing.T, ctx context.Context, feed *core.Feed, eng *core
 }
 
 // TestLostReplyChangeDeliveredOnce: the reply of the heartbeat that
-// publishes a change is lost after the script ran. go-redis resends the
+// publishes a change (the steady beat's call, which decided it on the full
+// path) is lost after the script ran. go-redis resends the
 // script, redigo and rueidis return an error and the caller retries; the
 // second run finds nothing left to change, so the engine publishes
 // nothing. The outbox still holds the change: the next user sweep past
@@ -86,7 +87,7 @@ func TestLostReplyChangeDeliveredOnce(t *testing.T) {
 			if _, err := eng.Status(ctx, "warm"); err != nil { // the client's connection, first
 				t.Fatal(err)
 			}
-			p.LoseReplyTo([]byte(script(t, "heartbeat").SHA()))
+			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
 			var returned []core.Change
 			untilDone(t, func() error {
 				ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web", Kind: core.KindWeb, Active: true})

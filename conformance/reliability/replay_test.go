@@ -324,8 +324,9 @@ func TestReplyLostAfterApply(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// A first heartbeat: an implicit login that publishes ONLINE.
-			p.LoseReplyTo([]byte(script(t, "heartbeat").SHA()))
+			// A first heartbeat: an implicit login that publishes ONLINE,
+			// decided by the steady beat's call.
+			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
 			var token string
 			var published []core.Change
 			n := retry("heartbeat", func() error {

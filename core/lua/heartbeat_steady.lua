@@ -1,9 +1,11 @@
 -- heartbeat_steady.lua: the steady beat, a heartbeat's first path. Applies
 -- the beats of users in one bucket that only extend a live session, and
--- leaves every other beat, unchanged, to heartbeat_full.lua. Most beats are
--- steady, and this script is small on purpose: it reads no common
--- parameters it does not need and none of userlib.lua, whose setup costs
--- as much as a steady beat's own work. What a steady beat costs the server
+-- leaves every other beat, unchanged, to heartbeat_full.lua, which the
+-- script runs itself, in the same call, for the first of them
+-- (heartbeat_left.lua). Most beats are steady, and this script is small on
+-- purpose: it reads no common parameters it does not need and builds none
+-- of userlib.lua, whose setup costs as much as a steady beat's own work,
+-- unless a beat is left. What a steady beat costs the server
 -- is mostly the number of Lua C calls and new strings it makes, so the
 -- common case (one device, nothing to compare but its session) has a path
 -- of its own (single, below) and every other case the general one.
@@ -16,21 +18,43 @@ local ARG_PAGES = 2 -- prefix of the page keys of this bucket ("P:{uB}:p:")
 local ARG_PUSH = 3  -- PushWindow ms
 local ARG_KEEP = 4  -- ms a page or the big hash lives past its last write
 local ARG_IDLE = 5  -- IdleAfter ms
-local ARG_SKEW = 6  -- MaxSkew ms
+local ARG_LEFT = 6  -- MaxSkew ms, and what else heartbeat_full.lua takes, joined by US (every byte of
+-- an argument costs Redis a step of its string hash, so it is short):
+local LEFT_SKEW = 1      -- MaxSkew ms, the one field a steady beat may read (one with a client time)
+local LEFT_LEAVE = 2     -- LeaveDelay ms
+local LEFT_COALESCE = 3  -- CoalesceWindow ms
+local LEFT_MAXDEV = 4    -- MaxDevices
+local LEFT_POLICY = 5    -- the engine's login policy
+local LEFT_KICK = 6      -- KickFence ms
+local LEFT_MAX = 7       -- the most left beats it decides in this call
+local LEFT_HEAL = 8      -- userlib.lua's ARG_HEAL for this bucket
+local LEFT_SEED = 9      -- the seed of the tokens of implicit logins ("" none), then, if not every
+-- beat's is 0, "," and each beat's place j in its run, joined by ",": a beat
+-- without a token that is left issues seed.j
+local LEFT_PAGE = 10     -- the suffix of ARG_PAGES after the bucket's keys' common prefix, then
+local LEFT_COUNTS = 11   -- the suffixes of the keys of the counts hash,
+local LEFT_OUTBOX = 12   -- the outbox,
+local LEFT_DUE = 13      -- the due index
+local LEFT_MANUAL = 14   -- and the manual hash
+local LEFT_INTERVAL = 15 -- the heartbeat interval ms of each kind, by number from here
 local ARG_BEAT1 = 7 -- the first beat's fields, BEAT_FIELDS each:
 local BEAT_USER = 0
 local BEAT_DEVICE = 1
 local BEAT_TOKEN = 2 -- "" none: the engine sends one only under the multi-device policy
 local BEAT_PAGE = 3  -- the page the engine expects the user in, "" unknown (a hint: below)
 local BEAT_FLAGS = 4 -- 1 if active + 2 if in the background, one digit
-local BEAT_EXTRA = 5 -- "" none, else gateway US client time ms US metadata ("" each: keep, none)
+local BEAT_EXTRA = 5 -- the kind, one digit, then, if the beat has any, gateway US client time ms US
+-- metadata ("" each: keep, none)
 local BEAT_FIELDS = 6
 -- Returns one string: for each beat, the session token in force when it was
--- applied, or "" when heartbeat_full.lua must decide it, joined by US
--- (tokens hold no control characters); then, if the script read the
--- bucket's page geometry, RS, its level, US and its split pointer, so that
--- the engine's hints follow splits. One string, because Redis turns a table
--- reply into RESP at several times the cost of a string.
+-- applied, or "" when it was left, joined by US (tokens hold no control
+-- characters); then, if the script read the bucket's page geometry, RS,
+-- its level, US and its split pointer, so that the engine's hints follow
+-- splits. One string, because Redis turns a table reply into RESP at
+-- several times the cost of a string. When it left a beat, the reply is
+-- {that string, now, results}, results as heartbeat_full.lua returns them
+-- for the first beats left, in order, at most LEFT_MAX; the engine sends
+-- the others to heartbeat_full.lua.
 -- A beat is steady when its device has a live session that the beat's
 -- token names, nothing is pending and no manual status expires, the beat
 -- carries no new gateway or metadata, it changes neither the device's
@@ -78,11 +102,11 @@ local function general(S, a, key, rec, dyn)
   local active, back = flags == '1' or flags == '3', flags >= '2'
   local extra = ARGV[a + BEAT_EXTRA]
   local g, at, m = '', '', ''
-  if extra ~= '' then g, at, m = string.match(extra, '^([^\031]*)\031([^\031]*)\031(.*)$') end
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
   local t = now
   if at ~= '' then
     t = at + 0
-    if math.abs(t - now) > ARGV[ARG_SKEW] + 0 then return false end
+    if math.abs(t - now) > string.match(ARGV[ARG_LEFT], '^[^\031]*') + 0 then return false end
     -- a client's earlier time counts for activity, never a later one
     if t >= now then t = now end
   end
@@ -162,9 +186,10 @@ end
 -- records are of its shape, else by the general path, then write the
 -- dynamic record, and move the key's expiry when the device's last seen
 -- instant and now fall in different halves of KEEP. A break leaves the
--- beat to heartbeat_full.lua.
+-- beat, and left holds the place of its fields.
 local out = {}
 local S = nil
+local left = nil
 for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
   local tok = false
   repeat
@@ -204,7 +229,7 @@ for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
     -- expiry, nothing extra in the beat
     local seen, da = string.match(dyn, SINGLE_DYNAMIC)
     local bits, tk, iv = nil, nil, nil -- bits: the device's, as a number
-    if seen and ARGV[a + BEAT_EXTRA] == '' and string.sub(rec, 2, #dev + 2) == IS .. dev then
+    if seen and #ARGV[a + BEAT_EXTRA] == 1 and string.sub(rec, 2, #dev + 2) == IS .. dev then
       tk, iv = string.match(rec, SINGLE_STATIC, #dev + 3)
       if tk then bits = string.byte(rec, #dev + 4) - 48 end
     end
@@ -245,9 +270,54 @@ for a = ARG_BEAT1, #ARGV, BEAT_FIELDS do
     if now - now % HALF ~= seen - seen % HALF then redis.call('PEXPIRE', key, ARGV[ARG_KEEP]) end
     tok = tk
   until true
+  if not tok then
+    left = left or {}
+    left[#left + 1] = a
+  end
   out[#out + 1] = tok or ''
 end
 local reply = out[1]
 if #out > 1 then reply = table.concat(out, US) end
 if geometry then reply = reply .. RS .. geometry end
-return reply
+if not left then return reply end
+-- A beat is left: heartbeat_full.lua decides the first LEFT_MAX of those
+-- left here, in the function that follows (userlib.lua and
+-- heartbeat_full.lua, joined after this file, heartbeat_left.lua after
+-- them), which is made only now, so that a steady beat builds none of it.
+-- Its ARGV are userlib.lua's common ones, in their order, from ARGV and
+-- ARG_LEFT, and each beat's heartbeat_full.lua fields, in their order,
+-- from the beat's own here; its KEYS userlib.lua's: the bucket's meta, due
+-- index, big hash and manual hash.
+local L, i, pack = {}, 1, ARGV[ARG_LEFT]
+while true do
+  local j = string.find(pack, US, i, true)
+  L[#L + 1] = string.sub(pack, i, (j or 0) - 1)
+  if not j then break end
+  i = j + 1
+end
+local seed, places = string.match(L[LEFT_SEED], '^([^,]*),?(.*)$')
+local J = {}
+for j in string.gmatch(places, '[^,]+') do J[#J + 1] = j end
+local decide = math.min(#left, L[LEFT_MAX] + 0)
+local base = string.sub(PAGES, 1, #PAGES - #L[LEFT_PAGE])
+local fullArgv = { nows, ARGV[ARG_IDLE], ARGV[ARG_PUSH], L[LEFT_LEAVE], L[LEFT_COALESCE], ARGV[ARG_KEEP], PAGES,
+  L[LEFT_MAXDEV], L[LEFT_SKEW], L[LEFT_POLICY], base .. L[LEFT_COUNTS], L[LEFT_KICK], base .. L[LEFT_OUTBOX], L[LEFT_HEAL],
+  decide }
+for k = 1, decide do
+  local a = left[k]
+  local flags, extra, token = ARGV[a + BEAT_FLAGS], ARGV[a + BEAT_EXTRA], ARGV[a + BEAT_TOKEN]
+  local kind, g, at, m = string.sub(extra, 1, 1), '', '', ''
+  if #extra > 1 then g, at, m = string.match(extra, '^.([^\031]*)\031([^\031]*)\031(.*)$') end
+  local active, back, issue = '0', '0', ''
+  if flags == '1' or flags == '3' then active = '1' end
+  if flags >= '2' then back = '1' end
+  if token == '' then
+    issue = seed .. '.' .. (J[(a - ARG_BEAT1) / BEAT_FIELDS + 1] or '0')
+  end
+  local n = #fullArgv
+  fullArgv[n + 1], fullArgv[n + 2], fullArgv[n + 3], fullArgv[n + 4] = ARGV[a + BEAT_USER], ARGV[a + BEAT_DEVICE], kind, g
+  fullArgv[n + 5], fullArgv[n + 6], fullArgv[n + 7] = token, active, back
+  fullArgv[n + 8], fullArgv[n + 9], fullArgv[n + 10], fullArgv[n + 11] = L[LEFT_INTERVAL + kind], m, at, issue
+end
+local fullKeys = { KEYS[2], base .. L[LEFT_DUE], KEYS[1], base .. L[LEFT_MANUAL] }
+local decided = (function(ARGV, KEYS)

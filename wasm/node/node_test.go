@@ -78,7 +78,7 @@ func TestNodeExample(t *testing.T) {
 		t.Fatalf("example failed: %v", err)
 	}
 	for _, want := range []string{
-		"abi 2", `"clock":"host"`, "together 3 plans in 2 rounds", "bad resume unknown_plan",
+		"abi 2", `"clock":"host"`, "together 3 plans in 1 rounds", "bad resume unknown_plan",
 		"status ONLINE web-1:ONLINE", `count {"n":3,`,
 		"refused heartbeat: [invalid] presence: invalid Heartbeat.User: must not be empty",
 	} {

@@ -11,45 +11,50 @@ import (
 	"strings"
 )
 
-// script is one script of the engine: its file and the helper files joined
-// before it, in order, each named without ".lua".
+// script is one script of the engine: its file, the helper files joined
+// before it and the files joined after it, in order, each named without
+// ".lua".
 type script struct {
-	file string
-	libs []string
+	file  string
+	libs  []string
+	after []string
 }
 
-// scriptList returns every script of the engine, with the helper files
-// joined before it; scripts_gen.go lists them as parts<Name>. The steady beat builds on
-// recordlib.lua alone, because whatever a prepended file defines, the
-// script builds on every call.
+// scriptList returns every script of the engine, with the files joined
+// before and after it; scripts_gen.go lists them as parts<Name>. The
+// steady beat builds on recordlib.lua alone, because whatever a prepended
+// file defines, the script builds on every call; the full path of the
+// beats it leaves (userlib.lua, heartbeat_full.lua) follows it inside a
+// function that heartbeat_steady.lua opens and heartbeat_left.lua closes,
+// which a call builds only when it leaves a beat.
 func scriptList() []script {
 	user := []string{"recordlib", "userlib"}
 	scope := []string{"recordlib", "userlib", "scopelib"}
 	return []script{
-		{"heartbeat_steady", []string{"recordlib"}},
-		{"heartbeat_full", user},
-		{"login", user},
-		{"logout", user},
-		{"manual", user},
-		{"status", user},
-		{"sweep_users", user},
-		{"unlock", nil},
-		{"touch", scope},
-		{"leave", scope},
-		{"count", scope},
-		{"members", scope},
-		{"active", scope},
-		{"sweep_scopes", scope},
-		{"log_append", nil},
-		{"log_read", nil},
-		{"outbox_ack", nil},
-		{"shard_touch", user},
-		{"shard_len", nil},
-		{"shard_sweep", scope},
-		{"shard_drop", nil},
-		{"scope_finish", scope},
-		{"counts", nil},
-		{"ping", nil},
+		{"heartbeat_steady", []string{"recordlib"}, []string{"userlib", "heartbeat_full", "heartbeat_left"}},
+		{"heartbeat_full", user, nil},
+		{"login", user, nil},
+		{"logout", user, nil},
+		{"manual", user, nil},
+		{"status", user, nil},
+		{"sweep_users", user, nil},
+		{"unlock", nil, nil},
+		{"touch", scope, nil},
+		{"leave", scope, nil},
+		{"count", scope, nil},
+		{"members", scope, nil},
+		{"active", scope, nil},
+		{"sweep_scopes", scope, nil},
+		{"log_append", nil, nil},
+		{"log_read", nil, nil},
+		{"outbox_ack", nil, nil},
+		{"shard_touch", user, nil},
+		{"shard_len", nil, nil},
+		{"shard_sweep", scope, nil},
+		{"shard_drop", nil, nil},
+		{"scope_finish", scope, nil},
+		{"counts", nil, nil},
+		{"ping", nil, nil},
 	}
 }
 
@@ -82,14 +87,15 @@ func Generate(core fs.FS) (_ []byte, err error) {
 	var order []string           // the files, in the order of first use
 	var shas, parts bytes.Buffer
 	for _, s := range scriptList() {
-		names := make([]string, 0, len(s.libs)+1)
-		for _, f := range append(append([]string(nil), s.libs...), s.file) {
+		files := append(append(append([]string(nil), s.libs...), s.file), s.after...)
+		names := make([]string, 0, len(files))
+		for _, f := range files {
 			names = append(names, "lua"+camel(f))
 		}
 		fmt.Fprintf(&parts, "\tparts%s = []string{%s}\n", camel(s.file), strings.Join(names, ", "))
 		var joined []byte
 		prev := ""
-		for _, f := range append(append([]string(nil), s.libs...), s.file) {
+		for _, f := range files {
 			b, err := fs.ReadFile(lua, f+".lua")
 			if err != nil {
 				return nil, err
