@@ -28,7 +28,7 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 	now := time.UnixMilli(1_772_366_400_000)
 	clock := core.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := core.New(s, core.Config{Prefix: "loss" + unique(t), Clock: clock})
+	e, err := core.New(s, core.Config{Prefix: "loss" + unique(t), Clock: clock, ChangeLog: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
