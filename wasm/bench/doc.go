@@ -22,4 +22,10 @@
 // (the CPU of that first configure), the CPU per beat in µs, the commit
 // and the load average. Each figure is the median of its rounds. CPU is
 // read from /proc, every thread of the process: Linux only.
+//
+// With -keep DIR it leaves the module and the recorded replies in DIR, so
+// that run.mjs can be profiled by hand:
+//
+//	go run ./wasm/bench -runs 0 -keep /tmp/pb
+//	node --cpu-prof wasm/bench/run.mjs --wasm /tmp/pb/presence.wasm --replies /tmp/pb/replies.json
 package main

@@ -46,8 +46,9 @@ func main() {
 	runs := flag.Int("runs", 3, "rounds of every runtime; each figure is the median of its rounds")
 	n := flag.Int("n", 2000, "single heartbeats a round (and n/100 batches of 100)")
 	only := flag.String("runtimes", "node,deno,workerd", "the runtimes to measure, comma-separated")
+	keep := flag.String("keep", "", "a directory to keep presence.wasm and replies.json in, for profiling run.mjs by hand")
 	flag.Parse()
-	if err := run(*runs, *n, strings.Split(*only, ",")); err != nil {
+	if err := run(*runs, *n, strings.Split(*only, ","), *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -61,17 +62,21 @@ type round struct {
 	BatchNS        float64 `json:"batch_cpu_ns"`
 }
 
-func run(runs, n int, runtimes []string) error {
+func run(runs, n int, runtimes []string, keep string) error {
 	ctx := context.Background()
 	wasmDir, err := wasmDir()
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "presence-bench-")
-	if err != nil {
+	tmp := keep
+	if keep == "" {
+		if tmp, err = os.MkdirTemp("", "presence-bench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+	} else if err := os.MkdirAll(keep, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
 	module := filepath.Join(tmp, "presence.wasm")
 	if err := wasm.Build(ctx, wasm.WASI, module); err != nil {
 		return err
