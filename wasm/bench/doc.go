@@ -19,7 +19,10 @@
 // a heartbeat_batch of 100, to the native engine's in the same round),
 // "first_request_cpu_ms" (a fresh process or isolate, with the module
 // compiled: instantiating it, configuring, one heartbeat), "configure_ms"
-// (the CPU of that first configure), the CPU per beat in µs, the commit
+// (the CPU of that first configure), "reconfigure_ms" (of a second
+// configure after the heartbeat, when the code it runs is compiled: in
+// workerd less the cost of an empty request, so it can come out a little
+// below zero), the CPU per beat in µs, the commit
 // and the load average. Each figure is the median of its rounds. CPU is
 // read from /proc, every thread of the process: Linux only.
 //

@@ -58,6 +58,7 @@ func main() {
 type round struct {
 	FirstRequestMS float64 `json:"first_request_cpu_ms"`
 	ConfigureMS    float64 `json:"configure_ms"`
+	ReconfigureMS  float64 `json:"reconfigure_ms"`
 	SingleNS       float64 `json:"single_cpu_ns"`
 	BatchNS        float64 `json:"batch_cpu_ns"`
 }
@@ -140,6 +141,7 @@ func run(runs, n int, runtimes []string, keep string) error {
 			"batch_ratio":          round1(pick(func(r round) float64 { return r.BatchNS }, ratios)),
 			"first_request_cpu_ms": round1(pick(func(r round) float64 { return r.FirstRequestMS }, rs)),
 			"configure_ms":         round1(pick(func(r round) float64 { return r.ConfigureMS }, rs)),
+			"reconfigure_ms":       round2(pick(func(r round) float64 { return r.ReconfigureMS }, rs)),
 			"single_cpu_us":        round1(pick(func(r round) float64 { return r.SingleNS }, rs) / 1e3),
 			"batch_cpu_us":         round1(pick(func(r round) float64 { return r.BatchNS }, rs) / 1e3),
 			"commit":               commit,
@@ -378,11 +380,11 @@ func runWorkerd(ctx context.Context, wasmDir, tmp string, n int) (round, error) 
 		return float64(procCPU(pid) - c0), nil
 	}
 	var r round
-	var noop, initNS, configure, beat float64
+	var noop, initNS, configure, beat, reconfigure float64
 	steps := []struct {
 		path string
 		to   *float64
-	}{{"/noop", &noop}, {"/noop", &noop}, {"/init", &initNS}, {"/configure", &configure}, {"/beat", &beat}}
+	}{{"/noop", &noop}, {"/noop", &noop}, {"/init", &initNS}, {"/configure", &configure}, {"/beat", &beat}, {"/configure", &reconfigure}}
 	for _, s := range steps {
 		if *s.to, err = cpuOf(s.path); err != nil {
 			return r, err
@@ -391,6 +393,7 @@ func runWorkerd(ctx context.Context, wasmDir, tmp string, n int) (round, error) 
 	// One request's own cost stays in: three requests did what one would.
 	r.FirstRequestMS = (initNS + configure + beat - 2*noop) / 1e6
 	r.ConfigureMS = (configure - noop) / 1e6
+	r.ReconfigureMS = (reconfigure - noop) / 1e6
 	for _, m := range []struct {
 		op    string
 		n, by int
@@ -565,3 +568,5 @@ func median(v []float64) float64 {
 }
 
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
