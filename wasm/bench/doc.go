@@ -22,9 +22,11 @@
 // (the CPU of that first configure), "reconfigure_ms" (of a second
 // configure after the heartbeat, when the code it runs is compiled: in
 // workerd less the cost of an empty request, so it can come out a little
-// below zero), the CPU per beat in µs, the commit
-// and the load average. Each figure is the median of its rounds. CPU is
-// read from /proc, every thread of the process: Linux only.
+// below zero), the CPU per beat in µs, the commit and the load average.
+// The per-beat figures are of a steady state: each runtime first runs
+// 20,000 heartbeats and 1,000 batches (or half of what it measures, if
+// more). Each figure is the median of its rounds. CPU is read from /proc,
+// every thread of the process: Linux only.
 //
 // With -keep DIR it leaves the module and the recorded replies in DIR, so
 // that run.mjs can be profiled by hand:

@@ -4,7 +4,7 @@
 // so that only the module, the crossing and the host's plan loop are
 // measured, never Redis or a network.
 //
-//   node run.mjs --wasm presence.wasm --replies replies.json --n 2000
+//   node run.mjs --wasm presence.wasm --replies replies.json --n 2000 [--warm 20000 --warm-batches 1000]
 //   deno run --allow-all run.mjs --wasm … --replies … --n …
 //
 // Prints one JSON line: the CPU of the first request of a fresh process
@@ -24,6 +24,8 @@ const { values: opt } = parseArgs({
     wasm: { type: "string" },
     replies: { type: "string" },
     n: { type: "string", default: "2000" },
+    warm: { type: "string", default: "20000" },
+    "warm-batches": { type: "string", default: "1000" },
   },
 });
 
@@ -63,9 +65,9 @@ const c4 = cpuNs();
 await host.do("configure", config, now);
 const c5 = cpuNs();
 
-async function measure(req, n) {
+async function measure(req, n, warm) {
   // Warm up: V8 compiles hot functions again, optimised, in the background.
-  for (let i = 0; i < Math.max(20, n / 2); i++) check((await host.run([req]))[0]);
+  for (let i = 0; i < warm; i++) check((await host.run([req]))[0]);
   const c = cpuNs();
   for (let i = 0; i < n; i++) {
     now += 1000;
@@ -77,8 +79,8 @@ async function measure(req, n) {
 
 const n = Number(opt.n);
 const nb = Math.max(1, Math.floor(n / 100));
-const singleNs = (await measure(single, n)) / n;
-const batchNs = (await measure(batch, nb)) / (nb * 100);
+const singleNs = (await measure(single, n, Number(opt.warm))) / n;
+const batchNs = (await measure(batch, nb, Number(opt["warm-batches"]))) / (nb * 100);
 console.log(
   JSON.stringify({
     compile_cpu_ms: (c1 - c0) / 1e6,
