@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures the presence module in each JavaScript runtime
 // it is tested on (Node.js, Deno, workerd) beside the native engine, in
 // one run anyone can repeat:
