@@ -260,7 +260,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		ar := newReader(what, b[argsAt:argsEnd])
 		ar.path = append(ar.path, pathElem{key: "args"})
 		if !ar.null() {
-			if err := args.(wirePtr).decodeJSON(ar); err != nil {
+			if err := decodeArgs(args, ar); err != nil {
 				return Request{}, err
 			}
 		}
@@ -308,10 +308,12 @@ func AppendResponse(b []byte, r Response) []byte {
 		return w.b
 	}
 	e := r.Error
-	var res wire
 	if e == nil {
+		at := len(w.b)
+		w.key("result")
 		var ok bool
-		if res, ok = r.Result.(wire); !ok {
+		if w.b, ok = appendResult(w.b, r.Result); !ok {
+			w.b = w.b[:at]
 			e = &Error{Code: CodeInternal, Message: "presence/abi: encoding a result: not an ABI type"}
 		}
 	}
@@ -319,8 +321,6 @@ func AppendResponse(b []byte, r Response) []byte {
 		w.key("error")
 		w.b = e.appendJSON(w.b)
 	} else {
-		w.key("result")
-		w.b = res.appendJSON(w.b)
 		if len(r.Messages) > 0 {
 			w.list("messages", len(r.Messages), false, func(b []byte, i int) []byte { return r.Messages[i].appendJSON(b) })
 		}

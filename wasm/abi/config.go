@@ -135,7 +135,8 @@ func (w Config) Core() (core.Config, error) {
 		c.Intervals = make(map[core.Kind]time.Duration, len(w.Intervals))
 		for name, d := range w.Intervals {
 			var k Kind
-			if err := Unmarshal(quoteOrNumber(name), &k); err != nil {
+			r := newReader("value", quoteOrNumber(name))
+			if err := k.decodeJSON(r); err != nil || r.end() != nil {
 				return core.Config{}, &DecodeError{What: "request", Field: "args.intervals_ms", Reason: "unknown kind " + truncate(name)}
 			}
 			c.Intervals[core.Kind(k)] = time.Duration(d)

@@ -1,7 +1,6 @@
 package abi
 
 import (
-	"math"
 	"strconv"
 	"time"
 
@@ -102,31 +101,6 @@ func (d Duration) MarshalJSON() ([]byte, error) { return d.appendJSON(nil), nil 
 
 // UnmarshalJSON reads a number of milliseconds.
 func (d *Duration) UnmarshalJSON(b []byte) error { return Unmarshal(b, d) }
-
-func appendDuration(b []byte, d Duration) []byte {
-	if time.Duration(d)%time.Millisecond == 0 {
-		return strconv.AppendInt(b, int64(d)/1e6, 10)
-	}
-	return strconv.AppendFloat(b, float64(d)/1e6, 'f', -1, 64)
-}
-
-// maxMillis is the largest magnitude of a Duration in milliseconds.
-const maxMillis = float64(math.MaxInt64) / 1e6
-
-// parseDuration reads a JSON number literal of milliseconds.
-func parseDuration(lit string) (Duration, error) {
-	if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
-		if n > math.MaxInt64/1_000_000 || n < math.MinInt64/1_000_000 {
-			return 0, &DecodeError{What: "value", Reason: "duration out of range: " + truncate(lit)}
-		}
-		return Duration(n * 1_000_000), nil
-	}
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil || math.IsNaN(f) || math.Abs(f) >= maxMillis {
-		return 0, &DecodeError{What: "value", Reason: "duration must be a number of milliseconds, got " + truncate(lit)}
-	}
-	return Duration(math.Round(f * 1e6)), nil
-}
 
 // truncate shortens s for an error message.
 func truncate(s string) string {

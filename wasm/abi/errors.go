@@ -150,17 +150,16 @@ func encodeError(err error, depth int) *Error {
 	if err == nil {
 		return nil
 	}
-	var ie *core.InputError
-	if errors.As(err, &ie) && err == error(ie) {
+	// Only err itself, not an error it wraps, gives its fields; type
+	// assertions rather than errors.As keep reflection out of the module.
+	if ie, ok := err.(*core.InputError); ok {
 		return &Error{Code: CodeInvalid, Message: err.Error(), Field: ie.Field, Reason: ie.Reason}
 	}
-	var se *core.StoreError
-	if errors.As(err, &se) && err == error(se) && depth < maxErrorDepth {
+	if se, ok := err.(*core.StoreError); ok && depth < maxErrorDepth {
 		return &Error{Code: CodeStore, Message: err.Error(), Op: se.Op, Unavailable: se.Unavailable,
 			Cause: encodeError(se.Err, depth+1)}
 	}
-	var re *RemoteError
-	if errors.As(err, &re) && err == error(re) {
+	if re, ok := err.(*RemoteError); ok {
 		return &Error{Code: re.Code, Message: re.Message}
 	}
 	for _, s := range sentinels {

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures the presence module in each JavaScript runtime
 // it is tested on (Node.js, Deno, workerd) beside the native engine, in
 // one run anyone can repeat:
@@ -19,7 +21,18 @@
 // a heartbeat_batch of 100, to the native engine's in the same round),
 // "first_request_cpu_ms" (a fresh process or isolate, with the module
 // compiled: instantiating it, configuring, one heartbeat), "configure_ms"
-// (the CPU of that first configure), the CPU per beat in µs, the commit
-// and the load average. Each figure is the median of its rounds. CPU is
-// read from /proc, every thread of the process: Linux only.
+// (the CPU of that first configure), "reconfigure_ms" (of a second
+// configure after the heartbeat, when the code it runs is compiled: in
+// workerd less the cost of an empty request, so it can come out a little
+// below zero), the CPU per beat in µs, the commit and the load average.
+// The per-beat figures are of a steady state: each runtime first runs
+// 20,000 heartbeats and 1,000 batches (or half of what it measures, if
+// more). Each figure is the median of its rounds. CPU is read from /proc,
+// every thread of the process: Linux only.
+//
+// With -keep DIR it leaves the module and the recorded replies in DIR, so
+// that run.mjs can be profiled by hand:
+//
+//	go run ./wasm/bench -runs 0 -keep /tmp/pb
+//	node --cpu-prof wasm/bench/run.mjs --wasm /tmp/pb/presence.wasm --replies /tmp/pb/replies.json
 package main

@@ -6,7 +6,8 @@
 //
 //   GET /noop                 nothing: the cost of a request itself
 //   GET /init                 instantiate the module, initialise Go's runtime
-//   GET /configure            configure the instance's engine
+//   GET /configure            configure the instance's engine (again:
+//                             replace it)
 //   GET /beat                 one heartbeat
 //   GET /bench?op=heartbeat|heartbeat_batch&n=N
 //                             N heartbeats, or N batches of 100

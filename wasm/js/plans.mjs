@@ -26,8 +26,9 @@ const encoder = new TextEncoder();
 // resume (the host's clock, ms); without it, a resume carries the now of
 // the request that started its plan, which makes a scripted run exact.
 // compact sends the hot path in the compact form; it needs a call that
-// takes and returns bytes, as Reactor.call does. Without it every message
-// is JSON.
+// takes and returns bytes, as Reactor.call does, and is done with the
+// bytes it is given when it returns (they are reused for the next
+// message). Without it every message is JSON.
 export class PlanHost {
   constructor({ call, pipeline, now, compact = false }) {
     this.call = call;
@@ -59,7 +60,7 @@ export class PlanHost {
   // it can be) or JSON text.
   start(req) {
     if (typeof req === "string") return this.step(req);
-    return this.step((this.compact && encodeRequest(req)) || JSON.stringify(req));
+    return this.step((this.compact && writeRequest(scratch.reset(), req)) || JSON.stringify(req));
   }
 
   // run runs requests (objects or JSON texts) as plans in flight together:
@@ -85,12 +86,12 @@ export class PlanHost {
       live = [];
       let at = 0;
       for (const f of waiting) {
-        const mine = results.slice(at, at + f.calls.length);
-        at += f.calls.length;
+        const k = f.calls.length;
         const now = this.now ? this.now() : f.now;
         const resume =
-          (this.compact && encodeResume(now, f.plan, mine)) ||
-          `{"v":2,"op":"resume","now":${now},"args":{"plan":${f.plan},"results":[${mine.join(",")}]}}`;
+          (this.compact && writeResume(scratch.reset(), now, f.plan, results, at, k)) ||
+          `{"v":2,"op":"resume","now":${now},"args":{"plan":${f.plan},"results":[${results.slice(at, at + k).join(",")}]}}`;
+        at += k;
         this.settle(out, live, f.i, f.now, this.step(resume));
       }
     }
@@ -148,8 +149,13 @@ const MAX_ERROR_DEPTH = 8;
 // Writer appends the compact form's items to a growing byte buffer.
 class Writer {
   constructor() {
-    this.b = new Uint8Array(256);
+    this.b = new Uint8Array(1024);
     this.n = 0;
+  }
+  // reset empties the writer, keeping its buffer.
+  reset() {
+    this.n = 0;
+    return this;
   }
   room(k) {
     if (this.n + k <= this.b.length) return;
@@ -210,10 +216,29 @@ class Writer {
     }
     this.bytes(encoder.encode(s));
   }
+  // count writes n, the count of the items written since at, where one
+  // byte was kept for it, moving the items when it takes more.
+  count(at, n) {
+    if (n < 0x80) {
+      this.b[at] = n;
+      return;
+    }
+    let k = 1;
+    for (let x = n; x >= 0x80; x = Math.floor(x / 0x80)) k++;
+    this.room(k - 1);
+    this.b.copyWithin(at + k, at + 1, this.n);
+    this.n += k - 1;
+    for (; n >= 0x80; n = Math.floor(n / 0x80)) this.b[at++] = (n % 0x80) | 0x80;
+    this.b[at] = n;
+  }
   done() {
     return this.b.subarray(0, this.n);
   }
 }
+
+// scratch is the writer of every compact message a PlanHost sends: each
+// is copied into the module's memory before the next is written.
+const scratch = new Writer();
 
 const isStr = (s) => typeof s === "string" && (typeof s.isWellFormed !== "function" || s.isWellFormed());
 const isInt = (x) => Number.isSafeInteger(x);
@@ -223,8 +248,12 @@ const isInt = (x) => Number.isSafeInteger(x);
 // not well-formed, {"b":…} bytes, an unknown field or kind name): the
 // module then reads it as JSON and answers, or refuses it, as it would.
 export function encodeRequest(req) {
+  return writeRequest(new Writer(), req);
+}
+
+// writeRequest is encodeRequest into w, which it returns a view of.
+function writeRequest(w, req) {
   if (req.v !== 2 || !isInt(req.now) || req.now < 0 || req.args === null || typeof req.args !== "object") return null;
-  const w = new Writer();
   if (req.op === "heartbeat") {
     if (!("user" in req.args)) return null;
     w.byte(COMPACT), w.byte(VERSION), w.byte(0x68); // 'h'
@@ -283,14 +312,18 @@ function compareBytes(a, b) {
 // from their ABI result texts, or null when one of them holds what the
 // compact form does not carry (the module then reads the JSON resume).
 export function encodeResume(now, plan, results) {
+  return writeResume(new Writer(), now, plan, results, 0, results.length);
+}
+
+// writeResume is encodeResume into w of the n results from results[at].
+function writeResume(w, now, plan, results, at, n) {
   if (!isInt(now) || now < 0) return null;
-  const w = new Writer();
   w.byte(COMPACT), w.byte(VERSION), w.byte(0x72); // 'r'
   w.varint(now);
   w.varint(plan);
-  w.uvarint(results.length);
+  w.uvarint(n);
   try {
-    for (const r of results) writeResult(w, r);
+    for (let k = at; k < at + n; k++) writeResult(w, results[k]);
   } catch (err) {
     if (err === NOT_COMPACT) return null;
     throw err;
@@ -374,25 +407,22 @@ function writeValue(w, t, i, depth) {
   }
   if (c === 0x5b) {
     if (depth >= MAX_VALUE_DEPTH) throw NOT_COMPACT;
-    // The count comes first: write the items apart, then both.
-    const items = new Writer();
+    // The count comes first: keep a byte for it, write the items, then it.
+    w.byte(3);
+    const at = w.n;
+    w.byte(0);
     let n = 0;
     let j = i + 1;
     if (t.charCodeAt(j) !== 0x5d) {
       for (;;) {
-        j = writeValue(items, t, j, depth + 1);
+        j = writeValue(w, t, j, depth + 1);
         n++;
         const d = t.charCodeAt(j++);
         if (d === 0x5d) break;
         if (d !== 0x2c) throw NOT_COMPACT;
       }
     } else j++;
-    w.byte(3);
-    w.uvarint(n);
-    const b = items.done();
-    w.room(b.length);
-    w.b.set(b, w.n);
-    w.n += b.length;
+    w.count(at, n);
     return j;
   }
   throw NOT_COMPACT;
@@ -448,17 +478,31 @@ class Reader {
   // str returns a string as a call's keys and args travel: text when it is
   // UTF-8, else {b: base64}.
   str() {
-    const b = this.raw();
-    let s = "";
-    for (let k = 0; k < b.length; k++) {
-      if (b[k] >= 0x80) return decodeUTF8(b);
-      s += String.fromCharCode(b[k]);
+    const n = this.uvarint();
+    const b = this.b;
+    const i = this.i;
+    const end = i + n;
+    if (end > b.length) throw new Error("presence: truncated compact response");
+    this.i = end;
+    if (n > 64) return decodeUTF8(b.subarray(i, end));
+    // Short strings (keys, SHA1s) without a decoder's call: their codes
+    // in an array, then one string of them when they are ASCII.
+    const codes = new Array(n);
+    for (let k = 0; k < n; k++) {
+      const c = b[i + k];
+      if (c >= 0x80) return decodeUTF8(b.subarray(i, end));
+      codes[k] = c;
     }
-    return s;
+    return String.fromCharCode.apply(null, codes);
   }
   // json returns a string as the JSON text the module would write for it.
   json() {
     return jsonString(this.str());
+  }
+  strs() {
+    const out = new Array(this.uvarint());
+    for (let k = 0; k < out.length; k++) out[k] = this.str();
+    return out;
   }
   list(read) {
     const n = this.uvarint();
@@ -497,14 +541,15 @@ function decodeResponse(b) {
   let out;
   if (kind === 0x63) { // 'c'
     const plan = r.varint();
-    const calls = r.list(() => {
+    const calls = new Array(r.uvarint());
+    for (let k = 0; k < calls.length; k++) {
       const tag = r.byte();
       const s = r.str();
-      const c = tag === 0 ? { sha: s } : { src: s };
-      c.keys = r.list(() => r.str());
-      c.args = r.list(() => r.str());
-      return c;
-    });
+      const c = tag === 0 ? { sha: s, keys: null, args: null } : { src: s, keys: null, args: null };
+      c.keys = r.strs();
+      c.args = r.strs();
+      calls[k] = c;
+    }
     out = { plan, calls };
   } else if (kind === 0x61) { // 'a'
     out = { text: `{"v":2,"result":${ackJSON(r)}${messagesJSON(r)}}` };

@@ -49,6 +49,14 @@ test("a resume reads the ABI's result texts", () => {
   assert.equal(hex(escaped.subarray(7)), hex(bytes(2, 4, 0x61, 0x22, 0xc3, 0xa9)));
 });
 
+test("an array of 128 items or more counts in two bytes", () => {
+  const items = Array.from({ length: 200 }, (_, i) => i % 50);
+  const got = encodeResume(1, 1, [`{"value":[[${items}],7]}`]);
+  // ok, an array of 2: an array of 200 (varint c8 01), its items, then 7.
+  const want = Uint8Array.from([0, 3, 2, 3, 0xc8, 0x01, ...items.flatMap((x) => [1, x * 2]), 1, 14]);
+  assert.equal(hex(got.subarray(6)), hex(want));
+});
+
 test("a resume the compact form cannot carry stays JSON", () => {
   for (const r of ['{"value":1.5}', '{"value":9223372036854775808}', '{"value":true}', '{"error":{"code":"","message":"x"}}', '{"error":{"code":"e","message":"x","x":1}}']) {
     assert.equal(encodeResume(1, 1, [r]), null, r);
@@ -57,13 +65,14 @@ test("a resume the compact form cannot carry stays JSON", () => {
 
 test("compact responses read as the module's JSON", async () => {
   const ack = bytes(0xb2, 2, 0x61, "tok", 2, 1, "u", 0, 3, 20, 1, "change", "c", 'p"\b', "");
-  const calls = bytes(0xb2, 2, 0x63, 2, 1, 0, "sha", 1, "k", 1, "a");
+  const long = "s".repeat(300);
+  const calls = Uint8Array.from([...bytes(0xb2, 2, 0x63, 2, 1, 0, "sha", 1, "k", 2, "a"), 0xac, 0x02, ...Buffer.from(long)]);
   const sent = [];
   const answers = [calls, ack];
   const host = new PlanHost({
     compact: true,
     call: (req) => (sent.push(req), answers.shift()),
-    pipeline: async (cmds) => (assert.deepEqual(cmds, [["EVALSHA", "sha", "1", "k", "a"]]), ['{"value":1}']),
+    pipeline: async (cmds) => (assert.deepEqual(cmds, [["EVALSHA", "sha", "1", "k", "a", long]]), ['{"value":1}']),
   });
   const [out] = await host.run([{ v: 2, op: "heartbeat", now: 1, args: { user: "u" } }]);
   assert.equal(out, '{"v":2,"result":{"token":"tok","changes":[{"user":"u","from":"OFFLINE","to":"ONLINE","at":10}]},"messages":[{"kind":"change","channel":"c","payload":"p\\"\\u0008"}]}');

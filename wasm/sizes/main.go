@@ -4,12 +4,18 @@
 //
 //	go run ./wasm/sizes            # both builds, the 25 largest packages
 //	go run ./wasm/sizes -n 0 wasip1 # the reactor, every package
+//	go run ./wasm/sizes -floor      # and the reactors that hold nothing of ours
 //
 // The sizes it reports first are those of the stripped builds that
 // wasm.Build makes, and so is the breakdown of their data section (the
 // pclntab, type descriptors, the Lua scripts, the rest); the breakdown of
 // the code comes from a second build that keeps the "name" section,
 // which is what the function names are read from.
+//
+// With -floor it first prints the size of two reactors built the same way
+// that hold nothing of the module: Go's runtime alone
+// (wasm/internal/sizefloor/bare), and with the standard library's crypto
+// as the core uses it (wasm/internal/sizefloor/crypto).
 package main
 
 import (
@@ -19,6 +25,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm"
@@ -27,8 +35,9 @@ import (
 
 func main() {
 	n := flag.Int("n", 25, "packages to list, largest first (0: all)")
+	floor := flag.Bool("floor", false, "first print the size of reactors that hold nothing of the module")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./wasm/sizes [-n N] [wasip1|js ...]")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./wasm/sizes [-n N] [-floor] [wasip1|js ...]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -38,6 +47,15 @@ func main() {
 		for _, a := range flag.Args() {
 			targets = append(targets, wasm.Target(a))
 		}
+	}
+	if *floor {
+		for _, pkg := range []string{"bare", "crypto"} {
+			if err := reportFloor(pkg); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+		fmt.Println()
 	}
 	for i, t := range targets {
 		if i > 0 {
@@ -99,6 +117,29 @@ func report(t wasm.Target, n int) error {
 		}
 		fmt.Printf("    %9d  %5.1f%%  %5d funcs  %s\n", p.Size, pct(p.Size, code), p.Funcs, p.Path)
 	}
+	return nil
+}
+
+// reportFloor builds wasm/internal/sizefloor/<name> as wasm.Build builds
+// the reactor, and prints its size.
+func reportFloor(name string) error {
+	dir, err := os.MkdirTemp("", "presence-sizefloor-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, name+".wasm")
+	pkg := "github.com/presencekit/presence/wasm/internal/sizefloor/" + name
+	cmd := exec.Command(wasm.GoCommand(), "build", "-trimpath", "-ldflags=-s -w", "-buildmode=c-shared", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %v\n%s", pkg, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("floor %s (%s): %s raw, %s gzip -9\n", name, pkg, mb(len(b)), mb(gzipSize(b)))
 	return nil
 }
 

@@ -9,8 +9,10 @@
 //   GET  /                   a short example: heartbeat, status, count
 //   POST /heartbeat          body: a Heartbeat ({"user","device",…});
 //                            answers the module's response
-//   POST /sequence           body: wasm/testdata/sequence.json; answers
-//                            the final response to each request, a line each
+//   POST /sequence[?form=json]
+//                            body: wasm/testdata/sequence.json; answers
+//                            the final response to each request, a line
+//                            each (form=json: every message as JSON)
 //   POST /bench?op=heartbeat|heartbeat_batch&n=N
 //                            N operations against a replay of Redis's
 //                            replies (no network once warm); answers the
@@ -52,16 +54,16 @@ async function handle(request, env, redis) {
   const url = new URL(request.url);
   if (request.method === "POST" && url.pathname === "/heartbeat") return heartbeat(request, env, redis);
   if (request.method === "GET" && url.pathname === "/") return example(env, redis);
-  if (request.method === "POST" && url.pathname === "/sequence") return sequence(request, redis);
+  if (request.method === "POST" && url.pathname === "/sequence") return sequence(request, url, redis);
   if (request.method === "POST" && url.pathname === "/bench") return bench(url, redis);
   return new Response("not found\n", { status: 404 });
 }
 
 // hostOf drives plans of the isolate's instance on redis, at the
-// Worker's clock.
+// Worker's clock, the hot path in the compact form.
 function hostOf(env, redis) {
   const { reactor } = configured(env);
-  return new PlanHost({ call: (r) => reactor.call(r), pipeline: (c) => redis.pipeline(c), now: () => Date.now() });
+  return new PlanHost({ call: (r) => reactor.call(r), pipeline: (c) => redis.pipeline(c), now: () => Date.now(), compact: true });
 }
 
 async function heartbeat(request, env, redis) {
@@ -87,11 +89,12 @@ async function example(env, redis) {
   return new Response(out.join("\n") + "\n");
 }
 
-async function sequence(request, redis) {
+async function sequence(request, url, redis) {
   const seq = await request.json();
   // A fresh instance: the sequence configures its own engine.
   const reactor = new Reactor(presenceWasm);
-  const host = new PlanHost({ call: (r) => reactor.call(r), pipeline: (c) => redis.pipeline(c) });
+  const compact = url.searchParams.get("form") !== "json";
+  const host = new PlanHost({ call: (r) => reactor.call(r), pipeline: (c) => redis.pipeline(c), compact });
   const lines = await runSequence(seq, host);
   return new Response(lines.join("\n") + "\n", { headers: { "content-type": "application/x-ndjson" } });
 }
@@ -128,14 +131,14 @@ async function bench(url, redis) {
   const reactor = new Reactor(presenceWasm);
   const t0 = 1767225600000;
   const counter = { commands: 0 };
-  const host = new PlanHost({ call: (r) => reactor.call(r), pipeline: replay(redis, counter) });
+  const host = new PlanHost({ call: (r) => reactor.call(r), pipeline: replay(redis, counter), compact: true });
   const beats = Array.from({ length: op === "heartbeat" ? 1 : 100 }, (_, i) => ({
     user: `user-${i}`, device: "web", kind: "web", token: "0123456789abcdef",
   }));
   const request =
     op === "heartbeat"
-      ? JSON.stringify({ v: 2, op, now: t0, args: beats[0] })
-      : JSON.stringify({ v: 2, op: "heartbeat_batch", now: t0, args: { beats } });
+      ? { v: 2, op, now: t0, args: beats[0] }
+      : { v: 2, op: "heartbeat_batch", now: t0, args: { beats } };
   await host.do("configure", { user_buckets: 1, prefix: "presence-workerd-bench" });
   for (let i = 0; i < 2; i++) await host.run([request]); // sessions, a warm cache
   const commands = counter.commands;

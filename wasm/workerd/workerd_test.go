@@ -184,17 +184,22 @@ func copyFile(t testing.TB, from, to string) {
 }
 
 // TestWorkerdLane runs the lanes' sequence through the Worker in workerd,
-// against a real redis-server over cloudflare:sockets, and compares every
+// against a real redis-server over cloudflare:sockets, the hot path in the
+// compact form and with every message as JSON, and compares every
 // response with native Go's; then it runs the example of GET / and the
 // benchmark's endpoint.
 func TestWorkerdLane(t *testing.T) {
 	lanes.NPMBin(t, "workerd")
 	seq, want := lanes.Want(t)
-	s := start(t, lanes.Module(t, wasm.WASI), plainRedis(t, lanes.Redis(t)), "")
+	module := lanes.Module(t, wasm.WASI)
 	body, err := os.ReadFile(lanes.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The JSON form on a Redis of its own: the sequence expects an empty one.
+	j := start(t, module, plainRedis(t, lanes.Redis(t)), "")
+	lanes.Compare(t, "workerd (json)", seq, string(j.do(t, http.MethodPost, "/sequence?form=json", body)), want)
+	s := start(t, module, plainRedis(t, lanes.Redis(t)), "")
 	lanes.Compare(t, "workerd", seq, string(s.do(t, http.MethodPost, "/sequence", body)), want)
 
 	out := string(s.do(t, http.MethodGet, "/", nil))
