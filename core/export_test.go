@@ -33,3 +33,11 @@ func (k KeyNames) CompactIndex(sc Scope) (string, error) {
 
 // NowArg formats t as plans and scripts take "now" (nowArg).
 func NowArg(t time.Time) string { return nowArg(t) }
+
+// Errors of stepping a plan (errPlanResults…), which only a driver's
+// mistake causes.
+var (
+	ErrPlanResults = errPlanResults
+	ErrPlanDone    = errPlanDone
+	ErrPlanPending = errPlanPending
+)

@@ -85,7 +85,7 @@ func (e *Engine) Subscribe(ctx context.Context, gateways ...string) (*Feed, erro
 	}
 	msgs, stop, err := sub.Subscribe(ctx, channels...)
 	if err != nil {
-		return nil, &StoreError{Op: "subscribe", Unavailable: Retryable(err), Err: err}
+		return nil, &StoreError{Op: "subscribe", Unavailable: errors.Is(err, ErrUnavailable), Err: err}
 	}
 	return &Feed{msgs: msgs, stop: stop, changes: e.ChangeChannel(), kickPref: e.KickChannel("")}, nil
 }

@@ -13,17 +13,18 @@ import (
 // driver such as Engine) makes the calls, feeds the results back, supplies
 // "now", and publishes. TestPlansDoNoIO keeps the plan files (plan*.go) so.
 
-// Errors of stepping a plan.
+// Errors of stepping a plan: a driver's mistakes, which no caller handles
+// but by fixing the driver, so they are not exported.
 var (
-	// ErrPlanResults means Step got a number of results other than the
+	// errPlanResults means Step got a number of results other than the
 	// number of calls the plan yielded. The plan ends with a *StoreError
-	// that matches it (and ErrReply), as an engine ends an operation whose
+	// that matches it and ErrReply, as an engine ends an operation whose
 	// store broke its contract.
-	ErrPlanResults = errors.New("presence: wrong number of results for a plan's calls")
-	// ErrPlanDone means Step was called on a plan that has ended.
-	ErrPlanDone = errors.New("presence: plan already ended")
-	// ErrPlanPending is the error Outcome returns before the plan has ended.
-	ErrPlanPending = errors.New("presence: plan not ended")
+	errPlanResults = errors.New("presence: wrong number of results for a plan's calls")
+	// errPlanDone means Step was called on a plan that has ended.
+	errPlanDone = errors.New("presence: plan already ended")
+	// errPlanPending is the error Outcome returns before the plan has ended.
+	errPlanPending = errors.New("presence: plan not ended")
 )
 
 // Publication is a message a plan asks its driver to publish once the plan
@@ -71,8 +72,8 @@ func (p *Plan[T]) Calls() []Call { return p.m.calls() }
 // Step feeds the results of the calls last returned by Calls, one per call
 // and in order, and advances the plan: to more calls (a resend by source
 // after NOSCRIPT, a further round of the operation) or to its end. It
-// returns ErrPlanDone on an ended plan (which it leaves as it was), and on
-// a wrong number of results a *StoreError matching ErrPlanResults, with
+// returns an error on an ended plan (which it leaves as it was), and on
+// a wrong number of results a *StoreError matching ErrReply, with
 // which the plan then ends. A result's error is not Step's: it ends the
 // plan with a *StoreError (see Outcome).
 func (p *Plan[T]) Step(results []Result) error { return p.m.step(results) }
@@ -90,12 +91,12 @@ func (p *Plan[T]) SetNow(now time.Time) { p.m.now = nowArg(now) }
 func (p *Plan[T]) Result() (any, error) { return p.Outcome() }
 
 // Outcome returns the plan's result and error once it has ended, or
-// ErrPlanPending before. An operation that reports progress along with an
+// an error before. An operation that reports progress along with an
 // error (a sweep interrupted midway) returns both.
 func (p *Plan[T]) Outcome() (T, error) {
 	if !p.m.done {
 		var zero T
-		return zero, ErrPlanPending
+		return zero, errPlanPending
 	}
 	return p.out, p.m.err
 }
@@ -339,13 +340,13 @@ func (m *machine) fail(err error) { m.settle(nil, err) }
 
 func (m *machine) step(res []Result) error {
 	if m.done {
-		return ErrPlanDone
+		return errPlanDone
 	}
 	r := m.cur
 	if len(res) != len(m.sent) {
 		err := &StoreError{Op: r.op, Err: &wrapErrors{
-			msg:  ErrReply.Error() + ": " + ErrPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
-			errs: []error{ErrReply, ErrPlanResults}}}
+			msg:  ErrReply.Error() + ": " + errPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
+			errs: []error{ErrReply, errPlanResults}}}
 		m.settle(r.fail(err))
 		return err
 	}

@@ -277,7 +277,7 @@ func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, sto
 		}
 		res.errors++
 		kinds[errorKind(b.err)]++
-		if !core.Retryable(b.err) {
+		if !errors.Is(b.err, core.ErrUnavailable) {
 			t.Errorf("heartbeat of %s at +%v: error not retryable: %v", b.user, b.sent.Sub(killedAt), b.err)
 		}
 	}
