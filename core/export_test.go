@@ -41,3 +41,7 @@ var (
 	ErrPlanDone    = errPlanDone
 	ErrPlanPending = errPlanPending
 )
+
+// Plan is, for tests, the plan type behind every Stepper, whose Outcome
+// is typed.
+type Plan[T any] = plan[T]

@@ -124,7 +124,7 @@ func (p *planner) outboxCalls(pubs []Publication) (calls []Call, costs []int, re
 // (Publication.ID): a driver that publishes a plan's messages itself (a
 // WebAssembly host) runs it once they are out. IDs it cannot read are
 // ignored; acknowledging an event twice is harmless.
-func (pl *Planner) ack(now string, ids []string) *Plan[struct{}] {
+func (pl *Planner) ack(now string, ids []string) *plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	m := &plan.m

@@ -13,7 +13,7 @@ import (
 
 // SweepUsers plans Engine.SweepUsers at now; the pass's lock token is
 // drawn when the plan is made.
-func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepUsers(now string) *plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
@@ -68,7 +68,7 @@ func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
 // SweepScopes plans Engine.SweepScopes at now; the pass's lock token is
 // drawn when the plan is made. The client-side cache's fence at the end is
 // the driver's (CachedReader.FenceCache).
-func (pl *Planner) sweepScopes(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepScopes(now string) *plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	m := &plan.m
@@ -240,7 +240,7 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 // and the plan ends with the report so far and the error. A driver may
 // abort the pass between its bucket rounds (round.abort): it then
 // releases its locks too.
-func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
+func (p *planner) sweep(plan *plan[SweepReport], kind string, buckets int,
 	step func(now string, b uint32, token string, probe bool) (Call, int),
 	read func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error)) {
 	m := &plan.m

@@ -14,16 +14,16 @@ import (
 // Heartbeat plans Engine.Heartbeat at now: the steady beat, then the full
 // path if the steady script left the beat. An implicit login's token seed
 // is drawn when the plan is made.
-func (pl *Planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
+func (pl *Planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return pl.p.heartbeat(now, hb) }
 
-func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return p.beat(now, hb, false) }
+func (p *planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return p.beat(now, hb, false) }
 
 // beat is heartbeat's plan; checked says the caller has already applied
 // checkHeartbeat (the engine's group commit does, before it merges a beat
 // with others), so that a beat is validated once.
-func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
-	sp := &steadyPlan{Plan: Plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
-	pl, m := &sp.Plan, &sp.Plan.m
+func (p *planner) beat(now string, hb Heartbeat, checked bool) *plan[Ack] {
+	sp := &steadyPlan{plan: plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
+	pl, m := &sp.plan, &sp.plan.m
 	if !checked {
 		if err := p.checkHeartbeat(hb); err != nil {
 			m.note(note{kind: noteHeartbeats, refused: 1})
@@ -55,7 +55,7 @@ func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 // steadyPlan is a heartbeat's plan while it waits for the steady beat: the
 // plan and what its continuation needs, in one allocation.
 type steadyPlan struct {
-	Plan[Ack]
+	plan[Ack]
 	p    *planner
 	b    uint32
 	hb   Heartbeat
@@ -72,7 +72,7 @@ func (sp *steadyPlan) next(vals []Value) (*round, error) {
 		return nil, err
 	}
 	if token[0] == "" {
-		return sp.p.heartbeatFull(&sp.Plan, sp.b, sp.hb, sp.seed)
+		return sp.p.heartbeatFull(&sp.plan, sp.b, sp.hb, sp.seed)
 	}
 	sp.m.note(note{kind: noteHeartbeats, accepted: 1})
 	sp.out = Ack{Token: token[0]}
@@ -81,7 +81,7 @@ func (sp *steadyPlan) next(vals []Value) (*round, error) {
 
 // heartbeatFull is the round of a heartbeat's full path
 // (lua/heartbeat_full.lua) in bucket b.
-func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
+func (p *planner) heartbeatFull(pl *plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
 	m := &pl.m
 	args := append(p.userArgs(m.now, b, 12), "1")
 	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
@@ -102,17 +102,17 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 // beats, one of the beats they left, each in bounded calls (a user's
 // beats in one call). The token seeds are drawn when the
 // plan is made.
-func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
 	return pl.p.heartbeatBatch(now, beats)
 }
 
-func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
 	return p.beats(now, beats, false)
 }
 
 // beats is heartbeatBatch's plan; checked says the caller has already
 // applied checkHeartbeat to every beat (see beat).
-func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack] {
+func (p *planner) beats(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
 	pl := newPlan[[]Ack](p, now)
 	m := &pl.m
 	if err := checkBatch("beats", len(beats)); err != nil {
@@ -331,9 +331,9 @@ func beatNote(acks []Ack) note {
 
 // Login plans Engine.Login at now; a new token is drawn when the plan is
 // made.
-func (pl *Planner) login(now string, l Login) *Plan[LoginResult] { return pl.p.login(now, l) }
+func (pl *Planner) login(now string, l Login) *plan[LoginResult] { return pl.p.login(now, l) }
 
-func (p *planner) login(now string, l Login) *Plan[LoginResult] {
+func (p *planner) login(now string, l Login) *plan[LoginResult] {
 	pl := newPlan[LoginResult](p, now)
 	m := &pl.m
 	policy := p.settings.cfg.Policy
@@ -384,17 +384,17 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 }
 
 // Logout plans Engine.Logout at now.
-func (pl *Planner) logout(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) logout(now, user, device, token string) *plan[Ended] {
 	return pl.p.end(now, "logout", user, device, token)
 }
 
 // Disconnect plans Engine.Disconnect at now.
-func (pl *Planner) disconnect(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) disconnect(now, user, device, token string) *plan[Ended] {
 	return pl.p.end(now, "disconnect", user, device, token)
 }
 
 // end plans lua/logout.lua for Logout and Disconnect; mode names which.
-func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
+func (p *planner) end(now, mode, user, device, token string) *plan[Ended] {
 	pl := newPlan[Ended](p, now)
 	m := &pl.m
 	if err := checkEnd(user, device, token); err != nil {
@@ -429,11 +429,11 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 }
 
 // SetManual plans Engine.SetManual at now.
-func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
 	return pl.p.setManual(now, user, md, ttl)
 }
 
-func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
 	pl := newPlan[[]Change](p, now)
 	m := &pl.m
 	if err := checkManual(user, md, ttl); err != nil {
@@ -460,7 +460,7 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 }
 
 // Status plans Engine.Status at now.
-func (pl *Planner) status(now, user string) *Plan[UserStatus] {
+func (pl *Planner) status(now, user string) *plan[UserStatus] {
 	p := pl.p
 	plan := newPlan[UserStatus](p, now)
 	if err := checkID("user", user); err != nil {
@@ -472,7 +472,7 @@ func (pl *Planner) status(now, user string) *Plan[UserStatus] {
 }
 
 // Statuses plans Engine.Statuses at now.
-func (pl *Planner) statuses(now string, users []string) *Plan[[]UserStatus] {
+func (pl *Planner) statuses(now string, users []string) *plan[[]UserStatus] {
 	p := pl.p
 	plan := newPlan[[]UserStatus](p, now)
 	plan.m.settle(p.statuses(&plan.m, users, func(out []UserStatus) { plan.out = out }))
@@ -534,7 +534,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 
 // Online plans Engine.Online at now (the scripts read no clock: now is
 // unused).
-func (pl *Planner) online(now string) *Plan[map[Status]int64] {
+func (pl *Planner) online(now string) *plan[map[Status]int64] {
 	p := pl.p
 	plan := newPlan[map[Status]int64](p, now)
 	calls := make([]Call, len(p.settings.users))

@@ -50,7 +50,7 @@ func (f *funcFlight) result() (any, error)  { return f.end() }
 // beatFlight is a heartbeat's flight, in one allocation with its result:
 // the hot path of a module, where every allocation counts.
 type beatFlight struct {
-	p *core.Plan[core.Ack]
+	p typedPlan[core.Ack]
 	w abi.Ack
 }
 
@@ -67,7 +67,7 @@ func (f *beatFlight) result() (any, error) {
 
 // endedFlight is the flight of a plan whose result is wire of its outcome.
 type endedFlight[T any] struct {
-	p    *core.Plan[T]
+	p    typedPlan[T]
 	wire func(T) any
 }
 
@@ -308,7 +308,7 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 		p := planOf[struct{}](pl, now, core.AckEvents{IDs: a.IDs})
 		return ended(p, func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.End:
-		var p *core.Plan[core.Ended]
+		var p typedPlan[core.Ended]
 		if req.Op == abi.OpDisconnect {
 			p = planOf[core.Ended](pl, now, core.Disconnect{User: a.User, Device: a.Device, Token: a.Token})
 		} else {
@@ -377,19 +377,26 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 
 func sweepReport(r core.SweepReport) any { w := abi.FromSweepReport(r); return &w }
 
+// typedPlan is a plan whose outcome the guest reads as the type the op's
+// doc names, without Result's conversion to any (core.Stepper).
+type typedPlan[T any] interface {
+	core.Stepper
+	Outcome() (T, error)
+}
+
 // planOf is the plan of op at now, as its outcome's type.
-func planOf[T any](pl *core.Planner, now time.Time, op core.Op) *core.Plan[T] {
-	return pl.Plan(op, now).(*core.Plan[T])
+func planOf[T any](pl *core.Planner, now time.Time, op core.Op) typedPlan[T] {
+	return pl.Plan(op, now).(typedPlan[T])
 }
 
 // ended returns the flight of p, whose result is wire of its outcome.
-func ended[T any](p *core.Plan[T], wire func(T) any) flight {
+func ended[T any](p typedPlan[T], wire func(T) any) flight {
 	return &endedFlight[T]{p: p, wire: wire}
 }
 
 // count is core.Engine.Count's ending: the count read, remembered, or,
 // when Redis is unreachable, the last good one marked stale.
-func (g *Guest) count(sc core.Scope, p *core.Plan[core.Count]) (core.Count, error) {
+func (g *Guest) count(sc core.Scope, p typedPlan[core.Count]) (core.Count, error) {
 	c, err := p.Outcome()
 	if err != nil {
 		if errors.Is(err, core.ErrUnavailable) {
