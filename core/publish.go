@@ -75,8 +75,8 @@ func unmarshalChange(b []byte) (Change, string, error) {
 	if err := w.decodeJSON(b); err != nil {
 		return Change{}, "", replyErr("change message: %v", err)
 	}
-	from, ok1 := ParseStatus(w.From)
-	to, ok2 := ParseStatus(w.To)
+	from, ok1 := Parse[Status](w.From)
+	to, ok2 := Parse[Status](w.To)
 	if !ok1 || !ok2 || w.User == "" {
 		return Change{}, "", replyErr("change message: %s", b)
 	}
@@ -100,7 +100,7 @@ func unmarshalKick(b []byte) (Kick, string, error) {
 	if err := w.decodeJSON(b); err != nil {
 		return Kick{}, "", replyErr("kick message: %v", err)
 	}
-	kind, ok := ParseKind(w.Kind)
+	kind, ok := Parse[Kind](w.Kind)
 	if !ok || w.User == "" || w.Device == "" {
 		return Kick{}, "", replyErr("kick message: %s", b)
 	}

@@ -94,7 +94,7 @@ func decodeDevices(static, dynamic string) (map[string]record, error) {
 	}
 	items, dyns := strings.Split(static, itemSep), strings.Split(dynamic, itemSep)
 	// the header starts with the published status, one digit
-	if h := items[0]; h == "" || h[0] < '0' || !Status(h[0]-'0').Valid() {
+	if h := items[0]; h == "" || h[0] < '0' || int(h[0]-'0') >= len(statusNames) {
 		return nil, replyErr("user record header %q", items[0])
 	}
 	d := 1 // past the pending change

@@ -334,3 +334,6 @@ func startRedis(tb testing.TB) *redis.Client {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// validStatus reports whether s is one of the five statuses.
+func validStatus(s core.Status) bool { return s <= core.StatusDND }

@@ -782,11 +782,11 @@ var (
 
 func statusProblems(sts ...core.UserStatus) (out []string) {
 	for _, st := range sts {
-		if !st.Status.Valid() || st.Manual > core.ManualInvisible {
+		if !validStatus(st.Status) || st.Manual > core.ManualInvisible {
 			out = append(out, "status "+renderStatus(st))
 		}
 		for _, d := range st.Devices {
-			if d.Kind > core.KindAndroid || !d.State.Valid() || d.State == core.StatusOffline {
+			if d.Kind > core.KindAndroid || !validStatus(d.State) || d.State == core.StatusOffline {
 				out = append(out, "device "+renderDevice(d))
 			}
 		}
@@ -796,7 +796,7 @@ func statusProblems(sts ...core.UserStatus) (out []string) {
 
 func changeProblems(cs []core.Change) (out []string) {
 	for _, c := range cs {
-		if !c.From.Valid() || !c.To.Valid() {
+		if !validStatus(c.From) || !validStatus(c.To) {
 			out = append(out, "change "+renderChanges([]core.Change{c}))
 		}
 	}
