@@ -74,7 +74,7 @@ var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 // joined by unitSep, then, when the script read the bucket's page
 // geometry, recordSep and the geometry, which the page hints learn.
 func (p *planner) decodeSteady(v Value, b uint32, tokens []string) error {
-	s, err := v.AsString()
+	s, err := v.asString()
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)
 	}
@@ -113,17 +113,17 @@ func (p *planner) decodeBeats(v Value, beats []Heartbeat, run []int, acks []Ack,
 	if err != nil {
 		return err
 	}
-	results, err := rest[0].AsArray(5 * len(run))
+	results, err := rest[0].asArray(5 * len(run))
 	if err != nil {
 		return err
 	}
 	for j, i := range run {
 		r := results[5*j : 5*j+5]
-		code, err1 := r[0].AsString()
-		token, err2 := r[1].AsString()
-		from, err3 := r[2].AsInt()
-		to, err4 := r[3].AsInt()
-		id, err5 := r[4].AsString()
+		code, err1 := r[0].asString()
+		token, err2 := r[1].asString()
+		from, err3 := r[2].asInt()
+		to, err4 := r[3].asInt()
+		id, err5 := r[4].asString()
 		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return replyErr("heartbeat result %d: %v", j, err)
 		}

@@ -144,14 +144,14 @@ func (pl *Planner) ack(now string, ids []string) *plan[struct{}] {
 // decodeOutbox reads the undelivered events a sweep step returned (ID,
 // entry, ...; lua/sweep_users.lua).
 func decodeOutbox(v Value) ([]delivery, error) {
-	items, err := v.AsArray(-1)
+	items, err := v.asArray(-1)
 	if err != nil || len(items)%2 != 0 {
 		return nil, replyErr("outbox: %s", v)
 	}
 	var out []delivery
 	for i := 0; i < len(items); i += 2 {
-		id, err1 := items[i].AsString()
-		raw, err2 := items[i+1].AsString()
+		id, err1 := items[i].asString()
+		raw, err2 := items[i+1].asString()
 		if err1 != nil || err2 != nil {
 			return nil, replyErr("outbox: %s", v)
 		}

@@ -65,7 +65,7 @@ func (pl *Planner) ping() *plan[time.Time] {
 	p := pl.p
 	plan := newPlan[time.Time](p, "")
 	plan.m.settle(&round{op: "ping", calls: []Call{{SHA: p.scripts.ping.sha}}, next: func(vals []Value) (*round, error) {
-		ms, err := vals[0].AsInt()
+		ms, err := vals[0].asInt()
 		if err != nil {
 			return nil, err
 		}

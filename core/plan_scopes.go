@@ -132,7 +132,7 @@ func (pl *Planner) leave(now string, sc Scope, member string) *plan[bool] {
 	}
 	m.settle(&round{op: "leave", calls: []Call{{SHA: p.scripts.leave.sha, Keys: keys, Args: args}},
 		next: func(vals []Value) (*round, error) {
-			n, err := vals[0].AsInt()
+			n, err := vals[0].asInt()
 			plan.out = n == 1
 			return nil, err
 		}}, nil)
@@ -205,7 +205,7 @@ func (p *planner) shardSizes(op string, k scopeKeys, fail func(error) (*round, e
 	return &round{op: op, calls: calls, costs: fill(len(calls), shardCallMicros), onErr: fail, next: func(vals []Value) (*round, error) {
 		var sum int64
 		for _, v := range vals {
-			n, err := v.AsCount()
+			n, err := v.asCount()
 			if err != nil {
 				return fail(err)
 			}
@@ -299,7 +299,7 @@ func (pl *Planner) activeWithin(now string, sc Scope, d time.Duration) *plan[int
 			if err != nil {
 				return nil, err
 			}
-			n, err := rest[0].AsCount()
+			n, err := rest[0].asCount()
 			if err != nil {
 				return nil, err
 			}

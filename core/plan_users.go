@@ -361,7 +361,7 @@ func (p *planner) login(now string, l Login) *plan[LoginResult] {
 			if err != nil {
 				return nil, err
 			}
-			code, err := rest[0].AsString()
+			code, err := rest[0].asString()
 			if err != nil {
 				return nil, err
 			}
@@ -409,8 +409,8 @@ func (p *planner) end(now, mode, user, device, token string) *plan[Ended] {
 			if err != nil {
 				return nil, err
 			}
-			code, err1 := rest[0].AsString()
-			removed, err2 := rest[1].AsInt()
+			code, err1 := rest[0].asString()
+			removed, err2 := rest[1].asInt()
 			if err1 != nil || err2 != nil {
 				return nil, replyErr("%s: %s", mode, vals[0])
 			}
@@ -517,7 +517,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 			if err != nil {
 				return nil, err
 			}
-			items, err := rest[0].AsArray(len(chunk))
+			items, err := rest[0].asArray(len(chunk))
 			if err != nil {
 				return nil, err
 			}
@@ -544,13 +544,13 @@ func (pl *Planner) online(now string) *plan[map[Status]int64] {
 	plan.m.settle(&round{op: "online", calls: calls, next: func(vals []Value) (*round, error) {
 		out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
 		for _, v := range vals {
-			flat, err := v.AsArray(-1)
+			flat, err := v.asArray(-1)
 			if err != nil || len(flat)%2 != 0 {
 				return nil, replyErr("online counts: %s", v)
 			}
 			for i := 0; i < len(flat); i += 2 {
-				s, err1 := flat[i].AsString()
-				n, err2 := flat[i+1].AsInt()
+				s, err1 := flat[i].asString()
+				n, err2 := flat[i+1].asInt()
 				code, err3 := strconv.Atoi(s)
 				if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
 					return nil, replyErr("online counts: %s", v)

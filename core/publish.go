@@ -160,19 +160,19 @@ type LoggedChange struct {
 
 // decodeLogPage reads a reply of lua/log_read.lua read after after.
 func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err error) {
-	items, err := v.AsArray(2)
+	items, err := v.asArray(2)
 	if err != nil {
 		return nil, false, err
 	}
-	oldest, err1 := items[0].AsString()
-	flat, err2 := items[1].AsArray(-1)
+	oldest, err1 := items[0].asString()
+	flat, err2 := items[1].asArray(-1)
 	if err1 != nil || err2 != nil || len(flat)%3 != 0 {
 		return nil, false, replyErr("change log: %s", v)
 	}
 	for i := 0; i < len(flat); i += 3 {
-		id, err1 := flat[i].AsString()
-		kind, err2 := flat[i+1].AsString()
-		raw, err3 := flat[i+2].AsString()
+		id, err1 := flat[i].asString()
+		kind, err2 := flat[i+1].asString()
+		raw, err3 := flat[i+2].asString()
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, false, replyErr("change log: %s", v)
 		}

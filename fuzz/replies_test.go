@@ -67,7 +67,7 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		// (after the operation, best effort) returns; answer plainly so
 		// that the verdict is about the operation's own replies.
 		for i := range out {
-			out[i].Value = core.IntValue(1)
+			out[i].Value = core.Value{Kind: core.ValueInt, Int: 1}
 		}
 		return out
 	}
@@ -83,7 +83,7 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		if f.s.bool() {
 			return out[:len(out)-1]
 		}
-		return append(out, core.Result{Value: core.IntValue(1)})
+		return append(out, core.Result{Value: core.Value{Kind: core.ValueInt, Int: 1}})
 	}
 	for i, c := range calls {
 		name := scriptName(c)
@@ -146,11 +146,11 @@ func (c cachedFakeStore) CachedGet(ctx context.Context, key string) (core.Value,
 	var v core.Value
 	switch c.s.intn(4) {
 	case 0:
-		v = core.NilValue() // not cached: the engine runs the count script
+		v = core.Value{} // not cached: the engine runs the count script
 	case 1:
 		v = genTree(c.s, 2)
 	default:
-		v = core.StringValue(strconv.Itoa(c.s.intn(5)-1) + pick(c.s, ":", ";", "") + strconv.FormatInt(t0.UnixMilli(), 10))
+		v = core.Value{Kind: core.ValueString, Str: strconv.Itoa(c.s.intn(5)-1) + pick(c.s, ":", ";", "") + strconv.FormatInt(t0.UnixMilli(), 10)}
 	}
 	if !countKeyOK(v) {
 		c.log.invalid = append(c.log.invalid, "cached count "+v.String())
@@ -174,7 +174,7 @@ func (c cachedFakeStore) FenceCache(ctx context.Context, keys []string) error {
 // checkReply judges a reply by the contract in the header of its script
 // (core/lua/*.lua), read as strictly as the engine can check it: shapes and
 // item counts exact; integers as integers or decimal strings and strings as
-// strings or integers (Value.AsInt and AsString); statuses, kinds and manual
+// strings or integers (as the core reads them); statuses, kinds and manual
 // statuses in range; counts not negative. It also returns the refusal a
 // valid reply's result code stands for.
 
@@ -250,7 +250,7 @@ func isStr(v core.Value) bool { _, ok := vStr(v); return ok }
 
 const maxStatus, maxKind, maxManual = 4, 4, 2
 
-// maxCount bounds the counts in replies (core.Value.AsCount: 0 to 2^40, so
+// maxCount bounds the counts in replies (the core reads counts from 0 to 2^40, so
 // that sums of many cannot overflow).
 const maxCount = 1 << 40
 
@@ -572,42 +572,42 @@ var nastyStrings = []string{"", "x", "1.5", "9223372036854775808", "-0", "+3", "
 func genTree(s *source, depth int) core.Value {
 	switch k := s.intn(9); {
 	case k == 0:
-		return core.NilValue()
+		return core.Value{}
 	case k <= 2:
 		if s.bool() {
-			return core.IntValue(nastyInts[s.intn(len(nastyInts))])
+			return core.Value{Kind: core.ValueInt, Int: nastyInts[s.intn(len(nastyInts))]}
 		}
-		return core.IntValue(int64(s.intn(7)) - 1)
+		return core.Value{Kind: core.ValueInt, Int: int64(s.intn(7)) - 1}
 	case k <= 4:
-		return core.StringValue(pick(s, nastyStrings...))
+		return core.Value{Kind: core.ValueString, Str: pick(s, nastyStrings...)}
 	case k <= 7 && depth > 0:
 		items := make([]core.Value, s.intn(6))
 		for i := range items {
 			items[i] = genTree(s, depth-1)
 		}
-		return core.ArrayValue(items...)
+		return core.Value{Kind: core.ValueArray, Array: items}
 	case k == 8:
 		return core.Value{Kind: core.ValueKind(4 + s.intn(250)), Int: 3, Str: "3"} // no such kind
 	}
-	return core.NilValue()
+	return core.Value{}
 }
 
 // genInt renders n as an integer or, sometimes, as a decimal string: both
 // are valid integer replies.
 func genInt(s *source, n int64) core.Value {
 	if s.intn(8) == 0 {
-		return core.StringValue(strconv.FormatInt(n, 10))
+		return core.Value{Kind: core.ValueString, Str: strconv.FormatInt(n, 10)}
 	}
-	return core.IntValue(n)
+	return core.Value{Kind: core.ValueInt, Int: n}
 }
 
 func genEvents(s *source) core.Value {
 	var items []core.Value
 	for range s.intn(3) {
-		items = append(items, core.StringValue(pick(s, "u1", "u2", "{u}")), genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))),
-			core.StringValue(pick(s, "u0.1.1", "u3.1700000000000.7", "")))
+		items = append(items, core.Value{Kind: core.ValueString, Str: pick(s, "u1", "u2", "{u}")}, genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))),
+			core.Value{Kind: core.ValueString, Str: pick(s, "u0.1.1", "u3.1700000000000.7", "")})
 	}
-	return core.ArrayValue(items...)
+	return core.Value{Kind: core.ValueArray, Array: items}
 }
 
 // genOutbox returns a sweep step's undelivered events (lua/sweep_users.lua).
@@ -616,9 +616,9 @@ func genOutbox(s *source) core.Value {
 	for range s.intn(3) {
 		entry := pick(s, "c\x1fu1\x1f0\x1f3\x1f1700000000000", "k\x1fu2\x1fd:2\x1f1\x1fgw\x1f1700000000000",
 			"c\x1f{u}\x1f3\x1f4\x1f1")
-		items = append(items, core.StringValue(pick(s, "u0.1.1", "u5.1700000000000.9")), core.StringValue(entry))
+		items = append(items, core.Value{Kind: core.ValueString, Str: pick(s, "u0.1.1", "u5.1700000000000.9")}, core.Value{Kind: core.ValueString, Str: entry})
 	}
-	return core.ArrayValue(items...)
+	return core.Value{Kind: core.ValueArray, Array: items}
 }
 
 // genRecord returns the two hash fields of a device record (lua/recordlib.lua).
@@ -643,11 +643,11 @@ func genReply(s *source, name string, args []string) core.Value {
 		for i := range tokens {
 			tokens[i] = pick(s, "tok", "")
 		}
-		return core.StringValue(strings.Join(tokens, "\x1f"))
+		return core.Value{Kind: core.ValueString, Str: strings.Join(tokens, "\x1f")}
 	case "leave":
 		return genInt(s, int64(s.intn(2)))
 	case "touch":
-		return core.ArrayValue(now)
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now}}
 	case "heartbeat":
 		var res []core.Value
 		for range items(name, args) {
@@ -656,21 +656,21 @@ func genReply(s *source, name string, args []string) core.Value {
 				from, to = int64(s.intn(5)), int64(s.intn(5))
 			}
 			c := pick(s, "", "", "", "REPLACED", "NOSESSION", "TOOMANY", "SKEW")
-			res = append(res, core.StringValue(c), core.StringValue(pick(s, "tok", "")), genInt(s, from), genInt(s, to),
-				core.StringValue(pick(s, "", "u1.1700000000000.3")))
+			res = append(res, core.Value{Kind: core.ValueString, Str: c}, core.Value{Kind: core.ValueString, Str: pick(s, "tok", "")}, genInt(s, from), genInt(s, to),
+				core.Value{Kind: core.ValueString, Str: pick(s, "", "u1.1700000000000.3")})
 		}
-		return core.ArrayValue(now, core.ArrayValue(res...))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueArray, Array: res}}}
 	case "login":
 		var kicks []core.Value
 		for range s.intn(3) {
-			kicks = append(kicks, core.StringValue(pick(s, "d1", "d:2")), genInt(s, int64(s.intn(5))), core.StringValue(pick(s, "", "gw")),
-				core.StringValue(pick(s, "", "u2.1700000000000.4")))
+			kicks = append(kicks, core.Value{Kind: core.ValueString, Str: pick(s, "d1", "d:2")}, genInt(s, int64(s.intn(5))), core.Value{Kind: core.ValueString, Str: pick(s, "", "gw")},
+				core.Value{Kind: core.ValueString, Str: pick(s, "", "u2.1700000000000.4")})
 		}
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "TOOMANY")), core.ArrayValue(kicks...), genEvents(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "TOOMANY")}, core.Value{Kind: core.ValueArray, Array: kicks}, genEvents(s)}}
 	case "logout":
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "REPLACED")), genInt(s, int64(s.intn(2))), genEvents(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "REPLACED")}, genInt(s, int64(s.intn(2))), genEvents(s)}}
 	case "manual":
-		return core.ArrayValue(now, genEvents(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genEvents(s)}}
 	case "status":
 		var users []core.Value
 		for range items(name, args) {
@@ -684,28 +684,28 @@ func genReply(s *source, name string, args []string) core.Value {
 				}
 			}
 			mexp := pick(s, int64(0), t0.UnixMilli()+60000, t0.UnixMilli()-1)
-			users = append(users, core.ArrayValue(genInt(s, int64(s.intn(3))), genInt(s, mexp),
-				core.StringValue(static), core.StringValue(dynamic)))
+			users = append(users, core.Value{Kind: core.ValueArray, Array: []core.Value{genInt(s, int64(s.intn(3))), genInt(s, mexp),
+				core.Value{Kind: core.ValueString, Str: static}, core.Value{Kind: core.ValueString, Str: dynamic}}})
 		}
-		return core.ArrayValue(now, core.ArrayValue(users...))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueArray, Array: users}}}
 	case "count":
-		return core.ArrayValue(now, genInt(s, int64(s.intn(1000))), genInt(s, t0.UnixMilli()))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(1000))), genInt(s, t0.UnixMilli())}}
 	case "active":
-		return core.ArrayValue(now, genInt(s, int64(s.intn(1000))))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(1000)))}}
 	case "members":
 		var flat []core.Value
 		for range s.intn(4) {
-			flat = append(flat, core.StringValue(pick(s, "m1", "m:2", "{m}")), genInt(s, t0.UnixMilli()-int64(s.intn(60000))))
+			flat = append(flat, core.Value{Kind: core.ValueString, Str: pick(s, "m1", "m:2", "{m}")}, genInt(s, t0.UnixMilli()-int64(s.intn(60000))))
 		}
 		next := pick(s, [2]int64{-1, -1}, [2]int64{0, 4}, [2]int64{2, 0})
-		return core.ArrayValue(now, genInt(s, next[0]), genInt(s, next[1]), core.ArrayValue(flat...))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, next[0]), genInt(s, next[1]), core.Value{Kind: core.ValueArray, Array: flat}}}
 	case "sweep_users":
 		more := int64(0)
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), genEvents(s),
-			genOutbox(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, more), core.Value{Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, genEvents(s),
+			genOutbox(s)}}
 	case "outbox_ack":
 		return genInt(s, int64(s.intn(3)))
 	case "sweep_scopes":
@@ -713,8 +713,8 @@ func genReply(s *source, name string, args []string) core.Value {
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(2))),
-			genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), core.ArrayValue())
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(2))),
+			genInt(s, more), core.Value{Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}}
 	}
 	return genTree(s, 3)
 }
@@ -735,9 +735,9 @@ func mutate(s *source, v core.Value) core.Value {
 	n := nodes[s.intn(len(nodes))]
 	switch s.intn(6) {
 	case 0:
-		*n = core.IntValue(nastyInts[s.intn(len(nastyInts))])
+		*n = core.Value{Kind: core.ValueInt, Int: nastyInts[s.intn(len(nastyInts))]}
 	case 1:
-		*n = core.StringValue(pick(s, nastyStrings...))
+		*n = core.Value{Kind: core.ValueString, Str: pick(s, nastyStrings...)}
 	case 2:
 		*n = genTree(s, 2)
 	case 3:
@@ -749,7 +749,7 @@ func mutate(s *source, v core.Value) core.Value {
 			n.Array = append(n.Array, genTree(s, 1))
 		}
 	case 5:
-		*n = core.NilValue()
+		*n = core.Value{}
 	}
 	return v
 }

@@ -84,12 +84,12 @@ func unique(tb testing.TB) string {
 	return strings.NewReplacer("/", ":", " ", "_", "{", "(", "}", ")").Replace(tb.Name()) + fmt.Sprint(time.Now().UnixNano())
 }
 
-var (
-	i  = core.IntValue
-	st = core.StringValue
-	a  = core.ArrayValue
-	ni = core.NilValue()
-)
+// Short forms of the replies the tables expect.
+func i(n int64) core.Value             { return core.Value{Kind: core.ValueInt, Int: n} }
+func st(s string) core.Value           { return core.Value{Kind: core.ValueString, Str: s} }
+func a(items ...core.Value) core.Value { return core.Value{Kind: core.ValueArray, Array: items} }
+
+var ni = core.Value{}
 
 // Run checks the reply mapping and error contract of s. The server behind s
 // must be empty of the test's keys; a single node or a cluster will do.

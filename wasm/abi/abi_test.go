@@ -251,10 +251,10 @@ func TestPlanMessages(t *testing.T) {
 		t.Fatalf("calls: got %+v want %q", resp, calls)
 	}
 	results := []core.Result{
-		{Value: core.ArrayValue(core.IntValue(-1<<63), core.IntValue(1<<63-1), core.StringValue("x\xff"), core.NilValue(),
-			core.ArrayValue(), core.ArrayValue(core.StringValue("")))},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: -1 << 63}, core.Value{Kind: core.ValueInt, Int: 1<<63 - 1}, core.Value{Kind: core.ValueString, Str: "x\xff"}, core.Value{},
+			core.Value{Kind: core.ValueArray, Array: []core.Value{}}, core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: ""}}}}}},
 		{Err: fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript)},
-		{Value: core.NilValue()},
+		{Value: core.Value{}},
 	}
 	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpResume, Now: 5, Args: &abi.Resume{Plan: 7, Results: results}})
 	if err != nil {

@@ -59,7 +59,7 @@ func (r *replay) CachedGet(_ context.Context, key string) (core.Value, error) {
 	if v, ok := r.cache[key]; ok {
 		return v, nil
 	}
-	return core.NilValue(), nil
+	return core.Value{}, nil
 }
 
 // FenceCache has nothing to wait for: the replay's cache never lags.
@@ -185,7 +185,7 @@ func BenchmarkCountCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.cache[key] = core.StringValue("12345:1700000000000")
+	r.cache[key] = core.Value{Kind: core.ValueString, Str: "12345:1700000000000"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
