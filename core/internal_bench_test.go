@@ -83,7 +83,7 @@ func BenchmarkDecodeBeats(b *testing.B) {
 		run[i] = i
 		items = append(items, Value{Kind: ValueString, Str: ""}, Value{Kind: ValueString, Str: "tok"}, Value{Kind: ValueInt, Int: -1}, Value{Kind: ValueInt, Int: -1}, Value{Kind: ValueString, Str: ""})
 	}
-	reply := Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueInt, Int: 1_700_000_000_000}, Value{Kind: ValueArray, Array: items}}}
+	reply := Value{Kind: ValueArray, Array: []Value{{Kind: ValueInt, Int: 1_700_000_000_000}, {Kind: ValueArray, Array: items}}}
 	acks := make([]Ack, 100)
 	ids := make([]string, 100)
 	b.ReportAllocs()
@@ -100,8 +100,8 @@ func BenchmarkDecodeStatus(b *testing.B) {
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
 	static := "web" + unitSep + "0" + unitSep + itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token +
 		unitSep + itoa(r.interval) + unitSep + strconv.FormatInt(r.loginAt, 16)
-	v := Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "0"}, Value{Kind: ValueString, Str: "0"}, Value{Kind: ValueString, Str: "3" + itemSep + static},
-		Value{Kind: ValueString, Str: unitSep + itemSep + strconv.FormatInt(r.seen, 16) + unitSep + "0"}}}
+	v := Value{Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "0"}, {Kind: ValueString, Str: "0"}, {Kind: ValueString, Str: "3" + itemSep + static},
+		{Kind: ValueString, Str: unitSep + itemSep + strconv.FormatInt(r.seen, 16) + unitSep + "0"}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := p.decodeStatus("u", v, 1_700_000_001_000)

@@ -68,7 +68,7 @@ func TestPlanNoScriptFallback(t *testing.T) {
 	}
 	res := make([]core.Result, len(calls))
 	for i := range res {
-		res[i].Value = core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: "3"}, core.Value{Kind: core.ValueInt, Int: int64(i + 1)}}} // i+1 ONLINE
+		res[i].Value = core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: int64(i + 1)}}} // i+1 ONLINE
 	}
 	res[1] = core.Result{Err: fmt.Errorf("%w: no such script", core.ErrNoScript)}
 	res[3] = core.Result{Err: core.ErrNoScript}
@@ -88,8 +88,8 @@ func TestPlanNoScriptFallback(t *testing.T) {
 		}
 	}
 	err := p.Step([]core.Result{
-		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: "3"}, core.Value{Kind: core.ValueInt, Int: 20}}}},
-		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: "3"}, core.Value{Kind: core.ValueInt, Int: 40}}}},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: 20}}}},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: 40}}}},
 	})
 	if err != nil || !p.Done() {
 		t.Fatalf("after the resend: err %v done %v", err, p.Done())
@@ -146,9 +146,9 @@ func TestPlanSteadyFallsThrough(t *testing.T) {
 		t.Fatalf("second round %v, want the full heartbeat", c)
 	}
 	issued := c[0].Args[len(c[0].Args)-1]
-	results := core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: ""}, core.Value{Kind: core.ValueString, Str: issued}, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueInt, Int: 3},
-		core.Value{Kind: core.ValueString, Str: "u4.1700000000000.1"}}}
-	must(t, p.Step([]core.Result{{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: 1_700_000_000_000}, results}}}}))
+	results := core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: ""}, {Kind: core.ValueString, Str: issued}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueInt, Int: 3},
+		{Kind: core.ValueString, Str: "u4.1700000000000.1"}}}
+	must(t, p.Step([]core.Result{{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 1_700_000_000_000}, results}}}}))
 	if c := p.Calls(); len(c) != 1 || scriptOf(c[0]) != "log_append" || p.Done() {
 		t.Fatalf("third round %v, want the change log append", c)
 	}

@@ -124,17 +124,17 @@ func TestLuaArgNames(t *testing.T) {
 	outboxID := "u" + strconv.Itoa(int(b)) + ".1772366400000.5"
 	rec.replies = map[string]Value{
 		// not steady: the full path follows
-		e.scripts.beat.sha: Value{Kind: ValueString, Str: ""},
+		e.scripts.beat.sha: {Kind: ValueString, Str: ""},
 		// a change, published and logged
-		e.scripts.manual.sha:    Value{Kind: ValueArray, Array: []Value{nowV, Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "alice"}, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 4}, Value{Kind: ValueString, Str: outboxID}}}}},
-		e.scripts.logAppend.sha: Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "1-1"}}},
+		e.scripts.manual.sha:    {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "alice"}, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 4}, {Kind: ValueString, Str: outboxID}}}}},
+		e.scripts.logAppend.sha: {Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "1-1"}}},
 		// a spread scope: no count key, then its shards' sizes
-		e.scripts.count.sha:    Value{Kind: ValueArray, Array: []Value{nowV, Value{Kind: ValueInt, Int: -1}, Value{Kind: ValueInt, Int: 0}}},
-		e.scripts.shardLen.sha: Value{Kind: ValueInt, Int: 3},
+		e.scripts.count.sha:    {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: -1}, {Kind: ValueInt, Int: 0}}},
+		e.scripts.shardLen.sha: {Kind: ValueInt, Int: 3},
 		// a spread scope handed over by the sweep, its shards swept
-		e.scripts.sweepScopes.sha: Value{Kind: ValueArray, Array: []Value{nowV, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 0},
-			Value{Kind: ValueString, Str: "ok"}, Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "live:7"}, Value{Kind: ValueInt, Int: 2}}}}},
-		e.scripts.shardSweep.sha: Value{Kind: ValueArray, Array: []Value{nowV, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 5}, Value{Kind: ValueString, Str: "0"}}},
+		e.scripts.sweepScopes.sha: {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0},
+			{Kind: ValueString, Str: "ok"}, {Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "live:7"}, {Kind: ValueInt, Int: 2}}}}},
+		e.scripts.shardSweep.sha: {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 5}, {Kind: ValueString, Str: "0"}}},
 	}
 	base := e.settings.keys.userBase(b)
 	common := map[string]string{

@@ -169,10 +169,10 @@ var nowV = core.Value{Kind: core.ValueInt, Int: t0.UnixMilli()}
 func TestRegressionEnumTruncation(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"manual": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: "u1"}, core.Value{Kind: core.ValueInt, Int: 256}, core.Value{Kind: core.ValueInt, Int: 259}}}}},
-		"login": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueString, Str: ""},
-			core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: "d"}, core.Value{Kind: core.ValueInt, Int: 260}, core.Value{Kind: core.ValueString, Str: "gw"}}}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}},
-		"status": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: 257}, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}}}}}},
+		"manual": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "u1"}, {Kind: core.ValueInt, Int: 256}, {Kind: core.ValueInt, Int: 259}}}}},
+		"login": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueString, Str: ""},
+			{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "d"}, {Kind: core.ValueInt, Int: 260}, {Kind: core.ValueString, Str: "gw"}}}, {Kind: core.ValueArray}}},
+		"status": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 257}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueArray}}}}}}},
 	})
 	if cs, err := e.SetManual(ctx, "u1", core.ManualDND, 0); !errors.Is(err, core.ErrReply) {
 		t.Errorf("manual reply with statuses 256, 259: changes %v, err %v; want ErrReply", renderChanges(cs), err)
@@ -199,8 +199,8 @@ func TestRegressionEnumTruncation(t *testing.T) {
 func TestRegressionNegativeCounts(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"active":      core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueInt, Int: -5}}},
-		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueInt, Int: -3}, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueString, Str: "ok"}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}},
+		"active":      core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: -5}}},
+		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: -3}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueString, Str: "ok"}, {Kind: core.ValueArray}}},
 	})
 	if n, err := e.ActiveWithin(ctx, room, time.Second); !errors.Is(err, core.ErrReply) {
 		t.Errorf("active reply {now, -5}: %d, %v; want ErrReply", n, err)
@@ -209,7 +209,7 @@ func TestRegressionNegativeCounts(t *testing.T) {
 		t.Errorf("sweep reply visited -3: Visited %d, %v; want ErrReply", r.Visited, err)
 	}
 	e = scriptedEngine(t, scriptedStore{
-		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueInt, Int: math.MaxInt64}, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueString, Str: "ok"}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}},
+		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: math.MaxInt64}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueString, Str: "ok"}, {Kind: core.ValueArray}}},
 	})
 	if r, err := e.SweepUsers(ctx); err == nil && r.Visited < 0 {
 		t.Errorf("sweep replies visited MaxInt64 in 16 buckets: Visited %d", r.Visited)
@@ -228,7 +228,7 @@ func TestRegressionNegativeCounts(t *testing.T) {
 func TestRegressionMembersCursor(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"members": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueInt, Int: -1}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}},
+		"members": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueInt, Int: -1}, {Kind: core.ValueArray}}},
 	})
 	page, err := e.Members(ctx, room, "", 10)
 	if errors.Is(err, core.ErrReply) || err == nil && page.Next == "" {

@@ -659,16 +659,16 @@ func genReply(s *source, name string, args []string) core.Value {
 			res = append(res, core.Value{Kind: core.ValueString, Str: c}, core.Value{Kind: core.ValueString, Str: pick(s, "tok", "")}, genInt(s, from), genInt(s, to),
 				core.Value{Kind: core.ValueString, Str: pick(s, "", "u1.1700000000000.3")})
 		}
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueArray, Array: res}}}
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, {Kind: core.ValueArray, Array: res}}}
 	case "login":
 		var kicks []core.Value
 		for range s.intn(3) {
 			kicks = append(kicks, core.Value{Kind: core.ValueString, Str: pick(s, "d1", "d:2")}, genInt(s, int64(s.intn(5))), core.Value{Kind: core.ValueString, Str: pick(s, "", "gw")},
 				core.Value{Kind: core.ValueString, Str: pick(s, "", "u2.1700000000000.4")})
 		}
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "TOOMANY")}, core.Value{Kind: core.ValueArray, Array: kicks}, genEvents(s)}}
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, {Kind: core.ValueString, Str: pick(s, "", "", "TOOMANY")}, {Kind: core.ValueArray, Array: kicks}, genEvents(s)}}
 	case "logout":
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "REPLACED")}, genInt(s, int64(s.intn(2))), genEvents(s)}}
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, {Kind: core.ValueString, Str: pick(s, "", "", "REPLACED")}, genInt(s, int64(s.intn(2))), genEvents(s)}}
 	case "manual":
 		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genEvents(s)}}
 	case "status":
@@ -685,9 +685,9 @@ func genReply(s *source, name string, args []string) core.Value {
 			}
 			mexp := pick(s, int64(0), t0.UnixMilli()+60000, t0.UnixMilli()-1)
 			users = append(users, core.Value{Kind: core.ValueArray, Array: []core.Value{genInt(s, int64(s.intn(3))), genInt(s, mexp),
-				core.Value{Kind: core.ValueString, Str: static}, core.Value{Kind: core.ValueString, Str: dynamic}}})
+				{Kind: core.ValueString, Str: static}, {Kind: core.ValueString, Str: dynamic}}})
 		}
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueArray, Array: users}}}
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, {Kind: core.ValueArray, Array: users}}}
 	case "count":
 		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(1000))), genInt(s, t0.UnixMilli())}}
 	case "active":
@@ -698,13 +698,13 @@ func genReply(s *source, name string, args []string) core.Value {
 			flat = append(flat, core.Value{Kind: core.ValueString, Str: pick(s, "m1", "m:2", "{m}")}, genInt(s, t0.UnixMilli()-int64(s.intn(60000))))
 		}
 		next := pick(s, [2]int64{-1, -1}, [2]int64{0, 4}, [2]int64{2, 0})
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, next[0]), genInt(s, next[1]), core.Value{Kind: core.ValueArray, Array: flat}}}
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, next[0]), genInt(s, next[1]), {Kind: core.ValueArray, Array: flat}}}
 	case "sweep_users":
 		more := int64(0)
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, more), core.Value{Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, genEvents(s),
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, more), {Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, genEvents(s),
 			genOutbox(s)}}
 	case "outbox_ack":
 		return genInt(s, int64(s.intn(3)))
@@ -714,7 +714,7 @@ func genReply(s *source, name string, args []string) core.Value {
 			more = 1
 		}
 		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(2))),
-			genInt(s, more), core.Value{Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, core.Value{Kind: core.ValueArray, Array: []core.Value{}}}}
+			genInt(s, more), {Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, {Kind: core.ValueArray}}}
 	}
 	return genTree(s, 3)
 }

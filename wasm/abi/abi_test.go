@@ -251,8 +251,8 @@ func TestPlanMessages(t *testing.T) {
 		t.Fatalf("calls: got %+v want %q", resp, calls)
 	}
 	results := []core.Result{
-		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: -1 << 63}, core.Value{Kind: core.ValueInt, Int: 1<<63 - 1}, core.Value{Kind: core.ValueString, Str: "x\xff"}, core.Value{},
-			core.Value{Kind: core.ValueArray, Array: []core.Value{}}, core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: ""}}}}}},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: -1 << 63}, {Kind: core.ValueInt, Int: 1<<63 - 1}, {Kind: core.ValueString, Str: "x\xff"}, {},
+			{Kind: core.ValueArray}, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: ""}}}}}},
 		{Err: fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript)},
 		{Value: core.Value{}},
 	}

@@ -604,7 +604,7 @@ func (r *compactReader) value(depth int) (core.Value, error) {
 	case valueArray:
 		n, err := r.count(MaxMessage)
 		if err != nil || n == 0 {
-			return core.Value{Kind: core.ValueArray, Array: []core.Value{}}, err
+			return core.Value{Kind: core.ValueArray}, err
 		}
 		items := make([]core.Value, n)
 		for i := range items {
