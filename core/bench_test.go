@@ -25,7 +25,7 @@ func newCannedStore(beats int) *cannedStore {
 	for i := 0; i < beats; i++ {
 		items = append(items, core.Value{Kind: core.ValueString, Str: ""}, core.Value{Kind: core.ValueString, Str: "tok"}, core.Value{Kind: core.ValueInt, Int: -1}, core.Value{Kind: core.ValueInt, Int: -1})
 	}
-	reply := core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: 1_700_000_000_000}, core.Value{Kind: core.ValueArray, Array: items}}}
+	reply := core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 1_700_000_000_000}, {Kind: core.ValueArray, Array: items}}}
 	s := &cannedStore{other: make([]core.Result, 64)}
 	for i := range s.other {
 		s.other[i] = core.Result{Value: reply}
@@ -106,14 +106,6 @@ func BenchmarkAggregate(b *testing.B) {
 		if core.Aggregate(states, core.ManualNone) != core.StatusOnline {
 			b.Fatal("wrong aggregate")
 		}
-	}
-}
-
-// BenchmarkSlot measures the CRC16 slot of a typical key.
-func BenchmarkSlot(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		core.Slot("presence:{u12}:d:user-1234")
 	}
 }
 

@@ -236,21 +236,21 @@ func batch(t *testing.T, s core.Store) {
 func crossSlot(t *testing.T, s core.Store) {
 	k := tag(t)
 	set := "redis.call('SET', KEYS[1], 'written'); return 1"
-	results := Eval(t, s,
-		core.Call{Source: "return 'before'"},
-		core.Call{Source: set, Keys: []string{"{slot-a}" + k, "{slot-b}" + k}},
-		core.Call{SHA: SHA1(set), Keys: []string{"{slot-a}" + k + "x", "{slot-b}" + k + "x"}},
-		core.Call{Source: "return 'after'"},
-	)
+	calls := []core.Call{
+		{Source: "return 'before'"},
+		{Source: set, Keys: []string{"{slot-a}" + k, "{slot-b}" + k}},
+		{SHA: SHA1(set), Keys: []string{"{slot-a}" + k + "x", "{slot-b}" + k + "x"}},
+		{Source: "return 'after'"},
+	}
+	results := Eval(t, s, calls...)
 	wantValue(t, "before", results[0], st("before"))
 	wantValue(t, "after", results[3], st("after"))
-	for _, r := range results[1:3] {
+	for n, r := range results[1:3] {
 		if !errors.Is(r.Err, core.ErrCrossSlot) {
 			t.Fatalf("cross-slot call: got %v %v, want ErrCrossSlot", r.Value, r.Err)
 		}
-		var se *core.SlotError
-		if !errors.As(r.Err, &se) {
-			t.Fatalf("cross-slot error %T is not a *core.SlotError", r.Err)
+		if want := core.SameSlot(calls[1+n].Keys); r.Err.Error() != want.Error() {
+			t.Fatalf("cross-slot error %q is not core.SameSlot's (%q)", r.Err, want)
 		}
 	}
 	got := EvalOne(t, s, core.Call{Source: "return redis.call('GET', KEYS[1])", Keys: []string{"{slot-a}" + k}})

@@ -160,7 +160,7 @@ func TestErrorsRoundTrip(t *testing.T) {
 		&core.StoreError{Op: "heartbeat", Unavailable: true, Err: fmt.Errorf("%w: dial tcp: refused", core.ErrUnavailable)},
 		&core.StoreError{Op: "count", Err: errors.New("ERR boom")},
 		fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript),
-		&core.SlotError{Keys: []string{"a", "b"}},
+		core.SameSlot([]string{"{a}", "{b}"}),
 		&abi.DecodeError{What: "request", Field: "op", Reason: "x"},
 		errors.New("something else"),
 	} {

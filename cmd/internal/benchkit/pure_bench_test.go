@@ -14,6 +14,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // replay answers each call with the reply a real server gave the last call
@@ -200,7 +201,7 @@ func BenchmarkCountCached(b *testing.B) {
 func BenchmarkSlot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		core.Slot("presence:{u12}:d:user-1234")
+		slot.Of("presence:{u12}:d:user-1234")
 	}
 }
 
