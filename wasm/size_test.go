@@ -37,15 +37,18 @@ import (
 // tables of format characters and white space) 12 kB raw and 4 kB gzipped,
 // and the ceilings 16 kB and 4 kB; the delivery of a call's messages
 // with their acknowledgement and the generated enumerations 7 kB raw, and
-// the raw ceilings 8 kB. Raise them only
+// the raw ceilings 8 kB; unexporting core.Plan[T] (issue 32: the guest
+// reads outcomes through core.Stepper's Result, which keeps the outcome
+// types' descriptors) 24 kB raw and 2 kB gzipped, and the ceilings as
+// much. Raise them only
 // knowingly; `go run ./wasm/sizes` shows what each package costs. Issue
 // 17's goal is 3.0 MB raw and 1.0 MB gzip for the reactor.
 var sizeCeilings = []struct {
 	target     wasm.Target
 	raw, gzip9 int
 }{
-	{wasm.WASI, 4_572_000, 1_232_000},
-	{wasm.JS, 4_600_000, 1_238_000},
+	{wasm.WASI, 4_596_000, 1_234_000},
+	{wasm.JS, 4_624_000, 1_240_000},
 }
 
 // TestModuleSize builds each WebAssembly module as wasm.Build does (stripped,
