@@ -45,3 +45,9 @@ var (
 // Plan is, for tests, the plan type behind every Stepper, whose Outcome
 // is typed.
 type Plan[T any] = plan[T]
+
+// FeedMemory is how many event IDs a Repeats remembers (feedMemory).
+const FeedMemory = feedMemory
+
+// Aggregate is the status others see (aggregate).
+func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }

@@ -166,13 +166,6 @@ func aggregate(states []Status, manual Manual) Status {
 	return best
 }
 
-// Aggregate returns the status others see for a user whose devices are in
-// the given states and whose manual status is manual: [StatusOffline] with
-// no live device, [StatusDND] or (for [ManualInvisible]) StatusOffline by
-// the manual status, else the most present device ([StatusOnline] over
-// [StatusAway] over [StatusPushOnline]).
-func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
-
 // cause is why a user's status is being re-evaluated (docs/design.md §7).
 type cause uint8
 
@@ -255,5 +248,5 @@ func decodeMeta(s string) map[string]string {
 func sortStrings(s []string) { sort.Strings(s) }
 
 // classCode is the device class PolicyExclusivePerKind keeps one device
-// of, as login.lua's class compares them: Kind.Class.
-func (k Kind) classCode() string { return k.Class() }
+// of, as login.lua's class compares them.
+func (k Kind) classCode() string { return k.class() }

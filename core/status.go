@@ -70,9 +70,9 @@ func (k Kind) String() string {
 	return enumName(kindNames[:], int(k), "Kind")
 }
 
-// Class returns the device class that PolicyExclusivePerKind keeps one device
+// class returns the device class that PolicyExclusivePerKind keeps one device
 // of: "mobile", "desktop", "web" or "other".
-func (k Kind) Class() string {
+func (k Kind) class() string {
 	switch k {
 	case KindIOS, KindAndroid:
 		return "mobile"
@@ -92,7 +92,8 @@ const (
 	PolicyMulti Policy = iota
 	// PolicyExclusive removes every other device of the user at login.
 	PolicyExclusive
-	// PolicyExclusivePerKind keeps at most one device per Kind.Class.
+	// PolicyExclusivePerKind keeps at most one device per class of kinds:
+	// mobile (KindIOS, KindAndroid), desktop, web and other.
 	PolicyExclusivePerKind
 )
 

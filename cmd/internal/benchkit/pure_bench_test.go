@@ -205,17 +205,6 @@ func BenchmarkSlot(b *testing.B) {
 	}
 }
 
-// BenchmarkAggregate measures the aggregation rule over three devices.
-func BenchmarkAggregate(b *testing.B) {
-	states := []core.Status{core.StatusAway, core.StatusPushOnline, core.StatusOnline}
-	b.ReportAllocs()
-	for b.Loop() {
-		if core.Aggregate(states, core.ManualNone) != core.StatusOnline {
-			b.Fatal("wrong aggregate")
-		}
-	}
-}
-
 // BenchmarkHistRecord measures the runner's per-operation bookkeeping.
 func BenchmarkHistRecord(b *testing.B) {
 	var h benchkit.Hist
