@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 func (r *runner) memory(ctx context.Context) error {
@@ -105,7 +106,7 @@ func (r *runner) warmScripts(ctx context.Context, store core.Store) error {
 // compactShards names the shards a self-sized compact scope has now, as
 // its meta says (2^L + s of them).
 func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scope) ([]string, error) {
-	meta, err := e.Keys().CompactMeta(sc)
+	meta, err := keyspace.Of(e).CompactMeta(sc.Class, sc.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scop
 	split, _ := strconv.Atoi(fmt.Sprint(v[1]))
 	keys := make([]string, 1<<level+split)
 	for i := range keys {
-		if keys[i], err = e.Keys().Shard(sc, i); err != nil {
+		if keys[i], err = keyspace.Of(e).Shard(sc.Class, sc.ID, i); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +157,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 	}
 	row := MemoryRow{Workload: "user-device", Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
 		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
-	keys := e.Keys()
+	keys := keyspace.Of(e)
 	var sample []string
 	for b := range keys.UserBuckets() {
 		sample = append(sample, keys.Big(b), keys.Due(b))
@@ -217,7 +218,7 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		}
 		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(len(keys)) + " shards (self-sized), meta and due index included"
 	case ClassExact:
-		key, err := e.Keys().Exact(sc)
+		key, err := keyspace.Of(e).Exact(sc.Class, sc.ID)
 		if err != nil {
 			return err
 		}
