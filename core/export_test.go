@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/presencekit/presence/internal/keyspace"
+)
 
 // GroupQueued is how many calls wait in e's group commit queue.
 func GroupQueued(e *Engine) int {
@@ -71,3 +75,6 @@ const FeedMemory = feedMemory
 
 // Aggregate is the status others see (aggregate).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
+
+// Scripts is, for tests, keyspace.Scripts.
+func Scripts() []keyspace.Script { return scriptList() }

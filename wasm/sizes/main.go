@@ -20,7 +20,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/presencekit/presence/core"
+	_ "github.com/presencekit/presence/core" // registers keyspace.Scripts
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
 )
@@ -68,7 +69,7 @@ func report(t wasm.Target, n int) error {
 		}
 	}
 	var scripts []string
-	for _, s := range core.Scripts() {
+	for _, s := range keyspace.Scripts() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(stripped, scripts)

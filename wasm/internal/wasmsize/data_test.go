@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/presencekit/presence/core"
+	_ "github.com/presencekit/presence/core" // registers keyspace.Scripts
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
@@ -19,7 +20,7 @@ func TestDataOfTheReactor(t *testing.T) {
 		t.Skip("builds the reactor; skipped with -short")
 	}
 	var scripts []string
-	for _, s := range core.Scripts() {
+	for _, s := range keyspace.Scripts() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(wasmtest.Module(t, wasm.WASI), scripts)
