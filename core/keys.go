@@ -1,11 +1,21 @@
 package core
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/presencekit/presence/internal/keyspace"
+)
 
 // keyNames names the Redis keys and channels of an engine for this
 // module's service, tools and tests, through package keyspace (whose
 // Names documents each method): users of the library need none of them.
 type keyNames struct{ engine *Engine }
+
+// init hands package keyspace the engine's names and scripts, the one
+// way into them.
+func init() {
+	keyspace.Register(func(e any) keyspace.Names { return keyNames{e.(*Engine)} }, scriptList)
+}
 
 func (k keyNames) ChangeChannel() string { return k.engine.plans.changeChannel() }
 
