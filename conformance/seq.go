@@ -432,7 +432,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 // that it acknowledges nothing).
 func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
 	var src string
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if s.Name() == "outbox_ack" {
 			src = s.Source()
 		}

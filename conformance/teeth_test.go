@@ -7,7 +7,6 @@ import (
 
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -124,7 +123,7 @@ func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
 	tb.Helper()
 	mutated := map[string]string{} // SHA → rewritten source
 	used := make([]bool, len(b.edits))
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if len(b.scripts) > 0 && !contains(b.scripts, s.Name()) {
 			continue
 		}
@@ -197,7 +196,7 @@ func swapCombined(ctx context.Context, calls []core.Call, next func(context.Cont
 
 // statusSHA is the SHA of status.lua, whose reply swapCombined rewrites.
 var statusSHA = func() string {
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if s.Name() == "status" {
 			return s.SHA()
 		}

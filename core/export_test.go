@@ -1,10 +1,6 @@
 package core
 
-import (
-	"time"
-
-	"github.com/presencekit/presence/internal/keyspace"
-)
+import "time"
 
 // GroupQueued is how many calls wait in e's group commit queue.
 func GroupQueued(e *Engine) int {
@@ -75,6 +71,3 @@ const FeedMemory = feedMemory
 
 // Aggregate is the status others see (aggregate).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
-
-// Scripts is, for tests, keyspace.Scripts.
-func Scripts() []keyspace.Script { return scriptList() }

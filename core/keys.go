@@ -11,10 +11,9 @@ import (
 // Names documents each method): users of the library need none of them.
 type keyNames struct{ engine *Engine }
 
-// init hands package keyspace the engine's names and scripts, the one
-// way into them.
+// init hands package keyspace the engine's names, the one way into them.
 func init() {
-	keyspace.Register(func(e any) keyspace.Names { return keyNames{e.(*Engine)} }, scriptList)
+	keyspace.Register(func(e any) keyspace.Names { return keyNames{e.(*Engine)} })
 }
 
 func (k keyNames) ChangeChannel() string { return k.engine.plans.changeChannel() }

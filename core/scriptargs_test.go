@@ -88,7 +88,7 @@ func (r *argRecorder) Eval(_ context.Context, calls []Call) []Result {
 }
 
 // argsOf returns the arguments of the first call of script sc.
-func (r *argRecorder) argsOf(t *testing.T, sc *luaScript) []string {
+func (r *argRecorder) argsOf(t *testing.T, sc *Script) []string {
 	t.Helper()
 	for _, c := range r.calls {
 		if c.SHA == sc.sha {
@@ -182,7 +182,7 @@ func TestLuaArgNames(t *testing.T) {
 	change := marshalChange(Change{User: "alice", From: StatusOffline, To: StatusDND, At: time.UnixMilli(now)}, outboxID)
 	meta := "=" + encodeMeta(map[string]string{"k": "v"})
 	cases := []struct {
-		sc     *luaScript
+		sc     *Script
 		files  []string
 		want   map[string]string
 		items  string // the position of the first repeated item ("" none)
@@ -444,7 +444,7 @@ func luaCode(line string) string {
 // numbers) would otherwise reach Redis as a global, which a script may
 // not read.
 func TestLuaConstantsDefined(t *testing.T) {
-	for _, s := range scriptList() {
+	for _, s := range Scripts() {
 		declared := map[string]bool{"KEYS": true, "ARGV": true}
 		lines := strings.Split(s.Source(), "\n")
 		for _, line := range lines {

@@ -3,17 +3,15 @@ package core
 import (
 	"strings"
 	"sync"
-
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 //go:generate go run ./internal/genscripts
 
-// luaScript is one Lua script with its SHA1, as EVALSHA names it. Its source
+// Script is one Lua script with its SHA1, as EVALSHA names it. Its source
 // is the texts of its files as go generate ./core writes them
 // (scripts_gen.go), joined when it is first sent whole: an engine sends
 // scripts by their SHA1, and their sources only after a NOSCRIPT.
-type luaScript struct {
+type Script struct {
 	name  string
 	sha   string
 	parts []string
@@ -22,16 +20,19 @@ type luaScript struct {
 	source string
 }
 
-// Name, Source and SHA make a luaScript a keyspace.Script, which
-// documents them.
-func (s *luaScript) Name() string { return s.name }
+// Name returns the name the engine's tools know the script by: its file's
+// name without ".lua", but "beat" for heartbeat_steady.lua and "heartbeat"
+// for heartbeat_full.lua, the names tests and tools look the two up by.
+func (s *Script) Name() string { return s.name }
 
-func (s *luaScript) Source() string {
+// Source returns the full source sent by EVAL.
+func (s *Script) Source() string {
 	s.once.Do(func() { s.source = strings.Join(s.parts, "") })
 	return s.source
 }
 
-func (s *luaScript) SHA() string { return s.sha }
+// SHA returns the hex SHA1 of the source, as EVALSHA takes it.
+func (s *Script) SHA() string { return s.sha }
 
 // scriptSet holds every script of the engine. Scripts that share helpers get
 // recordlib.lua, userlib.lua (and scopelib.lua) prepended, so each is
@@ -40,19 +41,19 @@ func (s *luaScript) SHA() string { return s.sha }
 // script joins is written twice, here and in core/internal/luabuild, which
 // computes the SHA1s: TestScriptSources holds the two together.
 type scriptSet struct {
-	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *luaScript
-	touch, leave, count, members, active, sweepScopes                  *luaScript
-	logAppend, logRead, outboxAck                                      *luaScript
-	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish           *luaScript
-	counts, ping                                                       *luaScript
+	beat, heartbeat, login, logout, manual, status, sweepUsers, unlock *Script
+	touch, leave, count, members, active, sweepScopes                  *Script
+	logAppend, logRead, outboxAck                                      *Script
+	shardTouch, shardLen, shardSweep, shardDrop, scopeFinish           *Script
+	counts, ping                                                       *Script
 
-	bySHA map[string]*luaScript
+	bySHA map[string]*Script
 }
 
 // newScript returns the script named name whose SHA1 is sha and whose
 // source is parts joined (parts<Name> of scripts_gen.go).
-func newScript(name, sha string, parts ...string) *luaScript {
-	return &luaScript{name: name, sha: sha, parts: parts}
+func newScript(name, sha string, parts ...string) *Script {
+	return &Script{name: name, sha: sha, parts: parts}
 }
 
 // engineScripts returns every script of the engine. They are built once per
@@ -85,26 +86,19 @@ var engineScripts = sync.OnceValue(func() *scriptSet {
 		counts:      newScript("counts", shaCounts, partsCounts...),
 		ping:        newScript("ping", shaPing, partsPing...),
 	}
-	s.bySHA = map[string]*luaScript{}
+	s.bySHA = map[string]*Script{}
 	for _, sc := range s.all() {
 		s.bySHA[sc.sha] = sc
 	}
 	return s
 })
 
-func (s scriptSet) all() []*luaScript {
-	return []*luaScript{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
+func (s scriptSet) all() []*Script {
+	return []*Script{s.beat, s.heartbeat, s.login, s.logout, s.manual, s.status, s.sweepUsers, s.unlock,
 		s.touch, s.leave, s.count, s.members, s.active, s.sweepScopes, s.logAppend, s.logRead, s.outboxAck,
 		s.shardTouch, s.shardLen, s.shardSweep, s.shardDrop, s.scopeFinish, s.counts, s.ping}
 }
 
-// scriptList is every script the engine runs, for package keyspace's
-// Scripts.
-func scriptList() []keyspace.Script {
-	all := engineScripts().all()
-	out := make([]keyspace.Script, len(all))
-	for i, s := range all {
-		out[i] = s
-	}
-	return out
-}
+// Scripts returns every script the engine runs, for tools that preload them
+// (SCRIPT LOAD) or inspect them.
+func Scripts() []*Script { return engineScripts().all() }

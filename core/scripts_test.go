@@ -63,7 +63,7 @@ func TestScriptsGenerated(t *testing.T) {
 // files it joins, and that the scripts' SHA1s differ.
 func TestScriptSources(t *testing.T) {
 	seen := map[string]string{}
-	for _, s := range scriptList() {
+	for _, s := range Scripts() {
 		sum := sha1.Sum([]byte(s.Source()))
 		if got := hex.EncodeToString(sum[:]); got != s.SHA() {
 			t.Errorf("%s: the source's SHA1 is %s, the generated one %s: go generate ./core", s.Name(), got, s.SHA())

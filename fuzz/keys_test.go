@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -265,7 +264,7 @@ func checkIsolation(t *testing.T, cfg core.Config, prefix string, t1, t2 tuple) 
 
 var scriptNames = func() map[string]string {
 	out := map[string]string{}
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		out[s.SHA()] = s.Name()
 		out[s.Source()] = s.Name()
 	}

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/guest"
@@ -71,7 +70,7 @@ func FuzzWasmABI(f *testing.F) {
 		}
 
 		// Script calls and their replies, as the module and host trade them.
-		scripts := keyspace.Scripts()
+		scripts := core.Scripts()
 		sc := scripts[int(sel)%len(scripts)]
 		calls := []core.Call{{SHA: sc.SHA(), Keys: []string{s1, s2}, Args: []string{s3, strconv.FormatInt(n, 10), ""}}, {Source: sc.Source(), Args: []string{s1}}}
 		resp, err := abi.DecodeResponse(abi.OpStatus, abi.EncodeResponse(abi.Response{Plan: 1 + n&0xff, Calls: calls}))

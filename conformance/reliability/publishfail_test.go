@@ -88,7 +88,7 @@ func failDeliveries(f *failingPublish, n *atomic.Int64) func(context.Context, []
 
 // isDelivery reports whether c runs lua/outbox_ack.lua.
 func isDelivery(c core.Call) bool {
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if s.Name() == "outbox_ack" {
 			return c.SHA == s.SHA() || c.Source == s.Source()
 		}

@@ -12,14 +12,13 @@ import (
 
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
 // script returns the engine's script named name.
-func script(tb testing.TB, name string) keyspace.Script {
+func script(tb testing.TB, name string) *core.Script {
 	tb.Helper()
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if s.Name() == name {
 			return s
 		}
@@ -32,7 +31,7 @@ func script(tb testing.TB, name string) keyspace.Script {
 // test meets NOSCRIPT (which would add a second round trip).
 func loadScripts(tb testing.TB, srv *redistest.Instance) {
 	tb.Helper()
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		rig.Do(tb, srv, "SCRIPT", "LOAD", s.Source())
 	}
 }
@@ -54,7 +53,7 @@ type stallStore struct {
 
 // newStallStore holds the at-th batch that calls sc; a test that ends
 // early releases it with an error.
-func newStallStore(tb testing.TB, s core.Store, sc keyspace.Script, at int) *stallStore {
+func newStallStore(tb testing.TB, s core.Store, sc *core.Script, at int) *stallStore {
 	st := &stallStore{Store: s, sha: sc.SHA(), source: sc.Source(), at: at, stalled: make(chan struct{}), release: make(chan error, 1)}
 	tb.Cleanup(func() {
 		select {

@@ -1,7 +1,6 @@
 // Package keyspace names what an engine keeps in Redis, its keys and its
-// channels, and lists the scripts it loads, for this module's service,
-// tools and tests (memory reports, the outbox gauge, tests that read or
-// break keys or stall a script). Users of the library
+// channels, for this module's service, tools and tests (memory reports,
+// the outbox gauge, tests that read or break keys). Users of the library
 // need none of it, so package core registers its implementation here when
 // it is initialised rather than exporting it.
 //
@@ -56,36 +55,12 @@ type Names interface {
 	KickChannel(gateway string) string
 }
 
-// Script is one Lua script of the engine.
-type Script interface {
-	// Name is the name tools and tests know the script by: its file's
-	// name without ".lua", but "beat" for heartbeat_steady.lua and
-	// "heartbeat" for heartbeat_full.lua.
-	Name() string
-	// Source is the full source sent by EVAL.
-	Source() string
-	// SHA is the hex SHA1 of the source, as EVALSHA takes it.
-	SHA() string
-}
+// of is package core's implementation of Of, set once when core is
+// initialised (Register) and read-only from then on.
+var of func(engine any) Names
 
-// of and scripts are package core's implementations of Of and Scripts,
-// set once when core is initialised (Register) and read-only from then on.
-var (
-	of      func(engine any) Names
-	scripts func() []Script
-)
-
-// Register is for package core alone: it sets the implementations of Of
-// and Scripts.
-func Register(names func(engine any) Names, list func() []Script) {
-	of, scripts = names, list
-}
-
-// Scripts returns every script the engine runs. A program that calls it
-// without importing core imports core for its registration:
-//
-//	import _ "github.com/presencekit/presence/core"
-func Scripts() []Script { return scripts() }
+// Register is for package core alone: it sets the implementation of Of.
+func Register(f func(engine any) Names) { of = f }
 
 // Of returns the names of the keys and channels of engine, a *core.Engine.
 // It panics for anything else.

@@ -20,8 +20,7 @@ import (
 	"fmt"
 	"os"
 
-	_ "github.com/presencekit/presence/core" // registers keyspace.Scripts
-	"github.com/presencekit/presence/internal/keyspace"
+	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
 )
@@ -69,7 +68,7 @@ func report(t wasm.Target, n int) error {
 		}
 	}
 	var scripts []string
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(stripped, scripts)

@@ -46,7 +46,7 @@ func (p *refusingPublisher) Eval(ctx context.Context, calls []core.Call) []core.
 // delivers reports whether c runs lua/outbox_ack.lua with messages to
 // publish (its events as seq, channel, payload from ARGV[2]).
 func delivers(c core.Call) bool {
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		if s.Name() == "outbox_ack" && (c.SHA == s.SHA() || c.Source == s.Source()) {
 			for k := 1; k+2 < len(c.Args); k += 3 {
 				if c.Args[k+1] != "" {

@@ -5,8 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/presencekit/presence/core" // registers keyspace.Scripts
-	"github.com/presencekit/presence/internal/keyspace"
+	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
@@ -20,7 +19,7 @@ func TestDataOfTheReactor(t *testing.T) {
 		t.Skip("builds the reactor; skipped with -short")
 	}
 	var scripts []string
-	for _, s := range keyspace.Scripts() {
+	for _, s := range core.Scripts() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(wasmtest.Module(t, wasm.WASI), scripts)
