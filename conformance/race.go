@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // RaceReport is the outcome of a race run.
@@ -430,11 +429,11 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 		pending[gw] = len(calls)
 		return nil
 	}
-	if err := mark("", keyspace.Of(eng).ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
+	if err := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
 		return err
 	}
 	for _, gw := range []string{"g1", "g2"} {
-		if err := mark(gw, keyspace.Of(eng).KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
+		if err := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/leanovate/gopter/commands"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // seqT0 is the first instant of every sequence.
@@ -381,7 +380,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		return true, ""
 	}
 	if len(want.changes) > 0 {
-		if ok, why := mark("", keyspace.Of(eng).ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); !ok {
+		if ok, why := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); !ok {
 			return false, why
 		}
 	}
@@ -390,7 +389,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		if pending[gw] > 0 {
 			continue
 		}
-		if ok, why := mark(gw, keyspace.Of(eng).KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); !ok {
+		if ok, why := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); !ok {
 			return false, why
 		}
 	}
@@ -437,7 +436,7 @@ func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
 			src = s.Source()
 		}
 	}
-	keys := keyspace.Of(eng)
+	keys := eng.Keys()
 	calls := make([]core.Call, keys.UserBuckets())
 	for b := range calls {
 		calls[b] = core.Call{Source: src, Keys: []string{keys.Outbox(b)}, Args: []string{"-", "0", channel, string(payload)}}

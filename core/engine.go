@@ -69,6 +69,12 @@ var cryptoRand = rand.Reader
 // together with Run.
 func (e *Engine) Planner() *Planner { return &Planner{e.plans} }
 
+// ChangeChannel is the channel status changes are published on.
+func (e *Engine) ChangeChannel() string { return e.plans.changeChannel() }
+
+// KickChannel is the channel kicks for gateway are published on.
+func (e *Engine) KickChannel(gateway string) string { return e.plans.kickChannel(gateway) }
+
 // nowArg is the "now" argument of every script: the injected clock's
 // instant, or "" for the server's clock. The calls of one millisecond share
 // its string, so that a busy engine formats it once.

@@ -21,35 +21,15 @@ const LogChunk = logChunk
 // Metrics by embedding it.
 type NopMetrics = nopMetrics
 
-// Keys is, for tests, keyspace.Of(e), with scopes as Scope values and
-// the names below that only tests read.
-func (e *Engine) Keys() KeyNames { return KeyNames{keyNames{e}} }
-
-// KeyNames is keyNames with scopes as Scope values.
-type KeyNames struct{ keyNames }
-
-func (k KeyNames) Exact(sc Scope) (string, error) { return k.keyNames.Exact(sc.Class, sc.ID) }
-func (k KeyNames) Shard(sc Scope, n int) (string, error) {
-	return k.keyNames.Shard(sc.Class, sc.ID, n)
-}
-func (k KeyNames) CompactMeta(sc Scope) (string, error) {
-	return k.keyNames.CompactMeta(sc.Class, sc.ID)
-}
-func (k KeyNames) Count(sc Scope) (string, error) { return k.keyNames.Count(sc.Class, sc.ID) }
-
-// Meta is the meta hash of user bucket b (0 ≤ b < UserBuckets): its
+// Meta is, for tests, the meta hash of user bucket b (0 ≤ b < UserBuckets): its
 // layout version and its pages' level and split pointer (lua/recordlib.lua).
 func (k KeyNames) Meta(b int) string { return k.engine.settings.users[b].keys[0] }
 
-// CompactIndex is the due index of sc (see CompactMeta).
+// CompactIndex is, for tests, the due index of sc (see CompactMeta).
 func (k KeyNames) CompactIndex(sc Scope) (string, error) {
 	sk, err := k.selfSized(sc)
 	return sk.compactIndexKey(), err
 }
-
-// ChangeChannel and KickChannel are, for tests, keyspace.Of(e)'s.
-func (e *Engine) ChangeChannel() string             { return e.plans.changeChannel() }
-func (e *Engine) KickChannel(gateway string) string { return e.plans.kickChannel(gateway) }
 
 // NowArg formats t as plans and scripts take "now" (nowArg).
 func NowArg(t time.Time) string { return nowArg(t) }

@@ -78,18 +78,18 @@ func (e *Engine) Subscribe(ctx context.Context, gateways ...string) (*Feed, erro
 	if !ok {
 		return nil, ErrUnsupported
 	}
-	channels := []string{e.plans.changeChannel()}
+	channels := []string{e.ChangeChannel()}
 	for i, gw := range gateways {
 		if err := checkID("gateways["+itoa(int64(i))+"]", gw); err != nil {
 			return nil, err
 		}
-		channels = append(channels, e.plans.kickChannel(gw))
+		channels = append(channels, e.KickChannel(gw))
 	}
 	msgs, stop, err := sub.Subscribe(ctx, channels...)
 	if err != nil {
 		return nil, &StoreError{Op: "subscribe", Unavailable: errors.Is(err, ErrUnavailable), Err: err}
 	}
-	return &Feed{msgs: msgs, stop: stop, changes: e.plans.changeChannel(), kickPref: e.plans.kickChannel("")}, nil
+	return &Feed{msgs: msgs, stop: stop, changes: e.ChangeChannel(), kickPref: e.KickChannel("")}, nil
 }
 
 // Next returns the next event, skipping repeats. It returns ctx's error

@@ -8,7 +8,7 @@ import (
 )
 
 // ChangeMessage is the JSON form of a Change: the message the engine
-// publishes on its change channel and appends to the change log, and what
+// publishes on ChangeChannel and appends to the change log, and what
 // presence serve's API and event streams carry. Statuses are spelled as
 // Status.String spells them, the instant in milliseconds since the epoch.
 type ChangeMessage struct {
@@ -21,7 +21,7 @@ type ChangeMessage struct {
 	ID string `json:"id,omitempty"`
 }
 
-// KickMessage is the JSON form of a Kick, published on the kick channel of its gateway
+// KickMessage is the JSON form of a Kick, published on KickChannel(gateway)
 // and appended to the change log. Gateway is absent for a session that had
 // none (such a kick is logged, never published).
 type KickMessage struct {
@@ -44,7 +44,7 @@ func (k Kick) Message() KickMessage {
 	return KickMessage{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: k.At.UnixMilli()}
 }
 
-// MarshalChange encodes a change as the JSON published on the change channel:
+// MarshalChange encodes a change as the JSON published on ChangeChannel:
 // {"user":…,"from":"ONLINE","to":"AWAY","at":ms}, and ,"id":… when the
 // engine publishes it.
 func MarshalChange(c Change) []byte {
@@ -63,13 +63,13 @@ func marshalKick(k Kick, id string) []byte {
 	return w.appendJSON(nil)
 }
 
-// UnmarshalChange decodes a message from the change channel.
+// UnmarshalChange decodes a message from ChangeChannel.
 func UnmarshalChange(b []byte) (Change, error) {
 	c, _, err := unmarshalChange(b)
 	return c, err
 }
 
-// unmarshalChange decodes a message from the change channel and its outbox ID.
+// unmarshalChange decodes a message from ChangeChannel and its outbox ID.
 func unmarshalChange(b []byte) (Change, string, error) {
 	var w ChangeMessage
 	if err := w.decodeJSON(b); err != nil {
@@ -83,7 +83,7 @@ func unmarshalChange(b []byte) (Change, string, error) {
 	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, w.ID, nil
 }
 
-// MarshalKick encodes a kick as the JSON published on the kick channel of its gateway.
+// MarshalKick encodes a kick as the JSON published on KickChannel(gateway).
 func MarshalKick(k Kick) []byte {
 	return k.Message().appendJSON(nil)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -285,8 +284,8 @@ func TestPitfallNoDebounce(t *testing.T) {
 			if got := ev.of("u"); len(got) != 1 {
 				t.Fatalf("reloads, a network switch and DND toggles published %v, want nothing after the first ONLINE", got)
 			}
-			if n := publishes(mon.Sync(t), keyspace.Of(eng).ChangeChannel()); n != 1 {
-				t.Fatalf("MONITOR saw %d PUBLISH on %s, want 1", n, keyspace.Of(eng).ChangeChannel())
+			if n := publishes(mon.Sync(t), eng.ChangeChannel()); n != 1 {
+				t.Fatalf("MONITOR saw %d PUBLISH on %s, want 1", n, eng.ChangeChannel())
 			}
 			r, err := eng.Logout(ctx, "u", "web", token)
 			if err != nil {
@@ -296,8 +295,8 @@ func TestPitfallNoDebounce(t *testing.T) {
 				t.Fatalf("logout of the last device published %v, want OFFLINE at once", got)
 			}
 			tick(20 * time.Second)
-			if n := publishes(mon.Sync(t), keyspace.Of(eng).ChangeChannel()); n != 2 {
-				t.Fatalf("MONITOR saw %d PUBLISH on %s in all, want 2", n, keyspace.Of(eng).ChangeChannel())
+			if n := publishes(mon.Sync(t), eng.ChangeChannel()); n != 2 {
+				t.Fatalf("MONITOR saw %d PUBLISH on %s in all, want 2", n, eng.ChangeChannel())
 			}
 		})
 	}
@@ -340,8 +339,8 @@ func TestPitfallFanOutStorm(t *testing.T) {
 			for _, c := range cmds {
 				if c.Name == "PUBLISH" {
 					pubs++
-					if c.Args[0] != keyspace.Of(eng).ChangeChannel() {
-						t.Errorf("a change published on %q, want %q", c.Args[0], keyspace.Of(eng).ChangeChannel())
+					if c.Args[0] != eng.ChangeChannel() {
+						t.Errorf("a change published on %q, want %q", c.Args[0], eng.ChangeChannel())
 					}
 				}
 			}

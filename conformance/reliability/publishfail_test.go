@@ -15,7 +15,6 @@ import (
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -154,7 +153,7 @@ func TestFailedPublishLeftToTheSweep(t *testing.T) {
 				// the subscriber: on a direct connection, on the raw channel
 				// (a Feed would hide a repeat)
 				direct := rig.OpenGoredis(t, srv.Addr)
-				channel := keyspace.Of(rig.Engine(t, direct, core.Config{Prefix: prefix})).ChangeChannel()
+				channel := rig.Engine(t, direct, core.Config{Prefix: prefix}).ChangeChannel()
 				msgs, stop, err := direct.(core.Subscriber).Subscribe(ctx, channel)
 				if err != nil {
 					t.Fatal(err)

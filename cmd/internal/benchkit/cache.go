@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // cacheReads bounds each loop of the cache workload.
@@ -39,7 +38,7 @@ func (r *runner) cache(ctx context.Context) error {
 	if err := SweepAhead(ctx, conn.Store, cfg); err != nil { // writes the count key
 		return err
 	}
-	key, err := keyspace.Of(e).Count(sc.Class, sc.ID)
+	key, err := e.Keys().Count(sc)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 func (r *runner) memory(ctx context.Context) error {
@@ -106,7 +105,7 @@ func (r *runner) warmScripts(ctx context.Context, store core.Store) error {
 // compactShards names the shards a self-sized compact scope has now, as
 // its meta says (2^L + s of them).
 func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scope) ([]string, error) {
-	meta, err := keyspace.Of(e).CompactMeta(sc.Class, sc.ID)
+	meta, err := e.Keys().CompactMeta(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +117,7 @@ func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scop
 	split, _ := strconv.Atoi(fmt.Sprint(v[1]))
 	keys := make([]string, 1<<level+split)
 	for i := range keys {
-		if keys[i], err = keyspace.Of(e).Shard(sc.Class, sc.ID, i); err != nil {
+		if keys[i], err = e.Keys().Shard(sc, i); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +156,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 	}
 	row := MemoryRow{Workload: "user-device", Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
 		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
-	keys := keyspace.Of(e)
+	keys := e.Keys()
 	var sample []string
 	for b := range keys.UserBuckets() {
 		sample = append(sample, keys.Big(b), keys.Due(b))
@@ -218,7 +217,7 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		}
 		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(len(keys)) + " shards (self-sized), meta and due index included"
 	case ClassExact:
-		key, err := keyspace.Of(e).Exact(sc.Class, sc.ID)
+		key, err := e.Keys().Exact(sc)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -183,7 +182,7 @@ func BenchmarkTouchBatch(b *testing.B) {
 func BenchmarkCountCached(b *testing.B) {
 	sc := core.Scope{Class: "video", ID: "10086"}
 	e, r := recorded(b, core.Config{Prefix: "p"}, func(e *core.Engine) error { return nil })
-	key, err := keyspace.Of(e).Count(sc.Class, sc.ID)
+	key, err := e.Keys().Count(sc)
 	if err != nil {
 		b.Fatal(err)
 	}

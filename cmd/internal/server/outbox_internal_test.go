@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // lenStore answers every call with the next of its replies, and records
@@ -33,7 +32,7 @@ func TestOutboxWaitingSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := keyspace.Of(eng)
+	keys := eng.Keys()
 	n := func(v int64) core.Result { return core.Result{Value: core.Value{Kind: core.ValueInt, Int: v}} }
 	st := &lenStore{replies: []core.Result{n(0), n(2), n(7), n(3)}}
 	got, err := outboxWaiting(context.Background(), st, keys)

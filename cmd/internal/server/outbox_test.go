@@ -15,7 +15,6 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // refusingPublisher is a go-redis store whose deliveries (the calls of
@@ -77,7 +76,7 @@ func TestOutboxWaitingGauge(t *testing.T) {
 		buckets := map[int]bool{}
 		for _, u := range users {
 			in.as(t, token(t, u)).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "web"}, nil)
-			buckets[keyspace.Of(in.srv.Engine()).UserBucket(u)] = true
+			buckets[in.srv.Engine().Keys().UserBucket(u)] = true
 		}
 		if len(buckets) < 2 {
 			t.Fatalf("users %v share one bucket; pick users of several", users)
