@@ -498,8 +498,8 @@ return r[1]`
 		if len(res) != 1 || res[0].Err != nil {
 			return
 		}
-		next, err := res[0].Value.AsString()
-		if err != nil || next == "0" {
+		next := res[0].Value.Str
+		if res[0].Value.Kind != core.ValueString || next == "0" {
 			return
 		}
 		cursor = next

@@ -187,7 +187,7 @@ func swapCombined(ctx context.Context, calls []core.Call, next func(context.Cont
 		if parts.Kind == core.ValueArray && len(parts.Array) >= 2 {
 			swapped := append([]core.Value(nil), parts.Array...)
 			swapped[0], swapped[1] = swapped[1], swapped[0]
-			res[i].Value = core.ArrayValue(res[i].Value.Array[0], core.ArrayValue(swapped...))
+			res[i].Value = core.Value{Kind: core.ValueArray, Array: []core.Value{res[i].Value.Array[0], {Kind: core.ValueArray, Array: swapped}}}
 			return res
 		}
 	}

@@ -23,9 +23,9 @@ type cannedStore struct {
 func newCannedStore(beats int) *cannedStore {
 	items := make([]core.Value, 0, 4*beats)
 	for i := 0; i < beats; i++ {
-		items = append(items, core.StringValue(""), core.StringValue("tok"), core.IntValue(-1), core.IntValue(-1))
+		items = append(items, core.Value{Kind: core.ValueString, Str: ""}, core.Value{Kind: core.ValueString, Str: "tok"}, core.Value{Kind: core.ValueInt, Int: -1}, core.Value{Kind: core.ValueInt, Int: -1})
 	}
-	reply := core.ArrayValue(core.IntValue(1_700_000_000_000), core.ArrayValue(items...))
+	reply := core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 1_700_000_000_000}, {Kind: core.ValueArray, Array: items}}}
 	s := &cannedStore{other: make([]core.Result, 64)}
 	for i := range s.other {
 		s.other[i] = core.Result{Value: reply}
@@ -34,7 +34,7 @@ func newCannedStore(beats int) *cannedStore {
 	// the engine splits a batch into calls of a few dozen beats
 	s.tokens = make([]core.Value, beats+1)
 	for n := range s.tokens {
-		s.tokens[n] = core.StringValue(strings.TrimSuffix(strings.Repeat("tok\x1f", n), "\x1f"))
+		s.tokens[n] = core.Value{Kind: core.ValueString, Str: strings.TrimSuffix(strings.Repeat("tok\x1f", n), "\x1f")}
 	}
 	s.steady = make([]core.Result, 64)
 	for _, sc := range core.Scripts() {
@@ -106,14 +106,6 @@ func BenchmarkAggregate(b *testing.B) {
 		if core.Aggregate(states, core.ManualNone) != core.StatusOnline {
 			b.Fatal("wrong aggregate")
 		}
-	}
-}
-
-// BenchmarkSlot measures the CRC16 slot of a typical key.
-func BenchmarkSlot(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		core.Slot("presence:{u12}:d:user-1234")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Group commit (core/combine.go): the tests hold round trips in a gate
@@ -522,7 +523,7 @@ func TestGroupCommitErrorsStayPerCall(t *testing.T) {
 				if scriptOf(c) == "heartbeat" || scriptOf(c) == "login" {
 					for _, a := range c.Args {
 						if a == u {
-							return core.Slot(c.Keys[0])
+							return slot.Of(c.Keys[0])
 						}
 					}
 				}
@@ -546,7 +547,7 @@ func TestGroupCommitErrorsStayPerCall(t *testing.T) {
 	}
 	g.mu.Lock()
 	g.fail = func(c core.Call) error {
-		if core.Slot(c.Keys[0]) == down {
+		if slot.Of(c.Keys[0]) == down {
 			return bad
 		}
 		return nil

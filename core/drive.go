@@ -40,7 +40,7 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // resend, next round or change log append joins the next shared round;
 // the plans that end in a round deliver their messages in the next
 // (publishing them and acknowledging their outbox entries together), and
-// their outcomes are then ready (Plan.Outcome). A plan aborted because ctx ended (a sweep
+// their outcomes are then ready (Stepper.Result). A plan aborted because ctx ended (a sweep
 // between steps, after the round under way) sends its cleanup without
 // ctx's cancellation, in a round trip of its own. Run is safe to call from several goroutines
 // with distinct plans; a plan must be stepped by one driver only.

@@ -141,7 +141,7 @@ func msTime(ms int64) time.Time {
 // decodeChanges reads events (user, from, to, outbox ID, ...) published
 // at now.
 func decodeChanges(v Value, now int64) ([]Change, []string, error) {
-	items, err := v.AsArray(-1)
+	items, err := v.asArray(-1)
 	if err != nil || len(items)%4 != 0 {
 		return nil, nil, replyErr("events: %s", v)
 	}
@@ -151,10 +151,10 @@ func decodeChanges(v Value, now int64) ([]Change, []string, error) {
 	out := make([]Change, 0, len(items)/4)
 	ids := make([]string, 0, len(items)/4)
 	for i := 0; i < len(items); i += 4 {
-		user, err1 := items[i].AsString()
-		from, err2 := items[i+1].AsInt()
-		to, err3 := items[i+2].AsInt()
-		id, err4 := items[i+3].AsString()
+		user, err1 := items[i].asString()
+		from, err2 := items[i+1].asInt()
+		to, err3 := items[i+2].asInt()
+		id, err4 := items[i+3].asString()
 		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
 			return nil, nil, replyErr("event %d: %s", i/4, v)
 		}
@@ -174,11 +174,11 @@ func flag(b bool) string {
 
 // splitReply reads a script reply {now, rest...} with n items after now.
 func splitReply(v Value, n int) (int64, []Value, error) {
-	items, err := v.AsArray(n + 1)
+	items, err := v.asArray(n + 1)
 	if err != nil {
 		return 0, nil, err
 	}
-	now, err := items[0].AsInt()
+	now, err := items[0].asInt()
 	if err != nil {
 		return 0, nil, err
 	}

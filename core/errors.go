@@ -41,8 +41,6 @@ var (
 	// ErrCrossSlot means a call's keys span more than one cluster slot; it is
 	// refused before it reaches a driver.
 	ErrCrossSlot = errors.New("presence: keys span cluster slots")
-	// ErrLockHeld means another sweeper holds the lock of a bucket.
-	ErrLockHeld = errors.New("presence: sweep lock held elsewhere")
 	// ErrLayout means the keys under the engine's prefix were written in
 	// another key layout (another version of presence): the engine refuses
 	// to read or change them rather than misread them. Point it at another
@@ -107,9 +105,6 @@ func (e *StoreError) Unwrap() error { return e.Err }
 
 // Is matches ErrUnavailable for connection and timeout failures.
 func (e *StoreError) Is(target error) bool { return target == ErrUnavailable && e.Unavailable }
-
-// Retryable reports whether err is worth retrying: Redis was unavailable.
-func Retryable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // ClassifyError maps a driver error to the core's shapes, for adapters: a
 // NOSCRIPT reply becomes ErrNoScript; network failures, timeouts, closed

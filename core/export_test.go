@@ -33,3 +33,21 @@ func (k KeyNames) CompactIndex(sc Scope) (string, error) {
 
 // NowArg formats t as plans and scripts take "now" (nowArg).
 func NowArg(t time.Time) string { return nowArg(t) }
+
+// Errors of stepping a plan (errPlanResults…), which only a driver's
+// mistake causes.
+var (
+	ErrPlanResults = errPlanResults
+	ErrPlanDone    = errPlanDone
+	ErrPlanPending = errPlanPending
+)
+
+// Plan is, for tests, the plan type behind every Stepper, whose Outcome
+// is typed.
+type Plan[T any] = plan[T]
+
+// FeedMemory is how many event IDs a Repeats remembers (feedMemory).
+const FeedMemory = feedMemory
+
+// Aggregate is the status others see (aggregate).
+func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }

@@ -95,12 +95,12 @@ func TestCountServesLastGoodWhenUnavailable(t *testing.T) {
 	if err != nil || got.N != 1 || !got.Stale {
 		t.Fatalf("while unavailable: %+v, %v; want 1 marked stale", got, err)
 	}
-	if _, err := e.Count(ctx, cold); !core.Retryable(err) {
+	if _, err := e.Count(ctx, cold); !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("a count never read: %v, want a retryable error", err)
 	}
 	_, err = e.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "d"})
 	var se *core.StoreError
-	if !errors.As(err, &se) || !core.Retryable(err) || se.Op != "heartbeat" {
+	if !errors.As(err, &se) || !errors.Is(err, core.ErrUnavailable) || se.Op != "heartbeat" {
 		t.Fatalf("heartbeat while unavailable: %v, want a retryable *StoreError", err)
 	}
 }
@@ -269,7 +269,7 @@ func TestPing(t *testing.T) {
 		t.Fatalf("Ping = %v, %v; want %v", got, err, at)
 	}
 	mr.Close()
-	if _, err := e.Ping(context.Background()); !core.Retryable(err) {
+	if _, err := e.Ping(context.Background()); !errors.Is(err, core.ErrUnavailable) {
 		t.Fatalf("Ping of a closed server = %v, want a retryable error", err)
 	}
 }

@@ -23,7 +23,7 @@ type Event struct {
 
 // Feed delivers the changes and kicks published by every engine on the
 // same Redis and prefix, each once: a repeat of one of the last
-// FeedMemory events it returned is dropped. It is read with Next on the
+// 8,192 events it returned is dropped. It is read with Next on the
 // caller's goroutine.
 type Feed struct {
 	msgs     <-chan Message
@@ -34,12 +34,14 @@ type Feed struct {
 	healing  time.Time // the end of the last loss's healing returned
 }
 
-// FeedMemory is how many event IDs a Repeats (and so a Feed) remembers.
-const FeedMemory = 8192
+// feedMemory is how many event IDs a Repeats (and so a Feed) remembers:
+// more than a reader sees repeated in the time an outbox takes to deliver
+// again.
+const feedMemory = 8192
 
 // Repeats tells the events a reader has seen from those it has not, by
 // outbox ID (Event.ID, LoggedChange.EventID), remembering the last
-// FeedMemory: at-least-once delivery may hand a reader an event again,
+// 8,192: at-least-once delivery may hand a reader an event again,
 // and a reader drops it. The zero value is ready; it is not safe for
 // concurrent use.
 type Repeats struct {
@@ -60,8 +62,8 @@ func (r *Repeats) add(id string) bool {
 		return false
 	}
 	if r.set == nil {
-		r.set = make(map[string]struct{}, FeedMemory)
-		r.ring = make([]string, FeedMemory)
+		r.set = make(map[string]struct{}, feedMemory)
+		r.ring = make([]string, feedMemory)
 	}
 	if old := r.ring[r.next]; old != "" {
 		delete(r.set, old)
@@ -91,7 +93,7 @@ func (e *Engine) Subscribe(ctx context.Context, gateways ...string) (*Feed, erro
 	}
 	msgs, stop, err := sub.Subscribe(ctx, channels...)
 	if err != nil {
-		return nil, &StoreError{Op: "subscribe", Unavailable: Retryable(err), Err: err}
+		return nil, &StoreError{Op: "subscribe", Unavailable: errors.Is(err, ErrUnavailable), Err: err}
 	}
 	return &Feed{msgs: msgs, stop: stop, changes: e.ChangeChannel(), kickPref: e.KickChannel("")}, nil
 }

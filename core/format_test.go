@@ -33,7 +33,7 @@ var formatSamples = map[string][]any{
 	"core.Layout":        {LayoutExact, LayoutCompact, Layout(42)},
 	"core.Manual":        {Manual(0), Manual(77)},
 	"core.Status":        {Status(0), Status(3), Status(99)},
-	"core.Value":         {NilValue(), IntValue(-3), StringValue("a\"b"), ArrayValue(), ArrayValue(IntValue(1), ArrayValue(StringValue("x"), NilValue()))},
+	"core.Value":         {Value{}, Value{Kind: ValueInt, Int: -3}, Value{Kind: ValueString, Str: "a\"b"}, Value{Kind: ValueArray}, Value{Kind: ValueArray, Array: []Value{{Kind: ValueInt, Int: 1}, {Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "x"}, {}}}}}},
 	"core.Scope":         {Scope{Class: "room", ID: "r1"}},
 	"untyped int":        {0, 1000},
 	"untyped rune":       {'x'},

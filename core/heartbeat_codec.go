@@ -109,11 +109,11 @@ var kindCodes = [len(kindNames)]string{"0", "1", "2", "3", "4"}
 // in order, and else NilValue.
 func (p *planner) decodeSteady(v Value, b uint32, tokens []string) (decided Value, err error) {
 	if v.Kind == ValueArray {
-		items, err := v.AsArray(4)
+		items, err := v.asArray(4)
 		if err != nil {
 			return decided, replyErr("steady heartbeat: %v", err)
 		}
-		v, decided = items[0], ArrayValue(items[1:]...)
+		v, decided = items[0], Value{Kind: ValueArray, Array: items[1:]}
 	}
 	return decided, p.decodeTokens(v, b, tokens)
 }
@@ -121,7 +121,7 @@ func (p *planner) decodeSteady(v Value, b uint32, tokens []string) (decided Valu
 // decodeTokens reads the string of a reply of lua/heartbeat_steady.lua
 // (decodeSteady).
 func (p *planner) decodeTokens(v Value, b uint32, tokens []string) error {
-	s, err := v.AsString()
+	s, err := v.asString()
 	if err != nil {
 		return replyErr("steady heartbeat: %v", err)
 	}
@@ -167,18 +167,18 @@ func (p *planner) decodeBeats(m *machine, b uint32, v Value, beats []Heartbeat, 
 	if err := p.found(m, b, rest[1], now); err != nil {
 		return err
 	}
-	results, err := rest[0].AsArray(6 * len(run))
+	results, err := rest[0].asArray(6 * len(run))
 	if err != nil {
 		return err
 	}
 	for j, i := range run {
 		r := results[6*j : 6*j+6]
-		code, err1 := r[0].AsString()
-		token, err2 := r[1].AsString()
-		from, err3 := r[2].AsInt()
-		to, err4 := r[3].AsInt()
-		id, err5 := r[4].AsString()
-		reassert, err6 := r[5].AsString()
+		code, err1 := r[0].asString()
+		token, err2 := r[1].asString()
+		from, err3 := r[2].asInt()
+		to, err4 := r[3].asInt()
+		id, err5 := r[4].asString()
+		reassert, err6 := r[5].asString()
 		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			return replyErr("heartbeat result %d: %v", j, err)
 		}

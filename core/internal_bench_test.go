@@ -81,9 +81,9 @@ func BenchmarkDecodeBeats(b *testing.B) {
 	for i := range beats {
 		beats[i] = Heartbeat{User: "u", Device: "d"}
 		run[i] = i
-		items = append(items, StringValue(""), StringValue("tok"), IntValue(-1), IntValue(-1), StringValue(""), StringValue(""))
+		items = append(items, Value{Kind: ValueString, Str: ""}, Value{Kind: ValueString, Str: "tok"}, Value{Kind: ValueInt, Int: -1}, Value{Kind: ValueInt, Int: -1}, Value{Kind: ValueString, Str: ""}, Value{Kind: ValueString, Str: ""})
 	}
-	reply := ArrayValue(IntValue(1_700_000_000_000), ArrayValue(items...), StringValue(""))
+	reply := Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueInt, Int: 1_700_000_000_000}, Value{Kind: ValueArray, Array: items}, Value{Kind: ValueString, Str: ""}}}
 	acks := make([]Ack, 100)
 	ids := make([]string, 100)
 	b.ReportAllocs()
@@ -101,8 +101,8 @@ func BenchmarkDecodeStatus(b *testing.B) {
 		seen: 1_700_000_000_000, active: 1_700_000_000_000, interval: 30000}
 	static := "web" + unitSep + "0" + unitSep + itoa(int64(r.kind)) + unitSep + r.gateway + unitSep + r.token +
 		unitSep + itoa(r.interval) + unitSep + strconv.FormatInt(r.loginAt, 16)
-	v := ArrayValue(StringValue("0"), StringValue("0"), StringValue("3"+itemSep+static),
-		StringValue(unitSep+itemSep+strconv.FormatInt(r.seen, 16)+unitSep+"0"))
+	v := Value{Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "0"}, {Kind: ValueString, Str: "0"}, {Kind: ValueString, Str: "3" + itemSep + static},
+		{Kind: ValueString, Str: unitSep + itemSep + strconv.FormatInt(r.seen, 16) + unitSep + "0"}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := p.decodeStatus("u", v, 1_700_000_001_000)

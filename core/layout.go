@@ -3,6 +3,8 @@ package core
 import (
 	"crypto/sha1"
 	"strconv"
+
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Layout of keys (version 2 of the user keys: lua/recordlib.lua; version 2
@@ -128,59 +130,22 @@ func linearShard(h uint32, lv, sp int) int {
 
 func (l keyLayout) logKey() string { return l.prefix + ":log" }
 
-// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
-// hash tag, or of the whole key when it has no tag, modulo 16384.
-func Slot(key string) uint16 {
-	if i := indexByte(key, '{'); i >= 0 {
-		if j := indexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return crc16(key) % 16384
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial 0), as Redis Cluster uses.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
-// SameSlot returns ErrCrossSlot unless every key maps to one cluster slot.
+// SameSlot returns an error matching ErrCrossSlot unless every key maps to
+// one Redis Cluster hash slot.
 func SameSlot(keys []string) error {
 	for i := 1; i < len(keys); i++ {
-		if Slot(keys[i]) != Slot(keys[0]) {
-			return &SlotError{Keys: keys}
+		if slot.Of(keys[i]) != slot.Of(keys[0]) {
+			return &slotError{keys: keys}
 		}
 	}
 	return nil
 }
 
-// SlotError reports a call whose keys span slots. It matches ErrCrossSlot.
-type SlotError struct{ Keys []string }
+// slotError reports a call whose keys span slots, naming the first key.
+type slotError struct{ keys []string }
 
-// Error names the keys.
-func (e *SlotError) Error() string {
-	return "presence: keys span cluster slots: " + strconv.Quote(e.Keys[0]) + "…"
+func (e *slotError) Error() string {
+	return "presence: keys span cluster slots: " + strconv.Quote(e.keys[0]) + "…"
 }
 
-// Is matches ErrCrossSlot.
-func (e *SlotError) Is(target error) bool { return target == ErrCrossSlot }
+func (e *slotError) Is(target error) bool { return target == ErrCrossSlot }

@@ -11,33 +11,10 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// TestSlot checks the CRC16 slot function against Redis Cluster's examples.
-func TestSlot(t *testing.T) {
-	tests := []struct {
-		key  string
-		slot uint16
-	}{
-		{"foo", 12182},
-		{"123456789", 0x31C3},
-		{"{user1000}.following", core.Slot("user1000")},
-		{"{user1000}.followers", core.Slot("user1000")},
-		{"foo{}{bar}", core.Slot("foo{}{bar}")},
-		{"foo{{bar}}zap", core.Slot("{bar")},
-		{"foo{bar}{zap}", core.Slot("bar")},
-	}
-	for _, tt := range tests {
-		if got := core.Slot(tt.key); got != tt.slot {
-			t.Errorf("Slot(%q) = %d, want %d", tt.key, got, tt.slot)
-		}
-	}
-	if core.Slot("{user1000}.following") == core.Slot("foo") {
-		t.Error("distinct tags should differ here")
-	}
-}
 
 // nastyIDs hold what breaks naive key builders.
 var nastyIDs = []string{"a", "a:b", "a:", ":a", "{a}", "}", "{", "a}b{c", "*", "a b", "é", "{u0}", "d:", strings.Repeat("z", core.MaxIDBytes)}
@@ -189,7 +166,7 @@ func TestSpreadShardsUseManySlots(t *testing.T) {
 		for _, c := range rec.calls {
 			for _, k := range append(c.Keys, c.Args...) {
 				if strings.Contains(k, ":h:video:") || strings.Contains(k, ":c:video:") {
-					slots[core.Slot(k)] = true
+					slots[slot.Of(k)] = true
 				}
 			}
 		}

@@ -35,7 +35,7 @@ func (m *Model) Do(ctx context.Context, op Op) (any, error) { return op.apply(ct
 // drive runs op's plan on e with the engine's clock, through group commit
 // when grouped, and returns its outcome.
 func drive[T any](ctx context.Context, e *Engine, op Op, grouped bool) (T, error) {
-	p := op.plan(e.Planner(), e.nowArg()).(*Plan[T])
+	p := op.plan(e.Planner(), e.nowArg()).(*plan[T])
 	if !grouped {
 		e.drive(ctx, p)
 	} else if err := e.exec(ctx, p); err != nil {

@@ -45,7 +45,7 @@ func (m *machine) deliver(changes []Change, changeIDs []string, kicks []Kick, ki
 // the healing's end US the loss's outbox ID, which becomes a delivery of
 // m. From a bucket's meta on, the planner takes its absence for a loss.
 func (p *planner) found(m *machine, b uint32, v Value, now int64) error {
-	s, err := v.AsString()
+	s, err := v.asString()
 	if err != nil {
 		return replyErr("loss: %s", v)
 	}
@@ -151,7 +151,7 @@ func (p *planner) outboxCalls(pubs []Publication) (calls []Call, costs []int, re
 // (Publication.ID): a driver that publishes a plan's messages itself (a
 // WebAssembly host) runs it once they are out. IDs it cannot read are
 // ignored; acknowledging an event twice is harmless.
-func (pl *Planner) ack(now string, ids []string) *Plan[struct{}] {
+func (pl *Planner) ack(now string, ids []string) *plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	m := &plan.m
@@ -171,14 +171,14 @@ func (pl *Planner) ack(now string, ids []string) *Plan[struct{}] {
 // decodeOutbox reads the undelivered events a sweep step returned (ID,
 // entry, ...; lua/sweep_users.lua).
 func decodeOutbox(v Value) ([]delivery, error) {
-	items, err := v.AsArray(-1)
+	items, err := v.asArray(-1)
 	if err != nil || len(items)%2 != 0 {
 		return nil, replyErr("outbox: %s", v)
 	}
 	var out []delivery
 	for i := 0; i < len(items); i += 2 {
-		id, err1 := items[i].AsString()
-		raw, err2 := items[i+1].AsString()
+		id, err1 := items[i].asString()
+		raw, err2 := items[i+1].asString()
 		if err1 != nil || err2 != nil {
 			return nil, replyErr("outbox: %s", v)
 		}

@@ -13,17 +13,18 @@ import (
 // driver such as Engine) makes the calls, feeds the results back, supplies
 // "now", and publishes. TestPlansDoNoIO keeps the plan files (plan*.go) so.
 
-// Errors of stepping a plan.
+// Errors of stepping a plan: a driver's mistakes, which no caller handles
+// but by fixing the driver, so they are not exported.
 var (
-	// ErrPlanResults means Step got a number of results other than the
+	// errPlanResults means Step got a number of results other than the
 	// number of calls the plan yielded. The plan ends with a *StoreError
-	// that matches it (and ErrReply), as an engine ends an operation whose
+	// that matches it and ErrReply, as an engine ends an operation whose
 	// store broke its contract.
-	ErrPlanResults = errors.New("presence: wrong number of results for a plan's calls")
-	// ErrPlanDone means Step was called on a plan that has ended.
-	ErrPlanDone = errors.New("presence: plan already ended")
-	// ErrPlanPending is the error Outcome returns before the plan has ended.
-	ErrPlanPending = errors.New("presence: plan not ended")
+	errPlanResults = errors.New("presence: wrong number of results for a plan's calls")
+	// errPlanDone means Step was called on a plan that has ended.
+	errPlanDone = errors.New("presence: plan already ended")
+	// errPlanPending is the error Outcome returns before the plan has ended.
+	errPlanPending = errors.New("presence: plan not ended")
 )
 
 // Publication is a message a plan asks its driver to publish once the plan
@@ -43,74 +44,79 @@ type Publication struct {
 // Stepper is a plan of any outcome type, as a driver steps it: Calls are
 // the script calls to make now (in one round trip where the store
 // pipelines them), Step takes their results, one per call and in order,
-// until Done. SetNow sets the instant of the calls the plan builds from
-// then on; Result is the outcome once Done. Only this package makes Steppers: *Plan[T] for every T.
+// until Done. Only this package makes Steppers.
+//
+// A driver that knows an operation's outcome type T saves Result's
+// conversion to any (an allocation for most outcomes) by asserting the
+// Stepper to interface{ Outcome() (T, error) }, which every Stepper of
+// that operation implements, as Result with the outcome typed.
 type Stepper interface {
+	// Calls returns the script calls the plan needs next: send them all
+	// (in one round trip where the store pipelines) and pass their
+	// results to Step. It returns nil once the plan has ended. The slice
+	// is the plan's: do not change it.
 	Calls() []Call
+	// Step feeds the results of the calls last returned by Calls, one per
+	// call and in order, and advances the plan: to more calls (a resend by
+	// source after NOSCRIPT, a further round of the operation) or to its
+	// end. It returns an error on an ended plan (which it leaves as it
+	// was), and on a wrong number of results a *StoreError matching
+	// ErrReply, with which the plan then ends. A result's error is not
+	// Step's: it ends the plan with a *StoreError (see Result).
 	Step(results []Result) error
+	// Done reports whether the plan has ended.
 	Done() bool
+	// SetNow sets the instant of the calls the plan builds from here on:
+	// the driver's clock, or the zero time to let each script read the
+	// server's clock. A driver that has a clock sets it before each Step.
 	SetNow(now time.Time)
+	// Messages returns what the ended plan asks its driver to publish, in
+	// order: changes, then kicks. It is empty while the plan runs and
+	// after an operation that failed.
 	Messages() []Publication
+	// Result returns the plan's outcome, of the type Op's doc names for
+	// the operation (what Engine.Do returns), and its error once it has
+	// ended, or an error before. An operation that reports progress
+	// along with an error (a sweep interrupted midway) returns both.
 	Result() (any, error)
 	machine() *machine
 }
 
-// Plan is one operation as a step machine whose outcome is a T. Make one
-// with a Planner's methods (or let Engine make and drive it).
-type Plan[T any] struct {
+// plan is one operation as a step machine whose outcome is a T: the
+// Stepper of every operation (its methods are documented there). The
+// core's own drivers read the typed Outcome.
+type plan[T any] struct {
 	m   machine
 	out T
 }
 
-// Calls returns the script calls the plan needs next: send them all (in
-// one round trip where the store pipelines) and pass their results to
-// Step. It returns nil once the plan has ended. The slice is the plan's:
-// do not change it.
-func (p *Plan[T]) Calls() []Call { return p.m.calls() }
+func (p *plan[T]) Calls() []Call { return p.m.calls() }
 
-// Step feeds the results of the calls last returned by Calls, one per call
-// and in order, and advances the plan: to more calls (a resend by source
-// after NOSCRIPT, a further round of the operation) or to its end. It
-// returns ErrPlanDone on an ended plan (which it leaves as it was), and on
-// a wrong number of results a *StoreError matching ErrPlanResults, with
-// which the plan then ends. A result's error is not Step's: it ends the
-// plan with a *StoreError (see Outcome).
-func (p *Plan[T]) Step(results []Result) error { return p.m.step(results) }
+func (p *plan[T]) Step(results []Result) error { return p.m.step(results) }
 
-// Done reports whether the plan has ended.
-func (p *Plan[T]) Done() bool { return p.m.done }
+func (p *plan[T]) Done() bool { return p.m.done }
 
-// SetNow sets the instant of the calls the plan builds from here on: the
-// driver's clock, or the zero time to let each script read the server's
-// clock. A driver that has a clock sets it before each Step.
-func (p *Plan[T]) SetNow(now time.Time) { p.m.now = nowArg(now) }
+func (p *plan[T]) SetNow(now time.Time) { p.m.now = nowArg(now) }
 
-// Result is Outcome with the result as an any, for a driver that steps
-// plans of any outcome type (see Op for each one's type).
-func (p *Plan[T]) Result() (any, error) { return p.Outcome() }
+func (p *plan[T]) Result() (any, error) { return p.Outcome() }
 
-// Outcome returns the plan's result and error once it has ended, or
-// ErrPlanPending before. An operation that reports progress along with an
-// error (a sweep interrupted midway) returns both.
-func (p *Plan[T]) Outcome() (T, error) {
+// Outcome is Result with the outcome typed.
+func (p *plan[T]) Outcome() (T, error) {
 	if !p.m.done {
 		var zero T
-		return zero, ErrPlanPending
+		return zero, errPlanPending
 	}
 	return p.out, p.m.err
 }
 
-// Messages returns what the ended plan asks its driver to publish, in
-// order: changes, then kicks. It is empty while the plan runs and after
-// an operation that failed.
-func (p *Plan[T]) Messages() []Publication {
+func (p *plan[T]) Messages() []Publication {
 	if !p.m.done {
 		return nil
 	}
 	return p.m.pubs
 }
 
-func (p *Plan[T]) machine() *machine { return &p.m }
+func (p *plan[T]) machine() *machine { return &p.m }
 
 // nowArg formats t as plans and scripts take "now": milliseconds since the
 // epoch; the zero time gives "", which lets each script read the server's
@@ -339,13 +345,13 @@ func (m *machine) fail(err error) { m.settle(nil, err) }
 
 func (m *machine) step(res []Result) error {
 	if m.done {
-		return ErrPlanDone
+		return errPlanDone
 	}
 	r := m.cur
 	if len(res) != len(m.sent) {
 		err := &StoreError{Op: r.op, Err: &wrapErrors{
-			msg:  ErrReply.Error() + ": " + ErrPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
-			errs: []error{ErrReply, ErrPlanResults}}}
+			msg:  ErrReply.Error() + ": " + errPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
+			errs: []error{ErrReply, errPlanResults}}}
 		m.settle(r.fail(err))
 		return err
 	}
@@ -473,8 +479,8 @@ func newPlanner(cfg Config) (*planner, error) {
 }
 
 // newPlan returns a plan of p at now, not yet started.
-func newPlan[T any](p *planner, now string) *Plan[T] {
-	return &Plan[T]{m: machine{scripts: &p.scripts, now: now}}
+func newPlan[T any](p *planner, now string) *plan[T] {
+	return &plan[T]{m: machine{scripts: &p.scripts, now: now}}
 }
 
 // finish ends an operation whose events are decided (m.out): it queues

@@ -14,7 +14,7 @@ type LogPage struct {
 
 // ChangeLogAfter plans Engine.ChangeLogAfter (the change log's scripts
 // read no clock: now is unused).
-func (pl *Planner) changeLogAfter(now, after string, limit int) *Plan[LogPage] {
+func (pl *Planner) changeLogAfter(now, after string, limit int) *plan[LogPage] {
 	p := pl.p
 	plan := newPlan[LogPage](p, now)
 	m := &plan.m
@@ -46,7 +46,7 @@ func (pl *Planner) changeLogAfter(now, after string, limit int) *Plan[LogPage] {
 // plan that publishes does before it ends, for a driver that publishes
 // events of its own making. It ends at once, appending nothing, without a
 // change log or events; a failed append is its error.
-func (pl *Planner) appendLog(changes []Change, kicks []Kick) *Plan[struct{}] {
+func (pl *Planner) appendLog(changes []Change, kicks []Kick) *plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, "")
 	if p.settings.changeLog == 0 || len(changes)+len(kicks) == 0 {
@@ -61,11 +61,11 @@ func (pl *Planner) appendLog(changes []Change, kicks []Kick) *Plan[struct{}] {
 
 // Ping plans Engine.Ping: one key-less call (a cluster driver sends it to
 // any node) whose outcome is the server's clock.
-func (pl *Planner) ping() *Plan[time.Time] {
+func (pl *Planner) ping() *plan[time.Time] {
 	p := pl.p
 	plan := newPlan[time.Time](p, "")
 	plan.m.settle(&round{op: "ping", calls: []Call{{SHA: p.scripts.ping.sha}}, next: func(vals []Value) (*round, error) {
-		ms, err := vals[0].AsInt()
+		ms, err := vals[0].asInt()
 		if err != nil {
 			return nil, err
 		}

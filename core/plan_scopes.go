@@ -10,7 +10,7 @@ import (
 // count stay with the driver.
 
 // Touch plans Engine.Touch at now.
-func (pl *Planner) touch(now string, sc Scope, member string) *Plan[struct{}] {
+func (pl *Planner) touch(now string, sc Scope, member string) *plan[struct{}] {
 	if err := pl.p.settings.checkTouch(sc, member); err != nil {
 		plan := newPlan[struct{}](pl.p, now)
 		plan.m.fail(err)
@@ -22,7 +22,7 @@ func (pl *Planner) touch(now string, sc Scope, member string) *Plan[struct{}] {
 // TouchBatch plans Engine.TouchBatch at now: one round, one call per scope
 // bucket and one per spread shard, each split into calls of at most
 // touchChunk touches, sent a few at a time.
-func (pl *Planner) touchBatch(now string, touches []ScopeTouch) *Plan[struct{}] {
+func (pl *Planner) touchBatch(now string, touches []ScopeTouch) *plan[struct{}] {
 	p := pl.p
 	plan := newPlan[struct{}](p, now)
 	plan.m.settle(p.touchBatch(now, touches))
@@ -103,7 +103,7 @@ func (p *planner) touchBatch(now string, touches []ScopeTouch) (*round, error) {
 }
 
 // Leave plans Engine.Leave at now (leave.lua reads no clock).
-func (pl *Planner) leave(now string, sc Scope, member string) *Plan[bool] {
+func (pl *Planner) leave(now string, sc Scope, member string) *plan[bool] {
 	p := pl.p
 	plan := newPlan[bool](p, now)
 	m := &plan.m
@@ -132,7 +132,7 @@ func (pl *Planner) leave(now string, sc Scope, member string) *Plan[bool] {
 	}
 	m.settle(&round{op: "leave", calls: []Call{{SHA: p.scripts.leave.sha, Keys: keys, Args: args}},
 		next: func(vals []Value) (*round, error) {
-			n, err := vals[0].AsInt()
+			n, err := vals[0].asInt()
 			plan.out = n == 1
 			return nil, err
 		}}, nil)
@@ -144,7 +144,7 @@ func (pl *Planner) leave(now string, sc Scope, member string) *Plan[bool] {
 // for a spread scope without a count key, a round summing its shards. It
 // writes nothing: the count key is the sweep's. The last good count is the
 // driver's.
-func (pl *Planner) count(now string, sc Scope) *Plan[Count] {
+func (pl *Planner) count(now string, sc Scope) *plan[Count] {
 	p := pl.p
 	plan := newPlan[Count](p, now)
 	k, err := p.scopeKeys("scope", sc)
@@ -205,7 +205,7 @@ func (p *planner) shardSizes(op string, k scopeKeys, fail func(error) (*round, e
 	return &round{op: op, calls: calls, costs: fill(len(calls), shardCallMicros), onErr: fail, next: func(vals []Value) (*round, error) {
 		var sum int64
 		for _, v := range vals {
-			n, err := v.AsCount()
+			n, err := v.asCount()
 			if err != nil {
 				return fail(err)
 			}
@@ -217,7 +217,7 @@ func (p *planner) shardSizes(op string, k scopeKeys, fail func(error) (*round, e
 
 // Members plans Engine.Members at now: one round, or one per shard of a
 // spread scope until the page is full.
-func (pl *Planner) members(now string, sc Scope, cursor string, limit int) *Plan[MemberPage] {
+func (pl *Planner) members(now string, sc Scope, cursor string, limit int) *plan[MemberPage] {
 	p := pl.p
 	plan := newPlan[MemberPage](p, now)
 	m := &plan.m
@@ -269,7 +269,7 @@ func (pl *Planner) members(now string, sc Scope, cursor string, limit int) *Plan
 }
 
 // ActiveWithin plans Engine.ActiveWithin at now: one round.
-func (pl *Planner) activeWithin(now string, sc Scope, d time.Duration) *Plan[int64] {
+func (pl *Planner) activeWithin(now string, sc Scope, d time.Duration) *plan[int64] {
 	p := pl.p
 	plan := newPlan[int64](p, now)
 	m := &plan.m
@@ -299,7 +299,7 @@ func (pl *Planner) activeWithin(now string, sc Scope, d time.Duration) *Plan[int
 			if err != nil {
 				return nil, err
 			}
-			n, err := rest[0].AsCount()
+			n, err := rest[0].asCount()
 			if err != nil {
 				return nil, err
 			}

@@ -13,7 +13,7 @@ import (
 
 // SweepUsers plans Engine.SweepUsers at now; the pass's lock token is
 // drawn when the plan is made.
-func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepUsers(now string) *plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	n := int(p.settings.keys.userBuckets)
@@ -34,9 +34,9 @@ func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
 		if err != nil {
 			return fail(err)
 		}
-		visited, err1 := rest[0].AsCount()
-		more, err2 := rest[1].AsInt()
-		lock, err3 := rest[2].AsString()
+		visited, err1 := rest[0].asCount()
+		more, err2 := rest[1].asInt()
+		lock, err3 := rest[2].asString()
 		if err1 != nil || err2 != nil || err3 != nil {
 			return fail(replyErr("sweep: %s", v))
 		}
@@ -68,7 +68,7 @@ func (pl *Planner) sweepUsers(now string) *Plan[SweepReport] {
 // SweepScopes plans Engine.SweepScopes at now; the pass's lock token is
 // drawn when the plan is made. The client-side cache's fence at the end is
 // the driver's (CachedReader.FenceCache).
-func (pl *Planner) sweepScopes(now string) *Plan[SweepReport] {
+func (pl *Planner) sweepScopes(now string) *plan[SweepReport] {
 	p := pl.p
 	plan := newPlan[SweepReport](p, now)
 	m := &plan.m
@@ -98,11 +98,11 @@ func (pl *Planner) sweepScopes(now string) *Plan[SweepReport] {
 		}
 		var n [4]int64
 		for i := range n {
-			if n[i], err = rest[i].AsCount(); err != nil {
+			if n[i], err = rest[i].asCount(); err != nil {
 				return fail(err)
 			}
 		}
-		lock, err := rest[4].AsString()
+		lock, err := rest[4].asString()
 		if err != nil {
 			return fail(err)
 		}
@@ -122,7 +122,7 @@ func (pl *Planner) sweepScopes(now string) *Plan[SweepReport] {
 // empty. Then it goes on with then.
 func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(error) (*round, error),
 	then func() (*round, error)) (*round, error) {
-	items, err := v.AsArray(-1)
+	items, err := v.asArray(-1)
 	if err != nil || len(items)%2 != 0 {
 		return fail(replyErr("spread scopes: %s", v))
 	}
@@ -131,8 +131,8 @@ func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(err
 		if i == len(items) {
 			return then()
 		}
-		ref, err1 := items[i].AsString()
-		empties, err2 := items[i+1].AsCount()
+		ref, err1 := items[i].asString()
+		empties, err2 := items[i+1].asCount()
 		class, id, ok := strings.Cut(ref, ":")
 		if err1 != nil || err2 != nil || !ok {
 			return fail(replyErr("spread scope %s", v))
@@ -146,7 +146,7 @@ func (p *planner) sweepSpread(m *machine, v Value, r *SweepReport, fail func(err
 			finish := Call{SHA: p.scripts.scopeFinish.sha, Keys: []string{bk[0], bk[1], k.count},
 				Args: []string{m.now, ref, itoa(remaining), itoa(empties), strconv.Itoa(p.settings.release), itoa(p.settings.countTTL), itoa(k.cls.interval)}}
 			return &round{op: "sweep scopes", calls: []Call{finish}, onErr: fail, next: func(vals []Value) (*round, error) {
-				if released, err := vals[0].AsInt(); err != nil || released == 0 {
+				if released, err := vals[0].asInt(); err != nil || released == 0 {
 					r.Steps += steps + 1
 					return scope(i + 2)
 				}
@@ -207,9 +207,9 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 				if err != nil {
 					return fail(err)
 				}
-				removed, err1 := rest[0].AsCount()
-				left, err2 := rest[1].AsCount()
-				cursor, err3 := rest[2].AsString()
+				removed, err1 := rest[0].asCount()
+				left, err2 := rest[1].asCount()
+				cursor, err3 := rest[2].asString()
 				if err1 != nil || err2 != nil || err3 != nil {
 					return fail(replyErr("shard sweep: %s", v))
 				}
@@ -240,7 +240,7 @@ func (p *planner) sweepShards(m *machine, k scopeKeys, r *SweepReport, fail func
 // and the plan ends with the report so far and the error. A driver may
 // abort the pass between its bucket rounds (round.abort): it then
 // releases its locks too.
-func (p *planner) sweep(plan *Plan[SweepReport], kind string, buckets int,
+func (p *planner) sweep(plan *plan[SweepReport], kind string, buckets int,
 	step func(now string, b uint32, token string, probe bool) (Call, int),
 	read func(v Value, r *SweepReport, fail func(error) (*round, error), then func(more bool, lock string) (*round, error)) (*round, error)) {
 	m := &plan.m

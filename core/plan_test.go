@@ -68,7 +68,7 @@ func TestPlanNoScriptFallback(t *testing.T) {
 	}
 	res := make([]core.Result, len(calls))
 	for i := range res {
-		res[i].Value = core.ArrayValue(core.StringValue("3"), core.IntValue(int64(i+1))) // i+1 ONLINE
+		res[i].Value = core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: int64(i + 1)}}} // i+1 ONLINE
 	}
 	res[1] = core.Result{Err: fmt.Errorf("%w: no such script", core.ErrNoScript)}
 	res[3] = core.Result{Err: core.ErrNoScript}
@@ -88,8 +88,8 @@ func TestPlanNoScriptFallback(t *testing.T) {
 		}
 	}
 	err := p.Step([]core.Result{
-		{Value: core.ArrayValue(core.StringValue("3"), core.IntValue(20))},
-		{Value: core.ArrayValue(core.StringValue("3"), core.IntValue(40))},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: 20}}}},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "3"}, {Kind: core.ValueInt, Int: 40}}}},
 	})
 	if err != nil || !p.Done() {
 		t.Fatalf("after the resend: err %v done %v", err, p.Done())
@@ -140,19 +140,18 @@ func TestPlanSteadyFallsThrough(t *testing.T) {
 	if s := scriptOf(p.Calls()[0]); s != "beat" {
 		t.Fatalf("first call runs %q, want beat", s)
 	}
-	must(t, p.Step([]core.Result{{Value: core.StringValue("")}})) // left to the full path
+	must(t, p.Step([]core.Result{{Value: core.Value{Kind: core.ValueString, Str: ""}}})) // left to the full path
 	c := p.Calls()
 	if len(c) != 1 || scriptOf(c[0]) != "heartbeat" {
 		t.Fatalf("second round %v, want the full heartbeat", c)
 	}
 	issued := c[0].Args[len(c[0].Args)-1]
-	results := core.ArrayValue(core.StringValue(""), core.StringValue(issued), core.IntValue(0), core.IntValue(3),
-		core.StringValue("u4.1700000000000.1"), core.StringValue(""))
-	must(t, p.Step([]core.Result{{Value: core.ArrayValue(core.IntValue(1_700_000_000_000), results, core.StringValue(""))}}))
+	results := core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueString, Str: ""}, core.Value{Kind: core.ValueString, Str: issued}, core.Value{Kind: core.ValueInt, Int: 0}, core.Value{Kind: core.ValueInt, Int: 3}, core.Value{Kind: core.ValueString, Str: "u4.1700000000000.1"}, core.Value{Kind: core.ValueString, Str: ""}}}
+	must(t, p.Step([]core.Result{{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{core.Value{Kind: core.ValueInt, Int: 1_700_000_000_000}, results, core.Value{Kind: core.ValueString, Str: ""}}}}}))
 	if c := p.Calls(); len(c) != 1 || scriptOf(c[0]) != "log_append" || p.Done() {
 		t.Fatalf("third round %v, want the change log append", c)
 	}
-	must(t, p.Step([]core.Result{{Value: core.StringValue("1-0")}}))
+	must(t, p.Step([]core.Result{{Value: core.Value{Kind: core.ValueString, Str: "1-0"}}}))
 	ack, err := p.Outcome()
 	if err != nil || ack.Token != issued || len(ack.Changes) != 1 || ack.Changes[0].To != core.StatusOnline {
 		t.Fatalf("outcome %+v %v", ack, err)

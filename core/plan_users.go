@@ -14,16 +14,16 @@ import (
 // Heartbeat plans Engine.Heartbeat at now: the steady beat, whose script
 // runs the full path itself for a beat it cannot apply. An implicit
 // login's token seed is drawn when the plan is made.
-func (pl *Planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return pl.p.heartbeat(now, hb) }
+func (pl *Planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return pl.p.heartbeat(now, hb) }
 
-func (p *planner) heartbeat(now string, hb Heartbeat) *Plan[Ack] { return p.beat(now, hb, false) }
+func (p *planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return p.beat(now, hb, false) }
 
 // beat is heartbeat's plan; checked says the caller has already applied
 // checkHeartbeat (the engine's group commit does, before it merges a beat
 // with others), so that a beat is validated once.
-func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
-	sp := &steadyPlan{Plan: Plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
-	pl, m := &sp.Plan, &sp.Plan.m
+func (p *planner) beat(now string, hb Heartbeat, checked bool) *plan[Ack] {
+	sp := &steadyPlan{plan: plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
+	pl, m := &sp.plan, &sp.plan.m
 	if !checked {
 		if err := p.checkHeartbeat(hb); err != nil {
 			m.note(note{kind: noteHeartbeats, refused: 1})
@@ -56,7 +56,7 @@ func (p *planner) beat(now string, hb Heartbeat, checked bool) *Plan[Ack] {
 // steadyPlan is a heartbeat's plan while it waits for the steady beat: the
 // plan and what its continuation needs, in one allocation.
 type steadyPlan struct {
-	Plan[Ack]
+	plan[Ack]
 	p    *planner
 	b    uint32
 	hb   Heartbeat
@@ -75,10 +75,10 @@ func (sp *steadyPlan) next(vals []Value) (*round, error) {
 		return nil, err
 	}
 	if decided.Kind != ValueNil {
-		return sp.p.heartbeatDecided(&sp.Plan, sp.b, decided, sp.hb)
+		return sp.p.heartbeatDecided(&sp.plan, sp.b, decided, sp.hb)
 	}
 	if token[0] == "" {
-		return sp.p.heartbeatFull(&sp.Plan, sp.b, sp.hb, sp.seed)
+		return sp.p.heartbeatFull(&sp.plan, sp.b, sp.hb, sp.seed)
 	}
 	sp.m.note(note{kind: noteHeartbeats, accepted: 1})
 	sp.out = Ack{Token: token[0]}
@@ -87,7 +87,7 @@ func (sp *steadyPlan) next(vals []Value) (*round, error) {
 
 // heartbeatFull is the round of a heartbeat's full path
 // (lua/heartbeat_full.lua) in bucket b.
-func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
+func (p *planner) heartbeatFull(pl *plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
 	m := &pl.m
 	args := append(p.userArgs(m.now, b, 12), "1")
 	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
@@ -98,7 +98,7 @@ func (p *planner) heartbeatFull(pl *Plan[Ack], b uint32, hb Heartbeat, seed stri
 
 // heartbeatDecided ends a heartbeat's plan with the full path's reply v
 // (decodeBeats) for it, in bucket b.
-func (p *planner) heartbeatDecided(pl *Plan[Ack], b uint32, v Value, hb Heartbeat) (*round, error) {
+func (p *planner) heartbeatDecided(pl *plan[Ack], b uint32, v Value, hb Heartbeat) (*round, error) {
 	m := &pl.m
 	var acks [1]Ack
 	var ids [1]string
@@ -115,17 +115,17 @@ func (p *planner) heartbeatDecided(pl *Plan[Ack], b uint32, v Value, hb Heartbea
 // beats, one of the beats they left, each in bounded calls (a user's
 // beats in one call). The token seeds are drawn when the
 // plan is made.
-func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
 	return pl.p.heartbeatBatch(now, beats)
 }
 
-func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *Plan[[]Ack] {
+func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
 	return p.beats(now, beats, false)
 }
 
 // beats is heartbeatBatch's plan; checked says the caller has already
 // applied checkHeartbeat to every beat (see beat).
-func (p *planner) beats(now string, beats []Heartbeat, checked bool) *Plan[[]Ack] {
+func (p *planner) beats(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
 	pl := newPlan[[]Ack](p, now)
 	m := &pl.m
 	if err := checkBatch("beats", len(beats)); err != nil {
@@ -371,9 +371,9 @@ func beatNote(acks []Ack) note {
 
 // Login plans Engine.Login at now; a new token is drawn when the plan is
 // made.
-func (pl *Planner) login(now string, l Login) *Plan[LoginResult] { return pl.p.login(now, l) }
+func (pl *Planner) login(now string, l Login) *plan[LoginResult] { return pl.p.login(now, l) }
 
-func (p *planner) login(now string, l Login) *Plan[LoginResult] {
+func (p *planner) login(now string, l Login) *plan[LoginResult] {
 	pl := newPlan[LoginResult](p, now)
 	m := &pl.m
 	policy := p.settings.cfg.Policy
@@ -404,7 +404,7 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 			if err := p.found(m, b, rest[3], now); err != nil {
 				return nil, err
 			}
-			code, err := rest[0].AsString()
+			code, err := rest[0].asString()
 			if err != nil {
 				return nil, err
 			}
@@ -427,17 +427,17 @@ func (p *planner) login(now string, l Login) *Plan[LoginResult] {
 }
 
 // Logout plans Engine.Logout at now.
-func (pl *Planner) logout(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) logout(now, user, device, token string) *plan[Ended] {
 	return pl.p.end(now, "logout", user, device, token)
 }
 
 // Disconnect plans Engine.Disconnect at now.
-func (pl *Planner) disconnect(now, user, device, token string) *Plan[Ended] {
+func (pl *Planner) disconnect(now, user, device, token string) *plan[Ended] {
 	return pl.p.end(now, "disconnect", user, device, token)
 }
 
 // end plans lua/logout.lua for Logout and Disconnect; mode names which.
-func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
+func (p *planner) end(now, mode, user, device, token string) *plan[Ended] {
 	pl := newPlan[Ended](p, now)
 	m := &pl.m
 	if err := checkEnd(user, device, token); err != nil {
@@ -455,8 +455,8 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 			if err := p.found(m, b, rest[3], now); err != nil {
 				return nil, err
 			}
-			code, err1 := rest[0].AsString()
-			removed, err2 := rest[1].AsInt()
+			code, err1 := rest[0].asString()
+			removed, err2 := rest[1].asInt()
 			if err1 != nil || err2 != nil {
 				return nil, replyErr("%s: %s", mode, vals[0])
 			}
@@ -475,11 +475,11 @@ func (p *planner) end(now, mode, user, device, token string) *Plan[Ended] {
 }
 
 // SetManual plans Engine.SetManual at now.
-func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
 	return pl.p.setManual(now, user, md, ttl)
 }
 
-func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Plan[[]Change] {
+func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
 	pl := newPlan[[]Change](p, now)
 	m := &pl.m
 	if err := checkManual(user, md, ttl); err != nil {
@@ -509,7 +509,7 @@ func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *Pla
 }
 
 // Status plans Engine.Status at now.
-func (pl *Planner) status(now, user string) *Plan[UserStatus] {
+func (pl *Planner) status(now, user string) *plan[UserStatus] {
 	p := pl.p
 	plan := newPlan[UserStatus](p, now)
 	if err := checkID("user", user); err != nil {
@@ -521,7 +521,7 @@ func (pl *Planner) status(now, user string) *Plan[UserStatus] {
 }
 
 // Statuses plans Engine.Statuses at now.
-func (pl *Planner) statuses(now string, users []string) *Plan[[]UserStatus] {
+func (pl *Planner) statuses(now string, users []string) *plan[[]UserStatus] {
 	p := pl.p
 	plan := newPlan[[]UserStatus](p, now)
 	plan.m.settle(p.statuses(&plan.m, users, func(out []UserStatus) { plan.out = out }))
@@ -566,7 +566,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 			if err != nil {
 				return nil, err
 			}
-			items, err := rest[0].AsArray(len(chunk))
+			items, err := rest[0].asArray(len(chunk))
 			if err != nil {
 				return nil, err
 			}
@@ -583,7 +583,7 @@ func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (
 
 // Online plans Engine.Online at now (the scripts read no clock: now is
 // unused).
-func (pl *Planner) online(now string) *Plan[map[Status]int64] {
+func (pl *Planner) online(now string) *plan[map[Status]int64] {
 	p := pl.p
 	plan := newPlan[map[Status]int64](p, now)
 	calls := make([]Call, len(p.settings.users))
@@ -593,13 +593,13 @@ func (pl *Planner) online(now string) *Plan[map[Status]int64] {
 	plan.m.settle(&round{op: "online", calls: calls, next: func(vals []Value) (*round, error) {
 		out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
 		for _, v := range vals {
-			flat, err := v.AsArray(-1)
+			flat, err := v.asArray(-1)
 			if err != nil || len(flat)%2 != 0 {
 				return nil, replyErr("online counts: %s", v)
 			}
 			for i := 0; i < len(flat); i += 2 {
-				s, err1 := flat[i].AsString()
-				n, err2 := flat[i+1].AsInt()
+				s, err1 := flat[i].asString()
+				n, err2 := flat[i+1].asInt()
 				code, err3 := strconv.Atoi(s)
 				if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
 					return nil, replyErr("online counts: %s", v)

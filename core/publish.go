@@ -112,8 +112,8 @@ func unmarshalChange(b []byte) (Change, string, error) {
 	if err := w.decodeJSON(b); err != nil {
 		return Change{}, "", replyErr("change message: %v", err)
 	}
-	from, ok1 := ParseStatus(w.From)
-	to, ok2 := ParseStatus(w.To)
+	from, ok1 := Parse[Status](w.From)
+	to, ok2 := Parse[Status](w.To)
 	if !ok1 || !ok2 || w.User == "" {
 		return Change{}, "", replyErr("change message: %s", b)
 	}
@@ -137,7 +137,7 @@ func unmarshalKick(b []byte) (Kick, string, error) {
 	if err := w.decodeJSON(b); err != nil {
 		return Kick{}, "", replyErr("kick message: %v", err)
 	}
-	kind, ok := ParseKind(w.Kind)
+	kind, ok := Parse[Kind](w.Kind)
 	if !ok || w.User == "" || w.Device == "" {
 		return Kick{}, "", replyErr("kick message: %s", b)
 	}
@@ -199,19 +199,19 @@ type LoggedChange struct {
 
 // decodeLogPage reads a reply of lua/log_read.lua read after after.
 func decodeLogPage(v Value, after string) (entries []LoggedChange, gap bool, err error) {
-	items, err := v.AsArray(2)
+	items, err := v.asArray(2)
 	if err != nil {
 		return nil, false, err
 	}
-	oldest, err1 := items[0].AsString()
-	flat, err2 := items[1].AsArray(-1)
+	oldest, err1 := items[0].asString()
+	flat, err2 := items[1].asArray(-1)
 	if err1 != nil || err2 != nil || len(flat)%3 != 0 {
 		return nil, false, replyErr("change log: %s", v)
 	}
 	for i := 0; i < len(flat); i += 3 {
-		id, err1 := flat[i].AsString()
-		kind, err2 := flat[i+1].AsString()
-		raw, err3 := flat[i+2].AsString()
+		id, err1 := flat[i].asString()
+		kind, err2 := flat[i+1].asString()
+		raw, err3 := flat[i+2].asString()
 		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, false, replyErr("change log: %s", v)
 		}

@@ -94,7 +94,7 @@ func decodeDevices(static, dynamic string) (map[string]record, error) {
 	}
 	items, dyns := strings.Split(static, itemSep), strings.Split(dynamic, itemSep)
 	// the header starts with the published status, one digit
-	if h := items[0]; h == "" || h[0] < '0' || !Status(h[0]-'0').Valid() {
+	if h := items[0]; h == "" || h[0] < '0' || int(h[0]-'0') >= len(statusNames) {
 		return nil, replyErr("user record header %q", items[0])
 	}
 	d := 1 // past the pending change
@@ -165,13 +165,6 @@ func aggregate(states []Status, manual Manual) Status {
 	}
 	return best
 }
-
-// Aggregate returns the status others see for a user whose devices are in
-// the given states and whose manual status is manual: [StatusOffline] with
-// no live device, [StatusDND] or (for [ManualInvisible]) StatusOffline by
-// the manual status, else the most present device ([StatusOnline] over
-// [StatusAway] over [StatusPushOnline]).
-func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
 
 // cause is why a user's status is being re-evaluated (docs/design.md §7).
 type cause uint8
@@ -255,5 +248,5 @@ func decodeMeta(s string) map[string]string {
 func sortStrings(s []string) { sort.Strings(s) }
 
 // classCode is the device class PolicyExclusivePerKind keeps one device
-// of, as login.lua's class compares them: Kind.Class.
-func (k Kind) classCode() string { return k.Class() }
+// of, as login.lua's class compares them.
+func (k Kind) classCode() string { return k.class() }

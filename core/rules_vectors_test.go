@@ -107,7 +107,7 @@ func (v vectorEnv) ms(s string) int64 {
 
 func (v vectorEnv) status(s string) Status {
 	v.t.Helper()
-	st, ok := ParseStatus(s)
+	st, ok := Parse[Status](s)
 	if !ok {
 		v.t.Fatalf("status %q", s)
 	}
@@ -116,7 +116,7 @@ func (v vectorEnv) status(s string) Status {
 
 func (v vectorEnv) kind(s string) Kind {
 	v.t.Helper()
-	k, ok := ParseKind(s)
+	k, ok := Parse[Kind](s)
 	if !ok {
 		v.t.Fatalf("kind %q", s)
 	}
@@ -128,7 +128,7 @@ func (v vectorEnv) manual(s string) Manual {
 	if s == "" {
 		return ManualNone
 	}
-	m, ok := ParseManual(s)
+	m, ok := Parse[Manual](s)
 	if !ok {
 		v.t.Fatalf("manual %q", s)
 	}

@@ -107,7 +107,7 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 			return Count{}, &StoreError{Op: "count", Unavailable: errors.Is(err, ErrUnavailable), Err: err}
 		}
 		if v.Kind != ValueNil {
-			s, err := v.AsString()
+			s, err := v.asString()
 			if err != nil {
 				return Count{}, err
 			}
@@ -123,12 +123,12 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 // decodeCount reads a reply whose items from index i are count, asOf; a
 // count of -1 (a peek that found no count key) is allowed only when peek.
 func decodeCount(v Value, i int, peek bool) (Count, error) {
-	items, err := v.AsArray(i + 2)
+	items, err := v.asArray(i + 2)
 	if err != nil {
 		return Count{}, err
 	}
-	n, err1 := items[i].AsInt()
-	asOf, err2 := items[i+1].AsInt()
+	n, err1 := items[i].asInt()
+	asOf, err2 := items[i+1].asInt()
 	if err1 != nil || err2 != nil || n < -1 || n > maxReplyCount || (n == -1 && !peek) || asOf < 0 {
 		return Count{}, replyErr("count: %s", v)
 	}
@@ -177,17 +177,17 @@ func decodeMembers(v Value, page *MemberPage) (shard, offset int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	nextShard, err1 := rest[0].AsInt()
-	nextOffset, err2 := rest[1].AsInt()
-	flat, err3 := rest[2].AsArray(-1)
+	nextShard, err1 := rest[0].asInt()
+	nextOffset, err2 := rest[1].asInt()
+	flat, err3 := rest[2].asArray(-1)
 	done := nextShard == -1 && nextOffset == -1
 	valid := done || (nextShard >= 0 && nextShard <= 65536 && nextOffset >= 0 && nextOffset <= 1<<30)
 	if err1 != nil || err2 != nil || err3 != nil || len(flat)%2 != 0 || !valid {
 		return 0, 0, replyErr("members: %s", v)
 	}
 	for i := 0; i < len(flat); i += 2 {
-		id, err1 := flat[i].AsString()
-		seen, err2 := flat[i+1].AsInt()
+		id, err1 := flat[i].asString()
+		seen, err2 := flat[i+1].asInt()
 		if err1 != nil || err2 != nil {
 			return 0, 0, replyErr("members: %s", v)
 		}

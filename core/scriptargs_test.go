@@ -123,23 +123,22 @@ func TestLuaArgNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	const now = 1772366400123
-	nowV := IntValue(now)
+	nowV := Value{Kind: ValueInt, Int: now}
 	b := e.settings.keys.userBucket("alice")
 	outboxID := "u" + strconv.Itoa(int(b)) + ".1772366400000.5"
 	rec.replies = map[string]Value{
 		// not steady: the full path follows
-		e.scripts.beat.sha: StringValue(""),
+		e.scripts.beat.sha: {Kind: ValueString, Str: ""},
 		// a change, published and logged
-		e.scripts.manual.sha: ArrayValue(nowV, ArrayValue(StringValue("alice"), IntValue(0), IntValue(4), StringValue(outboxID)),
-			StringValue("")),
-		e.scripts.logAppend.sha: ArrayValue(StringValue("1-1")),
+		e.scripts.manual.sha:    Value{Kind: ValueArray, Array: []Value{nowV, Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "alice"}, Value{Kind: ValueInt, Int: 0}, Value{Kind: ValueInt, Int: 4}, Value{Kind: ValueString, Str: outboxID}}}, Value{Kind: ValueString, Str: ""}}},
+		e.scripts.logAppend.sha: Value{Kind: ValueArray, Array: []Value{Value{Kind: ValueString, Str: "1-1"}}},
 		// a spread scope: no count key, then its shards' sizes
-		e.scripts.count.sha:    ArrayValue(nowV, IntValue(-1), IntValue(0)),
-		e.scripts.shardLen.sha: IntValue(3),
+		e.scripts.count.sha:    {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: -1}, {Kind: ValueInt, Int: 0}}},
+		e.scripts.shardLen.sha: {Kind: ValueInt, Int: 3},
 		// a spread scope handed over by the sweep, its shards swept
-		e.scripts.sweepScopes.sha: ArrayValue(nowV, IntValue(0), IntValue(0), IntValue(0), IntValue(0),
-			StringValue("ok"), ArrayValue(StringValue("live:7"), IntValue(2))),
-		e.scripts.shardSweep.sha: ArrayValue(nowV, IntValue(0), IntValue(5), StringValue("0")),
+		e.scripts.sweepScopes.sha: {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 0},
+			{Kind: ValueString, Str: "ok"}, {Kind: ValueArray, Array: []Value{{Kind: ValueString, Str: "live:7"}, {Kind: ValueInt, Int: 2}}}}},
+		e.scripts.shardSweep.sha: {Kind: ValueArray, Array: []Value{nowV, {Kind: ValueInt, Int: 0}, {Kind: ValueInt, Int: 5}, {Kind: ValueString, Str: "0"}}},
 	}
 	base := e.settings.keys.userBase(b)
 	common := map[string]string{

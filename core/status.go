@@ -27,15 +27,6 @@ func (s Status) String() string {
 	return enumName(statusNames[:], int(s), "Status")
 }
 
-// Valid reports whether s is one of the five statuses.
-func (s Status) Valid() bool { return int(s) < len(statusNames) }
-
-// ParseStatus returns the status named name (as String spells it).
-func ParseStatus(name string) (Status, bool) {
-	i, ok := enumValue(statusNames[:], name)
-	return Status(i), ok
-}
-
 // Manual is a user-level status set by the user. The zero value is ManualNone.
 type Manual uint8
 
@@ -53,12 +44,6 @@ var manualNames = [...]string{"NONE", "DND", "INVISIBLE"}
 // String returns the manual status name, such as "INVISIBLE".
 func (m Manual) String() string {
 	return enumName(manualNames[:], int(m), "Manual")
-}
-
-// ParseManual returns the manual status named name (as String spells it).
-func ParseManual(name string) (Manual, bool) {
-	i, ok := enumValue(manualNames[:], name)
-	return Manual(i), ok
 }
 
 // Kind is the kind of client a device runs. It selects the heartbeat interval
@@ -85,15 +70,9 @@ func (k Kind) String() string {
 	return enumName(kindNames[:], int(k), "Kind")
 }
 
-// ParseKind returns the kind named name (as String spells it).
-func ParseKind(name string) (Kind, bool) {
-	i, ok := enumValue(kindNames[:], name)
-	return Kind(i), ok
-}
-
-// Class returns the device class that PolicyExclusivePerKind keeps one device
+// class returns the device class that PolicyExclusivePerKind keeps one device
 // of: "mobile", "desktop", "web" or "other".
-func (k Kind) Class() string {
+func (k Kind) class() string {
 	switch k {
 	case KindIOS, KindAndroid:
 		return "mobile"
@@ -113,7 +92,8 @@ const (
 	PolicyMulti Policy = iota
 	// PolicyExclusive removes every other device of the user at login.
 	PolicyExclusive
-	// PolicyExclusivePerKind keeps at most one device per Kind.Class.
+	// PolicyExclusivePerKind keeps at most one device per class of kinds:
+	// mobile (KindIOS, KindAndroid), desktop, web and other.
 	PolicyExclusivePerKind
 )
 
@@ -122,12 +102,6 @@ var policyNames = [...]string{"multi", "exclusive", "exclusive-per-kind"}
 // String returns the policy name, such as "exclusive-per-kind".
 func (p Policy) String() string {
 	return enumName(policyNames[:], int(p), "Policy")
-}
-
-// ParsePolicy returns the policy named name (as String spells it).
-func ParsePolicy(name string) (Policy, bool) {
-	i, ok := enumValue(policyNames[:], name)
-	return Policy(i), ok
 }
 
 // Layout is how a scope class counts its members. The zero value is LayoutExact.
@@ -149,10 +123,25 @@ func (l Layout) String() string {
 	return enumName(layoutNames[:], int(l), "Layout")
 }
 
-// ParseLayout returns the layout named name (as String spells it).
-func ParseLayout(name string) (Layout, bool) {
-	i, ok := enumValue(layoutNames[:], name)
-	return Layout(i), ok
+// Parse returns the value of one of this package's enums named name, as
+// its String spells it: Parse[Kind]("ios") is KindIOS, true; an unknown
+// name is the zero value, false.
+func Parse[E Status | Manual | Kind | Policy | Layout](name string) (E, bool) {
+	var names []string
+	switch any(E(0)).(type) {
+	case Status:
+		names = statusNames[:]
+	case Manual:
+		names = manualNames[:]
+	case Kind:
+		names = kindNames[:]
+	case Policy:
+		names = policyNames[:]
+	case Layout:
+		names = layoutNames[:]
+	}
+	i, ok := enumValue(names, name)
+	return E(i), ok
 }
 
 // enumName returns names[v], or "Type(v)" for a value out of range.

@@ -25,15 +25,15 @@ func (e *Engine) status(ctx context.Context, user string) (UserStatus, error) {
 // decodeStatus reads one user's entry of a lua/status.lua reply
 // {manual, manual until, device hash fields} at now.
 func (p *planner) decodeStatus(user string, v Value, now int64) (UserStatus, error) {
-	f, err := v.AsArray(4)
+	f, err := v.asArray(4)
 	if err != nil {
 		return UserStatus{}, err
 	}
-	manual, err1 := f[0].AsInt()
-	manualUntil, err2 := f[1].AsInt()
+	manual, err1 := f[0].asInt()
+	manualUntil, err2 := f[1].asInt()
 	// the records are strings as stored, never numbers
-	static, err3 := f[2].AsString()
-	dynamic, err4 := f[3].AsString()
+	static, err3 := f[2].asString()
+	dynamic, err4 := f[3].asString()
 	strs := f[2].Kind == ValueString && f[3].Kind == ValueString
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !strs || !inRange(manual, len(manualNames)) || manualUntil < 0 {
 		return UserStatus{}, replyErr("status of %q: %s", user, v)

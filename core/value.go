@@ -19,26 +19,15 @@ const (
 	ValueArray
 )
 
-// Value is the driver-neutral shape of a reply. Adapters build it with
-// NilValue, IntValue, StringValue and ArrayValue.
+// Value is the driver-neutral shape of a reply: the field its Kind names
+// holds it, and the zero Value is a nil reply. Adapters build it as a
+// literal, such as Value{Kind: ValueInt, Int: n}.
 type Value struct {
 	Kind  ValueKind
-	Int   int64
-	Str   string
-	Array []Value
+	Int   int64   // of a ValueInt
+	Str   string  // of a ValueString
+	Array []Value // of a ValueArray
 }
-
-// NilValue returns a nil reply.
-func NilValue() Value { return Value{} }
-
-// IntValue returns an integer reply.
-func IntValue(n int64) Value { return Value{Kind: ValueInt, Int: n} }
-
-// StringValue returns a string reply.
-func StringValue(s string) Value { return Value{Kind: ValueString, Str: s} }
-
-// ArrayValue returns an array reply.
-func ArrayValue(items ...Value) Value { return Value{Kind: ValueArray, Array: items} }
 
 // String renders v for error messages and debugging.
 func (v Value) String() string {
@@ -59,8 +48,8 @@ func (v Value) String() string {
 	return "invalid"
 }
 
-// AsInt returns v as an integer: an integer reply, or a string holding one.
-func (v Value) AsInt() (int64, error) {
+// asInt returns v as an integer: an integer reply, or a string holding one.
+func (v Value) asInt() (int64, error) {
 	switch v.Kind {
 	case ValueInt:
 		return v.Int, nil
@@ -73,8 +62,8 @@ func (v Value) AsInt() (int64, error) {
 	return 0, replyErr("want an integer, got %s", v)
 }
 
-// AsString returns v as a string: a string reply, or an integer in decimal.
-func (v Value) AsString() (string, error) {
+// asString returns v as a string: a string reply, or an integer in decimal.
+func (v Value) asString() (string, error) {
 	switch v.Kind {
 	case ValueString:
 		return v.Str, nil
@@ -84,8 +73,8 @@ func (v Value) AsString() (string, error) {
 	return "", replyErr("want a string, got %s", v)
 }
 
-// AsArray returns v's items if v is an array of exactly n items (any length when n < 0).
-func (v Value) AsArray(n int) ([]Value, error) {
+// asArray returns v's items if v is an array of exactly n items (any length when n < 0).
+func (v Value) asArray(n int) ([]Value, error) {
 	if v.Kind != ValueArray {
 		return nil, replyErr("want an array, got %s", v)
 	}
@@ -99,9 +88,9 @@ func (v Value) AsArray(n int) ([]Value, error) {
 // comes near it, and sums of a few thousand such counts cannot overflow.
 const maxReplyCount = 1 << 40
 
-// AsCount returns v as a count: an integer from 0 to 2^40.
-func (v Value) AsCount() (int64, error) {
-	n, err := v.AsInt()
+// asCount returns v as a count: an integer from 0 to 2^40.
+func (v Value) asCount() (int64, error) {
+	n, err := v.asInt()
 	if err != nil {
 		return 0, err
 	}

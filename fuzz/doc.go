@@ -26,7 +26,7 @@
 //     unless their IDs coincide; and, learning the layout from marker IDs,
 //     the keys and fields of two tuples coincide only where the IDs they are
 //     built from are equal (the mapping is injective).
-//   - FuzzSlot (keys_test.go) checks core.Slot against a reference
+//   - FuzzSlot (keys_test.go) checks internal/slot against a reference
 //     implementation of the Redis Cluster hash slot; TestSlotVectors pins the
 //     published values and the hash-tag rules.
 //   - FuzzTimes (times_test.go) fuzzes Heartbeat.At (any int64 milliseconds,

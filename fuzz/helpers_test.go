@@ -122,17 +122,17 @@ func (s redisStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 func toValue(v any) core.Value {
 	switch v := v.(type) {
 	case int64:
-		return core.IntValue(v)
+		return core.Value{Kind: core.ValueInt, Int: v}
 	case string:
-		return core.StringValue(v)
+		return core.Value{Kind: core.ValueString, Str: v}
 	case []any:
 		items := make([]core.Value, len(v))
 		for i, x := range v {
 			items[i] = toValue(x)
 		}
-		return core.ArrayValue(items...)
+		return core.Value{Kind: core.ValueArray, Array: items}
 	}
-	return core.NilValue()
+	return core.Value{}
 }
 
 // recorder is a core.Store that counts and keeps every call before passing
@@ -334,3 +334,6 @@ func startRedis(tb testing.TB) *redis.Client {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// validStatus reports whether s is one of the five statuses.
+func validStatus(s core.Status) bool { return s <= core.StatusDND }

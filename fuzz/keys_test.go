@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // crcTable is CRC-16/XMODEM (polynomial 0x1021, initial value 0, no
@@ -50,7 +51,7 @@ func refSlot(key string) uint16 {
 	return crc16(key) % 16384
 }
 
-// TestSlotVectors checks core.Slot against published values and the hash
+// TestSlotVectors checks slot.Of against published values and the hash
 // tag rules of the Redis Cluster specification.
 func TestSlotVectors(t *testing.T) {
 	if got := crc16("123456789"); got != 0x31C3 {
@@ -62,8 +63,8 @@ func TestSlotVectors(t *testing.T) {
 	}{
 		{"foo", 12182},
 		{"123456789", 0x31C3 % 16384},
-		{"{user1000}.following", core.Slot("user1000")},
-		{"{user1000}.followers", core.Slot("user1000")},
+		{"{user1000}.following", slot.Of("user1000")},
+		{"{user1000}.followers", slot.Of("user1000")},
 		{"foo{}{bar}", crc16("foo{}{bar}") % 16384}, // empty tag: the whole key
 		{"foo{{bar}}zap", crc16("{bar") % 16384},    // tag runs to the first '}'
 		{"foo{bar}{zap}", crc16("bar") % 16384},     // only the first tag counts
@@ -74,11 +75,11 @@ func TestSlotVectors(t *testing.T) {
 		{"{a}", crc16("a") % 16384},
 	}
 	for _, tt := range tests {
-		if got := core.Slot(tt.key); got != tt.want {
+		if got := slot.Of(tt.key); got != tt.want {
 			t.Errorf("Slot(%q) = %d, want %d", tt.key, got, tt.want)
 		}
 	}
-	if core.Slot("{user1000}.following") != core.Slot("{user1000}.followers") {
+	if slot.Of("{user1000}.following") != slot.Of("{user1000}.followers") {
 		t.Error("keys with one hash tag map to different slots")
 	}
 	if err := core.SameSlot([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
@@ -89,22 +90,22 @@ func TestSlotVectors(t *testing.T) {
 	}
 }
 
-// FuzzSlot checks core.Slot against the reference for any key, and the
+// FuzzSlot checks slot.Of against the reference for any key, and the
 // property the engine's layout relies on: a key with a non-empty tag and no
 // brace before it hashes like its tag alone, whatever follows.
 func FuzzSlot(f *testing.F) {
 	f.Add("foo", "bar")
 	f.Add("presence:", "u3")
 	f.Fuzz(func(t *testing.T, key, tag string) {
-		if got, want := core.Slot(key), refSlot(key); got != want {
+		if got, want := slot.Of(key), refSlot(key); got != want {
 			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
 		}
 		if tag == "" || strings.ContainsAny(tag, "}") || strings.ContainsAny(key, "{") {
 			return
 		}
 		tagged := key + "{" + tag + "}" + key
-		if core.Slot(tagged) != core.Slot(tag) {
-			t.Errorf("Slot(%q) = %d, Slot(%q) = %d", tagged, core.Slot(tagged), tag, core.Slot(tag))
+		if slot.Of(tagged) != slot.Of(tag) {
+			t.Errorf("Slot(%q) = %d, Slot(%q) = %d", tagged, slot.Of(tagged), tag, slot.Of(tag))
 		}
 	})
 }
@@ -290,15 +291,15 @@ func checkSlots(t *testing.T, prefix string, c core.Call) {
 	if err := core.SameSlot(c.Keys); err != nil {
 		t.Errorf("%s: %v", name, err)
 	}
-	slot := core.Slot(c.Keys[0])
+	want := slot.Of(c.Keys[0])
 	for _, k := range c.Keys {
 		if !strings.HasPrefix(k, prefix+":{") {
 			t.Errorf("%s: key %q lacks the prefix and hash tag", name, k)
 		}
 	}
 	for _, a := range c.Args {
-		if strings.HasPrefix(a, prefix+":{") && core.Slot(a) != slot {
-			t.Errorf("%s: key argument %q is in slot %d, the call's keys in %d", name, a, core.Slot(a), slot)
+		if strings.HasPrefix(a, prefix+":{") && slot.Of(a) != want {
+			t.Errorf("%s: key argument %q is in slot %d, the call's keys in %d", name, a, slot.Of(a), want)
 		}
 	}
 }

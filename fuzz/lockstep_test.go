@@ -83,7 +83,7 @@ func aggregate(devices []core.Device, manual core.Manual) core.Status {
 // expired manual status is not shown, and the aggregate follows.
 func (r rules) checkStatus(t testing.TB, who string, st core.UserStatus, now time.Time) {
 	t.Helper()
-	if !st.Status.Valid() {
+	if !validStatus(st.Status) {
 		t.Errorf("%s: Status(%q) = %v, not a status", who, st.User, st.Status)
 	}
 	if !st.ManualUntil.IsZero() && !now.Before(st.ManualUntil) && st.Manual != core.ManualNone {
@@ -287,7 +287,7 @@ func (p *pair) chain(what string, cs []core.Change) {
 		if c.From == c.To {
 			p.t.Fatalf("%s: change %q %v→%v publishes no change", what, c.User, c.From, c.To)
 		}
-		if !c.From.Valid() || !c.To.Valid() {
+		if !validStatus(c.From) || !validStatus(c.To) {
 			p.t.Fatalf("%s: change %q %v→%v", what, c.User, c.From, c.To)
 		}
 		if prev := p.pub[c.User]; c.From != prev {

@@ -152,7 +152,7 @@ func scriptedEngine(t *testing.T, replies scriptedStore) *core.Engine {
 	return e
 }
 
-var nowV = core.IntValue(t0.UnixMilli())
+var nowV = core.Value{Kind: core.ValueInt, Int: t0.UnixMilli()}
 
 // TestRegressionEnumTruncation: the engine checked statuses, kinds and manual
 // statuses in replies after converting the int64 to the uint8 enum, so a
@@ -169,10 +169,10 @@ var nowV = core.IntValue(t0.UnixMilli())
 func TestRegressionEnumTruncation(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"manual": core.ArrayValue(nowV, core.ArrayValue(core.StringValue("u1"), core.IntValue(256), core.IntValue(259))),
-		"login": core.ArrayValue(nowV, core.StringValue(""),
-			core.ArrayValue(core.StringValue("d"), core.IntValue(260), core.StringValue("gw")), core.ArrayValue()),
-		"status": core.ArrayValue(nowV, core.ArrayValue(core.ArrayValue(core.IntValue(257), core.IntValue(0), core.ArrayValue()))),
+		"manual": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "u1"}, {Kind: core.ValueInt, Int: 256}, {Kind: core.ValueInt, Int: 259}}}}},
+		"login": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueString, Str: ""},
+			{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: "d"}, {Kind: core.ValueInt, Int: 260}, {Kind: core.ValueString, Str: "gw"}}}, {Kind: core.ValueArray}}},
+		"status": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 257}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueArray}}}}}}},
 	})
 	if cs, err := e.SetManual(ctx, "u1", core.ManualDND, 0); !errors.Is(err, core.ErrReply) {
 		t.Errorf("manual reply with statuses 256, 259: changes %v, err %v; want ErrReply", renderChanges(cs), err)
@@ -199,8 +199,8 @@ func TestRegressionEnumTruncation(t *testing.T) {
 func TestRegressionNegativeCounts(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"active":      core.ArrayValue(nowV, core.IntValue(-5)),
-		"sweep_users": core.ArrayValue(nowV, core.IntValue(-3), core.IntValue(0), core.StringValue("ok"), core.ArrayValue()),
+		"active":      core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: -5}}},
+		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: -3}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueString, Str: "ok"}, {Kind: core.ValueArray}}},
 	})
 	if n, err := e.ActiveWithin(ctx, room, time.Second); !errors.Is(err, core.ErrReply) {
 		t.Errorf("active reply {now, -5}: %d, %v; want ErrReply", n, err)
@@ -209,7 +209,7 @@ func TestRegressionNegativeCounts(t *testing.T) {
 		t.Errorf("sweep reply visited -3: Visited %d, %v; want ErrReply", r.Visited, err)
 	}
 	e = scriptedEngine(t, scriptedStore{
-		"sweep_users": core.ArrayValue(nowV, core.IntValue(math.MaxInt64), core.IntValue(0), core.StringValue("ok"), core.ArrayValue()),
+		"sweep_users": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: math.MaxInt64}, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueString, Str: "ok"}, {Kind: core.ValueArray}}},
 	})
 	if r, err := e.SweepUsers(ctx); err == nil && r.Visited < 0 {
 		t.Errorf("sweep replies visited MaxInt64 in 16 buckets: Visited %d", r.Visited)
@@ -228,7 +228,7 @@ func TestRegressionNegativeCounts(t *testing.T) {
 func TestRegressionMembersCursor(t *testing.T) {
 	ctx := context.Background()
 	e := scriptedEngine(t, scriptedStore{
-		"members": core.ArrayValue(nowV, core.IntValue(0), core.IntValue(-1), core.ArrayValue()),
+		"members": core.Value{Kind: core.ValueArray, Array: []core.Value{nowV, {Kind: core.ValueInt, Int: 0}, {Kind: core.ValueInt, Int: -1}, {Kind: core.ValueArray}}},
 	})
 	page, err := e.Members(ctx, room, "", 10)
 	if errors.Is(err, core.ErrReply) || err == nil && page.Next == "" {

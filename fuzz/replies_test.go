@@ -67,7 +67,7 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		// (after the operation, best effort) returns; answer plainly so
 		// that the verdict is about the operation's own replies.
 		for i := range out {
-			out[i].Value = core.IntValue(1)
+			out[i].Value = core.Value{Kind: core.ValueInt, Int: 1}
 		}
 		return out
 	}
@@ -83,7 +83,7 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 		if f.s.bool() {
 			return out[:len(out)-1]
 		}
-		return append(out, core.Result{Value: core.IntValue(1)})
+		return append(out, core.Result{Value: core.Value{Kind: core.ValueInt, Int: 1}})
 	}
 	for i, c := range calls {
 		name := scriptName(c)
@@ -146,11 +146,11 @@ func (c cachedFakeStore) CachedGet(ctx context.Context, key string) (core.Value,
 	var v core.Value
 	switch c.s.intn(4) {
 	case 0:
-		v = core.NilValue() // not cached: the engine runs the count script
+		v = core.Value{} // not cached: the engine runs the count script
 	case 1:
 		v = genTree(c.s, 2)
 	default:
-		v = core.StringValue(strconv.Itoa(c.s.intn(5)-1) + pick(c.s, ":", ";", "") + strconv.FormatInt(t0.UnixMilli(), 10))
+		v = core.Value{Kind: core.ValueString, Str: strconv.Itoa(c.s.intn(5)-1) + pick(c.s, ":", ";", "") + strconv.FormatInt(t0.UnixMilli(), 10)}
 	}
 	if !countKeyOK(v) {
 		c.log.invalid = append(c.log.invalid, "cached count "+v.String())
@@ -174,7 +174,7 @@ func (c cachedFakeStore) FenceCache(ctx context.Context, keys []string) error {
 // checkReply judges a reply by the contract in the header of its script
 // (core/lua/*.lua), read as strictly as the engine can check it: shapes and
 // item counts exact; integers as integers or decimal strings and strings as
-// strings or integers (Value.AsInt and AsString); statuses, kinds and manual
+// strings or integers (as the core reads them); statuses, kinds and manual
 // statuses in range; counts not negative. It also returns the refusal a
 // valid reply's result code stands for.
 
@@ -250,7 +250,7 @@ func isStr(v core.Value) bool { _, ok := vStr(v); return ok }
 
 const maxStatus, maxKind, maxManual = 4, 4, 2
 
-// maxCount bounds the counts in replies (core.Value.AsCount: 0 to 2^40, so
+// maxCount bounds the counts in replies (the core reads counts from 0 to 2^40, so
 // that sums of many cannot overflow).
 const maxCount = 1 << 40
 
@@ -572,39 +572,39 @@ var nastyStrings = []string{"", "x", "1.5", "9223372036854775808", "-0", "+3", "
 func genTree(s *source, depth int) core.Value {
 	switch k := s.intn(9); {
 	case k == 0:
-		return core.NilValue()
+		return core.Value{}
 	case k <= 2:
 		if s.bool() {
-			return core.IntValue(nastyInts[s.intn(len(nastyInts))])
+			return core.Value{Kind: core.ValueInt, Int: nastyInts[s.intn(len(nastyInts))]}
 		}
-		return core.IntValue(int64(s.intn(7)) - 1)
+		return core.Value{Kind: core.ValueInt, Int: int64(s.intn(7)) - 1}
 	case k <= 4:
-		return core.StringValue(pick(s, nastyStrings...))
+		return core.Value{Kind: core.ValueString, Str: pick(s, nastyStrings...)}
 	case k <= 7 && depth > 0:
 		items := make([]core.Value, s.intn(6))
 		for i := range items {
 			items[i] = genTree(s, depth-1)
 		}
-		return core.ArrayValue(items...)
+		return core.Value{Kind: core.ValueArray, Array: items}
 	case k == 8:
 		return core.Value{Kind: core.ValueKind(4 + s.intn(250)), Int: 3, Str: "3"} // no such kind
 	}
-	return core.NilValue()
+	return core.Value{}
 }
 
 // genInt renders n as an integer or, sometimes, as a decimal string: both
 // are valid integer replies.
 func genInt(s *source, n int64) core.Value {
 	if s.intn(8) == 0 {
-		return core.StringValue(strconv.FormatInt(n, 10))
+		return core.Value{Kind: core.ValueString, Str: strconv.FormatInt(n, 10)}
 	}
-	return core.IntValue(n)
+	return core.Value{Kind: core.ValueInt, Int: n}
 }
 
 // genLost is what a user script reports last: whether it looked at its
 // bucket's meta, and a data loss it found (lua/userlib.lua's layout).
 func genLost(s *source) core.Value {
-	return core.StringValue(pick(s, "", "", "-", "1700000120000\x1fu1.1700000000000.9"))
+	return core.Value{Kind: core.ValueString, Str: pick(s, "", "", "-", "1700000120000\x1fu1.1700000000000.9")}
 }
 
 // lostOK reports whether v is what a user script may report last: "-",
@@ -625,10 +625,10 @@ func lostOK(v core.Value) bool {
 func genEvents(s *source) core.Value {
 	var items []core.Value
 	for range s.intn(3) {
-		items = append(items, core.StringValue(pick(s, "u1", "u2", "{u}")), genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))),
-			core.StringValue(pick(s, "u0.1.1", "u3.1700000000000.7", "")))
+		items = append(items, core.Value{Kind: core.ValueString, Str: pick(s, "u1", "u2", "{u}")}, genInt(s, int64(s.intn(5))), genInt(s, int64(s.intn(5))),
+			core.Value{Kind: core.ValueString, Str: pick(s, "u0.1.1", "u3.1700000000000.7", "")})
 	}
-	return core.ArrayValue(items...)
+	return core.Value{Kind: core.ValueArray, Array: items}
 }
 
 // genOutbox returns a sweep step's undelivered events (lua/sweep_users.lua).
@@ -637,9 +637,9 @@ func genOutbox(s *source) core.Value {
 	for range s.intn(3) {
 		entry := pick(s, "c\x1fu1\x1f0\x1f3\x1f1700000000000", "k\x1fu2\x1fd:2\x1f1\x1fgw\x1f1700000000000",
 			"c\x1f{u}\x1f3\x1f4\x1f1")
-		items = append(items, core.StringValue(pick(s, "u0.1.1", "u5.1700000000000.9")), core.StringValue(entry))
+		items = append(items, core.Value{Kind: core.ValueString, Str: pick(s, "u0.1.1", "u5.1700000000000.9")}, core.Value{Kind: core.ValueString, Str: entry})
 	}
-	return core.ArrayValue(items...)
+	return core.Value{Kind: core.ValueArray, Array: items}
 }
 
 // genRecord returns the two hash fields of a device record (lua/recordlib.lua).
@@ -664,11 +664,11 @@ func genReply(s *source, name string, args []string) core.Value {
 		for i := range tokens {
 			tokens[i] = pick(s, "tok", "")
 		}
-		return core.StringValue(strings.Join(tokens, "\x1f"))
+		return core.Value{Kind: core.ValueString, Str: strings.Join(tokens, "\x1f")}
 	case "leave":
 		return genInt(s, int64(s.intn(2)))
 	case "touch":
-		return core.ArrayValue(now)
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now}}
 	case "heartbeat":
 		var res []core.Value
 		for range items(name, args) {
@@ -677,21 +677,21 @@ func genReply(s *source, name string, args []string) core.Value {
 				from, to = int64(s.intn(5)), int64(s.intn(5))
 			}
 			c := pick(s, "", "", "", "REPLACED", "NOSESSION", "TOOMANY", "SKEW")
-			res = append(res, core.StringValue(c), core.StringValue(pick(s, "tok", "")), genInt(s, from), genInt(s, to),
-				core.StringValue(pick(s, "", "u1.1700000000000.3")), core.StringValue(pick(s, "", "", "1")))
+			res = append(res, core.Value{Kind: core.ValueString, Str: c}, core.Value{Kind: core.ValueString, Str: pick(s, "tok", "")}, genInt(s, from), genInt(s, to),
+				core.Value{Kind: core.ValueString, Str: pick(s, "", "u1.1700000000000.3")}, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "1")})
 		}
-		return core.ArrayValue(now, core.ArrayValue(res...), genLost(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueArray, Array: res}, genLost(s)}}
 	case "login":
 		var kicks []core.Value
 		for range s.intn(3) {
-			kicks = append(kicks, core.StringValue(pick(s, "d1", "d:2")), genInt(s, int64(s.intn(5))), core.StringValue(pick(s, "", "gw")),
-				core.StringValue(pick(s, "", "u2.1700000000000.4")))
+			kicks = append(kicks, core.Value{Kind: core.ValueString, Str: pick(s, "d1", "d:2")}, genInt(s, int64(s.intn(5))), core.Value{Kind: core.ValueString, Str: pick(s, "", "gw")},
+				core.Value{Kind: core.ValueString, Str: pick(s, "", "u2.1700000000000.4")})
 		}
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "TOOMANY")), core.ArrayValue(kicks...), genEvents(s), genLost(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "TOOMANY")}, core.Value{Kind: core.ValueArray, Array: kicks}, genEvents(s), genLost(s)}}
 	case "logout":
-		return core.ArrayValue(now, core.StringValue(pick(s, "", "", "REPLACED")), genInt(s, int64(s.intn(2))), genEvents(s), genLost(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, core.Value{Kind: core.ValueString, Str: pick(s, "", "", "REPLACED")}, genInt(s, int64(s.intn(2))), genEvents(s), genLost(s)}}
 	case "manual":
-		return core.ArrayValue(now, genEvents(s), genLost(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genEvents(s), genLost(s)}}
 	case "status":
 		var users []core.Value
 		for range items(name, args) {
@@ -705,28 +705,28 @@ func genReply(s *source, name string, args []string) core.Value {
 				}
 			}
 			mexp := pick(s, int64(0), t0.UnixMilli()+60000, t0.UnixMilli()-1)
-			users = append(users, core.ArrayValue(genInt(s, int64(s.intn(3))), genInt(s, mexp),
-				core.StringValue(static), core.StringValue(dynamic)))
+			users = append(users, core.Value{Kind: core.ValueArray, Array: []core.Value{genInt(s, int64(s.intn(3))), genInt(s, mexp),
+				{Kind: core.ValueString, Str: static}, {Kind: core.ValueString, Str: dynamic}}})
 		}
-		return core.ArrayValue(now, core.ArrayValue(users...))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, {Kind: core.ValueArray, Array: users}}}
 	case "count":
-		return core.ArrayValue(now, genInt(s, int64(s.intn(1000))), genInt(s, t0.UnixMilli()))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(1000))), genInt(s, t0.UnixMilli())}}
 	case "active":
-		return core.ArrayValue(now, genInt(s, int64(s.intn(1000))))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(1000)))}}
 	case "members":
 		var flat []core.Value
 		for range s.intn(4) {
-			flat = append(flat, core.StringValue(pick(s, "m1", "m:2", "{m}")), genInt(s, t0.UnixMilli()-int64(s.intn(60000))))
+			flat = append(flat, core.Value{Kind: core.ValueString, Str: pick(s, "m1", "m:2", "{m}")}, genInt(s, t0.UnixMilli()-int64(s.intn(60000))))
 		}
 		next := pick(s, [2]int64{-1, -1}, [2]int64{0, 4}, [2]int64{2, 0})
-		return core.ArrayValue(now, genInt(s, next[0]), genInt(s, next[1]), core.ArrayValue(flat...))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, next[0]), genInt(s, next[1]), {Kind: core.ValueArray, Array: flat}}}
 	case "sweep_users":
 		more := int64(0)
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), genEvents(s),
-			genOutbox(s))
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, more), {Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, genEvents(s),
+			genOutbox(s)}}
 	case "outbox_ack":
 		return genInt(s, int64(s.intn(3)))
 	case "sweep_scopes":
@@ -734,8 +734,8 @@ func genReply(s *source, name string, args []string) core.Value {
 		if s.intn(6) == 0 {
 			more = 1
 		}
-		return core.ArrayValue(now, genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(2))),
-			genInt(s, more), core.StringValue(pick(s, "ok", "idle", "held")), core.ArrayValue())
+		return core.Value{Kind: core.ValueArray, Array: []core.Value{now, genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(4))), genInt(s, int64(s.intn(2))),
+			genInt(s, more), {Kind: core.ValueString, Str: pick(s, "ok", "idle", "held")}, {Kind: core.ValueArray}}}
 	}
 	return genTree(s, 3)
 }
@@ -756,9 +756,9 @@ func mutate(s *source, v core.Value) core.Value {
 	n := nodes[s.intn(len(nodes))]
 	switch s.intn(6) {
 	case 0:
-		*n = core.IntValue(nastyInts[s.intn(len(nastyInts))])
+		*n = core.Value{Kind: core.ValueInt, Int: nastyInts[s.intn(len(nastyInts))]}
 	case 1:
-		*n = core.StringValue(pick(s, nastyStrings...))
+		*n = core.Value{Kind: core.ValueString, Str: pick(s, nastyStrings...)}
 	case 2:
 		*n = genTree(s, 2)
 	case 3:
@@ -770,7 +770,7 @@ func mutate(s *source, v core.Value) core.Value {
 			n.Array = append(n.Array, genTree(s, 1))
 		}
 	case 5:
-		*n = core.NilValue()
+		*n = core.Value{}
 	}
 	return v
 }
@@ -803,11 +803,11 @@ var (
 
 func statusProblems(sts ...core.UserStatus) (out []string) {
 	for _, st := range sts {
-		if !st.Status.Valid() || st.Manual > core.ManualInvisible {
+		if !validStatus(st.Status) || st.Manual > core.ManualInvisible {
 			out = append(out, "status "+renderStatus(st))
 		}
 		for _, d := range st.Devices {
-			if d.Kind > core.KindAndroid || !d.State.Valid() || d.State == core.StatusOffline {
+			if d.Kind > core.KindAndroid || !validStatus(d.State) || d.State == core.StatusOffline {
 				out = append(out, "device "+renderDevice(d))
 			}
 		}
@@ -817,7 +817,7 @@ func statusProblems(sts ...core.UserStatus) (out []string) {
 
 func changeProblems(cs []core.Change) (out []string) {
 	for _, c := range cs {
-		if !c.From.Valid() || !c.To.Valid() {
+		if !validStatus(c.From) || !validStatus(c.To) {
 			out = append(out, "change "+renderChanges([]core.Change{c}))
 		}
 	}

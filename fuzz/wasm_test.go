@@ -259,9 +259,9 @@ func wellFormed(v core.Value) core.Value {
 		for i := range v.Array {
 			items[i] = wellFormed(v.Array[i])
 		}
-		return core.ArrayValue(items...)
+		return core.Value{Kind: core.ValueArray, Array: items}
 	}
-	return core.NilValue()
+	return core.Value{}
 }
 
 func sameValue(a, b core.Value) bool {

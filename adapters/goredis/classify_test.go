@@ -66,8 +66,8 @@ func TestClassify(t *testing.T) {
 				t.Fatal("no error to classify")
 			}
 			got := tc.s.classify(tc.err)
-			if core.Retryable(got) != tc.retry || errors.Is(got, core.ErrUnavailable) != tc.retry {
-				t.Fatalf("classify(%v) = %v: retryable %v, want %v", tc.err, got, core.Retryable(got), tc.retry)
+			if errors.Is(got, core.ErrUnavailable) != tc.retry || errors.Is(got, core.ErrUnavailable) != tc.retry {
+				t.Fatalf("classify(%v) = %v: retryable %v, want %v", tc.err, got, errors.Is(got, core.ErrUnavailable), tc.retry)
 			}
 			if !errors.Is(got, tc.err) {
 				t.Fatalf("classify(%v) = %v lost the driver error", tc.err, got)

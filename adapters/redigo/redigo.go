@@ -229,13 +229,13 @@ func result(reply any, err error) core.Result {
 func toValue(reply any) (core.Value, error) {
 	switch v := reply.(type) {
 	case nil:
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case int64:
-		return core.IntValue(v), nil
+		return core.Value{Kind: core.ValueInt, Int: v}, nil
 	case []byte:
-		return core.StringValue(string(v)), nil
+		return core.Value{Kind: core.ValueString, Str: string(v)}, nil
 	case string:
-		return core.StringValue(v), nil
+		return core.Value{Kind: core.ValueString, Str: v}, nil
 	case []any:
 		items := make([]core.Value, len(v))
 		for i, item := range v {
@@ -245,7 +245,7 @@ func toValue(reply any) (core.Value, error) {
 			}
 			items[i] = iv
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	case redis.Error:
 		return core.Value{}, core.ClassifyError(v)
 	}

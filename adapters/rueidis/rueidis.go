@@ -130,7 +130,7 @@ func (s *Store) build(call core.Call) rueidis.Completed {
 func result(resp rueidis.RedisResult) core.Result {
 	msg, err := resp.ToMessage()
 	if rueidis.IsRedisNil(err) {
-		return core.Result{Value: core.NilValue()}
+		return core.Result{Value: core.Value{}}
 	}
 	if err != nil {
 		return core.Result{Err: classify(err)}
@@ -170,13 +170,13 @@ func classify(err error) error {
 func toValue(m *rueidis.RedisMessage) (core.Value, error) {
 	switch {
 	case m.IsNil():
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case m.IsInt64():
 		n, err := m.ToInt64()
-		return core.IntValue(n), err
+		return core.Value{Kind: core.ValueInt, Int: n}, err
 	case m.IsString():
 		str, err := m.ToString()
-		return core.StringValue(str), err
+		return core.Value{Kind: core.ValueString, Str: str}, err
 	case m.IsArray():
 		arr, err := m.ToArray()
 		if err != nil {
@@ -188,7 +188,7 @@ func toValue(m *rueidis.RedisMessage) (core.Value, error) {
 				return core.Value{}, err
 			}
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	case m.IsMap():
 		kv, err := m.ToMap()
 		if err != nil {
@@ -206,18 +206,18 @@ func toValue(m *rueidis.RedisMessage) (core.Value, error) {
 			if err != nil {
 				return core.Value{}, err
 			}
-			items = append(items, core.StringValue(k), iv)
+			items = append(items, core.Value{Kind: core.ValueString, Str: k}, iv)
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	case m.IsBool():
 		b, err := m.ToBool()
 		if b {
-			return core.IntValue(1), err
+			return core.Value{Kind: core.ValueInt, Int: 1}, err
 		}
-		return core.NilValue(), err
+		return core.Value{}, err
 	case m.IsFloat64():
 		f, err := m.ToFloat64()
-		return core.StringValue(strconv.FormatFloat(f, 'f', -1, 64)), err
+		return core.Value{Kind: core.ValueString, Str: strconv.FormatFloat(f, 'f', -1, 64)}, err
 	}
 	if err := m.Error(); err != nil {
 		return core.Value{}, classify(err)
@@ -259,7 +259,7 @@ func (s *Store) CachedGet(ctx context.Context, key string) (core.Value, error) {
 	}
 	s.record(hit)
 	if err != nil {
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	}
 	return toValue(&msg)
 }

@@ -24,7 +24,7 @@ import (
 // OFFLINE, those at the screen first.
 var historyStatuses = func() []string {
 	order := []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline}
-	for s := core.StatusOffline + 1; s.Valid(); s++ {
+	for s := core.StatusOffline + 1; s <= core.StatusDND; s++ {
 		if !slices.Contains(order, s) {
 			order = append(order, s)
 		}

@@ -266,7 +266,7 @@ func (f *serveFlags) config(log *slog.Logger) (server.Config, error) {
 	if f.jwksRefresh <= 0 {
 		return server.Config{}, usageError{msg: "--jwks-refresh must be positive"}
 	}
-	policy, ok := core.ParsePolicy(f.policy)
+	policy, ok := core.Parse[core.Policy](f.policy)
 	if !ok {
 		return server.Config{}, usageError{msg: fmt.Sprintf("--policy %q: want multi, exclusive or exclusive-per-kind", f.policy)}
 	}

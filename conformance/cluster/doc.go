@@ -56,7 +56,7 @@
 // marked it failed (cluster-node-timeout) and elected the replica. Until
 // then calls on its slots fail, and with cluster-require-full-coverage yes
 // (the default) every master answers CLUSTERDOWN for a second or so: every
-// such error matches core.ErrUnavailable, so callers retry (core.Retryable).
+// such error matches core.ErrUnavailable, so callers retry.
 // Replication is asynchronous: writes the master acknowledged in the last
 // moments before it died, not yet on its replica, are lost, and each user
 // or scope of the dead master's slots is rolled back to a consistent

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func Example_goredis() {
 	_, err = eng.Heartbeat(ctx, core.Heartbeat{User: "alice", Device: "phone", Kind: core.KindIOS, Active: true})
 	switch {
 	case err == nil:
-	case core.Retryable(err):
+	case errors.Is(err, core.ErrUnavailable):
 		// A failover or a lost connection: sending the heartbeat again
 		// shortly is safe.
 	default:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Bounds of the failover test. A failover with cluster-node-timeout 1000 ms
@@ -177,7 +178,7 @@ func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, sto
 	victims := map[string]bool{} // users whose bucket the victim serves
 	var fenceKey string
 	for u, k := range userKey {
-		if slots.master(core.Slot(k)) == victim.Addr {
+		if slots.master(slot.Of(k)) == victim.Addr {
 			victims[u] = true
 			fenceKey = "fence" + hashTag(k)
 		}
@@ -277,7 +278,7 @@ func runFailover(t testing.TB, c *redistest.ClusterInstance, adapter string, sto
 		}
 		res.errors++
 		kinds[errorKind(b.err)]++
-		if !core.Retryable(b.err) {
+		if !errors.Is(b.err, core.ErrUnavailable) {
 			t.Errorf("heartbeat of %s at +%v: error not retryable: %v", b.user, b.sent.Sub(killedAt), b.err)
 		}
 	}
@@ -437,7 +438,7 @@ func pickVictim(t testing.TB, c *redistest.ClusterInstance, slots slotMap, userK
 	t.Helper()
 	served := map[string]int{}
 	for _, k := range userKey {
-		served[slots.master(core.Slot(k))]++
+		served[slots.master(slot.Of(k))]++
 	}
 	byAddr := map[string]*redistest.Instance{}
 	for _, n := range c.Nodes() {

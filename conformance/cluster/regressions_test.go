@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestSpreadTouchSparesBucketMaster(t *testing.T) {
 // Input: a heartbeat through goredis.New on a redis-server started with
 // --min-replicas-to-write 1 and no replica (as a master whose replica just
 // died or lags past min-replicas-max-lag).
-// Expected: an error that matches core.ErrUnavailable (core.Retryable):
+// Expected: an error that matches core.ErrUnavailable:
 // the script wrote nothing (Redis refuses at its first write), and the
 // condition passes once a replica catches up, like MASTERDOWN or
 // CLUSTERDOWN.
@@ -136,7 +137,7 @@ func TestNoReplicasIsRetryable(t *testing.T) {
 	if err == nil {
 		t.Fatal("a heartbeat without replicas in sync succeeded")
 	}
-	if !core.Retryable(err) {
+	if !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("NOREPLICAS refusal is not retryable: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // vclock is a virtual clock in whole milliseconds, shared by a model and
@@ -280,7 +281,7 @@ func shardBatch(batches [][][]string) ([][]string, int) {
 		slots := map[uint16]bool{}
 		for _, keys := range b {
 			if len(keys) > 0 {
-				slots[core.Slot(keys[0])] = true
+				slots[slot.Of(keys[0])] = true
 			}
 		}
 		if len(slots) > most {
@@ -359,7 +360,7 @@ func TestSpreadRoundPerNode(t *testing.T) {
 				for what, b := range map[string][][]string{"count": countBatch, "sweep": sweepBatch} {
 					slots := map[uint16]bool{}
 					for _, keys := range b {
-						slots[core.Slot(keys[0])] = true
+						slots[slot.Of(keys[0])] = true
 					}
 					if len(b) != spreadShards || len(slots) != spreadShards {
 						t.Errorf("spread %s: the widest batch had %d calls on %d slots, want one batch of %d shards", what, len(b), len(slots), spreadShards)

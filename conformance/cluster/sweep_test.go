@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Sizes of the sweep test: the default bucket counts, so that the buckets'
@@ -96,10 +97,10 @@ func TestSweepVisitsEveryMaster(t *testing.T) {
 			seen := map[uint16]bool{}
 			for _, batch := range log.take() {
 				for _, keys := range batch {
-					if len(keys) < 3 || seen[core.Slot(keys[0])] {
+					if len(keys) < 3 || seen[slot.Of(keys[0])] {
 						continue // not a bucket step (3 keys: index, state, lock)
 					}
-					seen[core.Slot(keys[0])] = true
+					seen[slot.Of(keys[0])] = true
 					m, err := c.MasterFor(keys[0])
 					if err != nil {
 						t.Fatal(err)

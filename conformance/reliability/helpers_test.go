@@ -180,7 +180,7 @@ func (g *gateway) checkErrors(tb testing.TB, name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range g.rounds {
-		if r.err != nil && !core.Retryable(r.err) {
+		if r.err != nil && !errors.Is(r.err, core.ErrUnavailable) {
 			tb.Errorf("%s: a round failed with %v, which is not retryable (errors.Is(err, core.ErrUnavailable) is false)", name, r.err)
 		}
 	}
@@ -209,7 +209,7 @@ func untilDone(t *testing.T, f func() error) {
 		if err == nil {
 			return
 		}
-		if !core.Retryable(err) || attempt > 5 {
+		if !errors.Is(err, core.ErrUnavailable) || attempt > 5 {
 			t.Fatalf("attempt %d: %v", attempt, err)
 		}
 	}

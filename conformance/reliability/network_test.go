@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -113,7 +114,7 @@ func TestBlackholeDeadlinesHold(t *testing.T) {
 				switch {
 				case o.name == "Count" && errs[i] == nil:
 					// Served from the last good count; checked below.
-				case !core.Retryable(errs[i]):
+				case !errors.Is(errs[i], core.ErrUnavailable):
 					t.Errorf("%s through a black hole: %v, want a retryable error", o.name, errs[i])
 				}
 				if took[i] > deadline+overrunSlack {
@@ -158,7 +159,7 @@ func TestSlowNetworkDeadlinesHold(t *testing.T) {
 			ops := engineOps(eng, "slow")
 			errs, took := runOps(ops, short)
 			for i, o := range ops {
-				if !core.Retryable(errs[i]) && !(o.name == "Count" && errs[i] == nil) {
+				if !errors.Is(errs[i], core.ErrUnavailable) && !(o.name == "Count" && errs[i] == nil) {
 					t.Errorf("%s with a %v deadline over a 300 ms round trip: %v, want a retryable error", o.name, short, errs[i])
 				}
 				if took[i] > short+overrunSlack {
@@ -221,7 +222,7 @@ func TestConnectionsCutMidCall(t *testing.T) {
 			for i, err := range errs {
 				if err != nil {
 					failed++
-					if !core.Retryable(err) {
+					if !errors.Is(err, core.ErrUnavailable) {
 						t.Errorf("%s cut mid-call: %v, want success or a retryable error", ops[i].name, err)
 					}
 				}
@@ -238,7 +239,7 @@ func TestConnectionsCutMidCall(t *testing.T) {
 				err := o.call(ctx)
 				cancel()
 				if err != nil {
-					if !core.Retryable(err) {
+					if !errors.Is(err, core.ErrUnavailable) {
 						t.Fatalf("%s after the cut: %v, want success or a retryable error", o.name, err)
 					}
 					after++

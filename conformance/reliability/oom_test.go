@@ -2,6 +2,7 @@ package reliability_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -222,7 +223,7 @@ func TestMaxmemoryNoeviction(t *testing.T) {
 				switch {
 				case st.read:
 					t.Errorf("%s under OOM: %v; reads must keep working", st.name, errLim)
-				case !core.Retryable(errLim):
+				case !errors.Is(errLim, core.ErrUnavailable):
 					t.Errorf("%s under OOM: %v; a refused write must be retryable", st.name, errLim)
 				default:
 					t.Logf("%s: %s under OOM refused (retryable), nothing changed", a.Name, st.name)
@@ -272,7 +273,7 @@ func TestCountUnderOOM(t *testing.T) {
 					t.Errorf("Count(%s) under OOM: %+v, %v; want 1", sc.ID, c, err)
 				}
 			}
-			if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web"}); !core.Retryable(err) || !isOOM(err) {
+			if _, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web"}); !errors.Is(err, core.ErrUnavailable) || !isOOM(err) {
 				t.Errorf("a heartbeat under OOM: %v; want a retryable OOM refusal", err)
 			}
 		})

@@ -179,18 +179,18 @@ func killedMidRun(t *testing.T, a rig.Adapter) {
 		_, err := eng.Count(ctx, core.Scope{Class: "room", ID: "never-read"})
 		return err
 	})
-	if !core.Retryable(err) {
+	if !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("count of a scope never read during the outage: %v, want a retryable error", err)
 	}
 	err = outageCall("Status", func(ctx context.Context) error { _, err := eng.Status(ctx, pop.users[0]); return err })
-	if !core.Retryable(err) || storeError(err) == nil {
+	if !errors.Is(err, core.ErrUnavailable) || storeError(err) == nil {
 		t.Errorf("status during the outage: %v, want a retryable *core.StoreError", err)
 	}
 	err = outageCall("Login", func(ctx context.Context) error {
 		_, err := eng.Login(ctx, core.Login{User: "late", Device: "d"})
 		return err
 	})
-	if !core.Retryable(err) {
+	if !errors.Is(err, core.ErrUnavailable) {
 		t.Errorf("login during the outage: %v, want a retryable error", err)
 	}
 
@@ -249,7 +249,7 @@ func killedMidRun(t *testing.T, a rig.Adapter) {
 	}
 	sweepMu.Lock()
 	for _, err := range sweepErrs {
-		if !core.Retryable(err) {
+		if !errors.Is(err, core.ErrUnavailable) {
 			t.Errorf("a sweep failed with %v, which is not retryable", err)
 		}
 	}
@@ -279,7 +279,7 @@ func TestRestartUnderExclusivePolicy(t *testing.T) {
 			var hbErr error
 			poll(t, settle, "a heartbeat answered after the restart", func() (bool, string) {
 				_, hbErr = eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "phone", Token: r.Token})
-				return !core.Retryable(hbErr), fmt.Sprint(hbErr)
+				return !errors.Is(hbErr, core.ErrUnavailable), fmt.Sprint(hbErr)
 			})
 			if !errors.Is(hbErr, core.ErrNoSession) {
 				t.Fatalf("heartbeat after the restart: %v, want ErrNoSession", hbErr)

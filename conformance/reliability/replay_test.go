@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -302,7 +303,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 					if err == nil {
 						return attempt
 					}
-					if !core.Retryable(err) || attempt > 5 {
+					if !errors.Is(err, core.ErrUnavailable) || attempt > 5 {
 						t.Fatalf("%s, attempt %d: %v", what, attempt, err)
 					}
 				}

@@ -187,7 +187,7 @@ func TestStaleSweeperCannotReleaseLock(t *testing.T) {
 				case <-time.After(settle):
 					t.Fatal("the stale sweeper did not return")
 				}
-				if fails && !core.Retryable(rs.err) {
+				if fails && !errors.Is(rs.err, core.ErrUnavailable) {
 					t.Fatalf("the stale sweeper's failed step: %v", rs.err)
 				}
 				if !fails && (rs.err != nil || rs.r.Held != 1) {

@@ -199,7 +199,7 @@ func retry[T any](t *testing.T, op func() (T, error)) T {
 		if err == nil {
 			return v
 		}
-		if !core.Retryable(err) || time.Now().After(deadline) {
+		if !errors.Is(err, core.ErrUnavailable) || time.Now().After(deadline) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)

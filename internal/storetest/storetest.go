@@ -84,12 +84,12 @@ func unique(tb testing.TB) string {
 	return strings.NewReplacer("/", ":", " ", "_", "{", "(", "}", ")").Replace(tb.Name()) + fmt.Sprint(time.Now().UnixNano())
 }
 
-var (
-	i  = core.IntValue
-	st = core.StringValue
-	a  = core.ArrayValue
-	ni = core.NilValue()
-)
+// Short forms of the replies the tables expect.
+func i(n int64) core.Value             { return core.Value{Kind: core.ValueInt, Int: n} }
+func st(s string) core.Value           { return core.Value{Kind: core.ValueString, Str: s} }
+func a(items ...core.Value) core.Value { return core.Value{Kind: core.ValueArray, Array: items} }
+
+var ni = core.Value{}
 
 // Run checks the reply mapping and error contract of s. The server behind s
 // must be empty of the test's keys; a single node or a cluster will do.
@@ -236,21 +236,21 @@ func batch(t *testing.T, s core.Store) {
 func crossSlot(t *testing.T, s core.Store) {
 	k := tag(t)
 	set := "redis.call('SET', KEYS[1], 'written'); return 1"
-	results := Eval(t, s,
-		core.Call{Source: "return 'before'"},
-		core.Call{Source: set, Keys: []string{"{slot-a}" + k, "{slot-b}" + k}},
-		core.Call{SHA: SHA1(set), Keys: []string{"{slot-a}" + k + "x", "{slot-b}" + k + "x"}},
-		core.Call{Source: "return 'after'"},
-	)
+	calls := []core.Call{
+		{Source: "return 'before'"},
+		{Source: set, Keys: []string{"{slot-a}" + k, "{slot-b}" + k}},
+		{SHA: SHA1(set), Keys: []string{"{slot-a}" + k + "x", "{slot-b}" + k + "x"}},
+		{Source: "return 'after'"},
+	}
+	results := Eval(t, s, calls...)
 	wantValue(t, "before", results[0], st("before"))
 	wantValue(t, "after", results[3], st("after"))
-	for _, r := range results[1:3] {
+	for n, r := range results[1:3] {
 		if !errors.Is(r.Err, core.ErrCrossSlot) {
 			t.Fatalf("cross-slot call: got %v %v, want ErrCrossSlot", r.Value, r.Err)
 		}
-		var se *core.SlotError
-		if !errors.As(r.Err, &se) {
-			t.Fatalf("cross-slot error %T is not a *core.SlotError", r.Err)
+		if want := core.SameSlot(calls[1+n].Keys); r.Err.Error() != want.Error() {
+			t.Fatalf("cross-slot error %q is not core.SameSlot's (%q)", r.Err, want)
 		}
 	}
 	got := EvalOne(t, s, core.Call{Source: "return redis.call('GET', KEYS[1])", Keys: []string{"{slot-a}" + k}})

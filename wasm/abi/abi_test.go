@@ -160,7 +160,7 @@ func TestErrorsRoundTrip(t *testing.T) {
 		&core.StoreError{Op: "heartbeat", Unavailable: true, Err: fmt.Errorf("%w: dial tcp: refused", core.ErrUnavailable)},
 		&core.StoreError{Op: "count", Err: errors.New("ERR boom")},
 		fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript),
-		&core.SlotError{Keys: []string{"a", "b"}},
+		core.SameSlot([]string{"{a}", "{b}"}),
 		&abi.DecodeError{What: "request", Field: "op", Reason: "x"},
 		errors.New("something else"),
 	} {
@@ -251,10 +251,10 @@ func TestPlanMessages(t *testing.T) {
 		t.Fatalf("calls: got %+v want %q", resp, calls)
 	}
 	results := []core.Result{
-		{Value: core.ArrayValue(core.IntValue(-1<<63), core.IntValue(1<<63-1), core.StringValue("x\xff"), core.NilValue(),
-			core.ArrayValue(), core.ArrayValue(core.StringValue("")))},
+		{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: -1 << 63}, {Kind: core.ValueInt, Int: 1<<63 - 1}, {Kind: core.ValueString, Str: "x\xff"}, {},
+			{Kind: core.ValueArray}, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueString, Str: ""}}}}}},
 		{Err: fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript)},
-		{Value: core.NilValue()},
+		{Value: core.Value{}},
 	}
 	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpResume, Now: 5, Args: &abi.Resume{Plan: 7, Results: results}})
 	if err != nil {

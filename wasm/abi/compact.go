@@ -595,17 +595,17 @@ func (r *compactReader) value(depth int) (core.Value, error) {
 	}
 	switch tag {
 	case valueNil:
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case valueInt:
 		n, err := r.varint()
-		return core.IntValue(n), err
+		return core.Value{Kind: core.ValueInt, Int: n}, err
 	case valueString:
 		s, err := r.str()
-		return core.StringValue(s), err
+		return core.Value{Kind: core.ValueString, Str: s}, err
 	case valueArray:
 		n, err := r.count(MaxMessage)
 		if err != nil || n == 0 {
-			return core.ArrayValue(), err
+			return core.Value{Kind: core.ValueArray}, err
 		}
 		items := make([]core.Value, n)
 		for i := range items {
@@ -613,7 +613,7 @@ func (r *compactReader) value(depth int) (core.Value, error) {
 				return core.Value{}, err
 			}
 		}
-		return core.ArrayValue(items...), nil
+		return core.Value{Kind: core.ValueArray, Array: items}, nil
 	}
 	return core.Value{}, r.fail("unknown value tag " + strconv.Itoa(int(tag)))
 }

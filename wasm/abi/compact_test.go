@@ -25,9 +25,9 @@ func compactRequests(hb abi.Heartbeat) []abi.Request {
 		}}},
 		{Op: abi.OpHeartbeatBatch, Now: 1 << 62, Args: &abi.HeartbeatBatch{Beats: []abi.Heartbeat{}}},
 		{Op: abi.OpResume, Now: 2, Args: &abi.Resume{Plan: 7, Results: abi.Results{
-			{Value: core.ArrayValue(core.IntValue(-1<<63), core.StringValue("\xff\x00"), core.NilValue(),
-				core.ArrayValue(), core.ArrayValue(core.IntValue(1<<63-1)))},
-			{Value: core.StringValue("")},
+			{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: -1 << 63}, {Kind: core.ValueString, Str: "\xff\x00"}, {},
+				{Kind: core.ValueArray}, {Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: 1<<63 - 1}}}}}},
+			{Value: core.Value{Kind: core.ValueString, Str: ""}},
 			{Err: core.ErrNoScript},
 			{Err: &core.StoreError{Op: "x", Unavailable: true, Err: core.ErrUnavailable}},
 			{Err: &core.InputError{Field: "f", Reason: "r\xff"}},

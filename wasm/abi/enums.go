@@ -36,29 +36,29 @@ func name[T any](s string, parse func(string) (T, bool)) string {
 	return ""
 }
 
-func kindName(k Kind) string     { return name(core.Kind(k).String(), core.ParseKind) }
-func statusName(s Status) string { return name(core.Status(s).String(), core.ParseStatus) }
-func manualName(m Manual) string { return name(core.Manual(m).String(), core.ParseManual) }
-func policyName(p Policy) string { return name(core.Policy(p).String(), core.ParsePolicy) }
-func layoutName(l Layout) string { return name(core.Layout(l).String(), core.ParseLayout) }
+func kindName(k Kind) string     { return name(core.Kind(k).String(), core.Parse[core.Kind]) }
+func statusName(s Status) string { return name(core.Status(s).String(), core.Parse[core.Status]) }
+func manualName(m Manual) string { return name(core.Manual(m).String(), core.Parse[core.Manual]) }
+func policyName(p Policy) string { return name(core.Policy(p).String(), core.Parse[core.Policy]) }
+func layoutName(l Layout) string { return name(core.Layout(l).String(), core.Parse[core.Layout]) }
 func parseKind(s string) (uint8, bool) {
-	v, ok := core.ParseKind(s)
+	v, ok := core.Parse[core.Kind](s)
 	return uint8(v), ok
 }
 func parseStatus(s string) (uint8, bool) {
-	v, ok := core.ParseStatus(s)
+	v, ok := core.Parse[core.Status](s)
 	return uint8(v), ok
 }
 func parseManual(s string) (uint8, bool) {
-	v, ok := core.ParseManual(s)
+	v, ok := core.Parse[core.Manual](s)
 	return uint8(v), ok
 }
 func parsePolicy(s string) (uint8, bool) {
-	v, ok := core.ParsePolicy(s)
+	v, ok := core.Parse[core.Policy](s)
 	return uint8(v), ok
 }
 func parseLayout(s string) (uint8, bool) {
-	v, ok := core.ParseLayout(s)
+	v, ok := core.Parse[core.Layout](s)
 	return uint8(v), ok
 }
 

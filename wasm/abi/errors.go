@@ -77,7 +77,6 @@ const (
 	CodeNoScript     = "noscript"         // core.ErrNoScript
 	CodeReply        = "reply"            // core.ErrReply
 	CodeCrossSlot    = "cross_slot"       // core.ErrCrossSlot
-	CodeLockHeld     = "lock_held"        // core.ErrLockHeld
 	CodeStore        = "store"            // *core.StoreError (Op, Unavailable, Cause)
 	CodeMalformed    = "malformed"        // ErrMalformed
 	CodeVersion      = "version"          // ErrVersion
@@ -102,7 +101,6 @@ var sentinels = []struct {
 	{CodeNoScript, core.ErrNoScript},
 	{CodeUnavailable, core.ErrUnavailable},
 	{CodeCrossSlot, core.ErrCrossSlot},
-	{CodeLockHeld, core.ErrLockHeld},
 	{CodeReply, core.ErrReply},
 	{CodeInvalid, core.ErrInvalid},
 	{CodeMalformed, ErrMalformed},

@@ -83,7 +83,7 @@ func FuzzPlanMessages(f *testing.F) {
 		if err != nil || len(resp.Calls) != 2 || resp.Calls[0].SHA != sha || resp.Calls[0].Args[0] != arg || resp.Calls[1].Source != src {
 			t.Fatalf("%q: %+v %v", b, resp, err)
 		}
-		results := []core.Result{{Value: core.ArrayValue(core.IntValue(n), core.StringValue(s), core.NilValue())}, {Err: core.ErrUnavailable}}
+		results := []core.Result{{Value: core.Value{Kind: core.ValueArray, Array: []core.Value{{Kind: core.ValueInt, Int: n}, {Kind: core.ValueString, Str: s}, {}}}}, {Err: core.ErrUnavailable}}
 		if noscript {
 			results[1].Err = core.ErrNoScript
 		}

@@ -172,7 +172,7 @@ func (r *reader) value(depth int) (core.Value, error) {
 	switch c := r.peek(); {
 	case c == '"' || c == '{':
 		s, err := r.str()
-		return core.StringValue(s), err
+		return core.Value{Kind: core.ValueString, Str: s}, err
 	case c == '[':
 		var items []core.Value
 		err := r.array(func(i int) error {
@@ -180,12 +180,12 @@ func (r *reader) value(depth int) (core.Value, error) {
 			items = append(items, v)
 			return err
 		})
-		return core.ArrayValue(items...), err
+		return core.Value{Kind: core.ValueArray, Array: items}, err
 	case r.null():
-		return core.NilValue(), nil
+		return core.Value{}, nil
 	case c == '-' || c >= '0' && c <= '9':
 		n, err := r.int64()
-		return core.IntValue(n), err
+		return core.Value{Kind: core.ValueInt, Int: n}, err
 	}
 	return core.Value{}, r.unexpected("null, an integer, a string or an array")
 }

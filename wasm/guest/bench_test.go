@@ -40,7 +40,7 @@ func BenchmarkGuestHeartbeat(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				results := abi.Results{{Value: core.StringValue(strings.Join(tokens, "\x1f"))}}
+				results := abi.Results{{Value: core.Value{Kind: core.ValueString, Str: strings.Join(tokens, "\x1f")}}}
 				b.ReportAllocs()
 				for i := 0; i < b.N; i++ {
 					resp, err := abi.DecodeResponse(op, g.Handle(req))

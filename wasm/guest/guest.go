@@ -48,10 +48,17 @@ func (f *funcFlight) stepper() core.Stepper { return f.plan }
 func (f *funcFlight) result() (any, error)  { return f.end() }
 
 // beatFlight is a heartbeat's flight, in one allocation with its result:
-// the hot path of a module, where every allocation counts.
+// the hot path of a module, where every allocation counts, so it reads
+// the typed outcome (core.Stepper) rather than Result's boxed one.
 type beatFlight struct {
-	p *core.Plan[core.Ack]
+	p beatPlan
 	w abi.Ack
+}
+
+// beatPlan is a heartbeat's plan, whose outcome is typed.
+type beatPlan interface {
+	core.Stepper
+	Outcome() (core.Ack, error)
 }
 
 func (f *beatFlight) stepper() core.Stepper { return f.p }
@@ -67,14 +74,14 @@ func (f *beatFlight) result() (any, error) {
 
 // endedFlight is the flight of a plan whose result is wire of its outcome.
 type endedFlight[T any] struct {
-	p    *core.Plan[T]
+	p    core.Stepper
 	wire func(T) any
 }
 
 func (f *endedFlight[T]) stepper() core.Stepper { return f.p }
 
 func (f *endedFlight[T]) result() (any, error) {
-	v, err := f.p.Outcome()
+	v, err := outcome[T](f.p)
 	if err != nil {
 		return nil, err
 	}
@@ -283,15 +290,15 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		return &beatFlight{p: planOf[core.Ack](pl, now, a.Core())}, nil
+		return &beatFlight{p: pl.Plan(a.Core(), now).(beatPlan)}, nil
 	case *abi.HeartbeatBatch:
 		beats := make([]core.Heartbeat, len(a.Beats))
 		for i, b := range a.Beats {
 			beats[i] = b.Core()
 		}
-		p := planOf[[]core.Ack](pl, now, core.HeartbeatBatch(beats))
+		p := pl.Plan(core.HeartbeatBatch(beats), now)
 		return &funcFlight{plan: p, end: func() (any, error) {
-			acks, err := p.Outcome()
+			acks, err := outcome[[]core.Ack](p)
 			if err != nil {
 				return nil, err
 			}
@@ -302,27 +309,27 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 			return out, nil
 		}}, nil
 	case *abi.Login:
-		p := planOf[core.LoginResult](pl, now, a.Core())
+		p := pl.Plan(a.Core(), now)
 		return ended(p, func(r core.LoginResult) any { w := abi.FromLoginResult(r); return &w }), nil
 	case *abi.AckArgs:
-		p := planOf[struct{}](pl, now, core.AckEvents{IDs: a.IDs})
+		p := pl.Plan(core.AckEvents{IDs: a.IDs}, now)
 		return ended(p, func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.End:
-		var p *core.Plan[core.Ended]
+		var p core.Stepper
 		if req.Op == abi.OpDisconnect {
-			p = planOf[core.Ended](pl, now, core.Disconnect{User: a.User, Device: a.Device, Token: a.Token})
+			p = pl.Plan(core.Disconnect{User: a.User, Device: a.Device, Token: a.Token}, now)
 		} else {
-			p = planOf[core.Ended](pl, now, core.Logout{User: a.User, Device: a.Device, Token: a.Token})
+			p = pl.Plan(core.Logout{User: a.User, Device: a.Device, Token: a.Token}, now)
 		}
 		return ended(p, func(r core.Ended) any { w := abi.FromEnded(r); return &w }), nil
 	case *abi.SetManual:
-		p := planOf[[]core.Change](pl, now, core.SetManual{User: a.User, Manual: core.Manual(a.Manual), TTL: time.Duration(a.TTL)})
+		p := pl.Plan(core.SetManual{User: a.User, Manual: core.Manual(a.Manual), TTL: time.Duration(a.TTL)}, now)
 		return ended(p, func(cs []core.Change) any { w := abi.FromChanges(cs); return &w }), nil
 	case *abi.StatusArgs:
-		p := planOf[core.UserStatus](pl, now, core.ReadStatus{User: a.User})
+		p := pl.Plan(core.ReadStatus{User: a.User}, now)
 		return ended(p, func(s core.UserStatus) any { w := abi.FromUserStatus(s); return &w }), nil
 	case *abi.StatusesArgs:
-		p := planOf[[]core.UserStatus](pl, now, core.ReadStatuses{Users: a.Users})
+		p := pl.Plan(core.ReadStatuses{Users: a.Users}, now)
 		return ended(p, func(ss []core.UserStatus) any {
 			out := &abi.Statuses{Statuses: make([]abi.UserStatus, len(ss))}
 			for i, s := range ss {
@@ -333,18 +340,18 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 	case *abi.Touch:
 		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
 		if req.Op == abi.OpLeave {
-			return ended(planOf[bool](pl, now, core.Leave{Scope: sc, Member: a.Member}), func(removed bool) any { return &abi.Removed{Removed: removed} }), nil
+			return ended(pl.Plan(core.Leave{Scope: sc, Member: a.Member}, now), func(removed bool) any { return &abi.Removed{Removed: removed} }), nil
 		}
-		return ended(planOf[struct{}](pl, now, core.ScopeTouch{Scope: sc, Member: a.Member}), func(struct{}) any { return &abi.Empty{} }), nil
+		return ended(pl.Plan(core.ScopeTouch{Scope: sc, Member: a.Member}, now), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.TouchBatch:
 		ts := make([]core.ScopeTouch, len(a.Touches))
 		for i, t := range a.Touches {
 			ts[i] = core.ScopeTouch{Scope: core.Scope{Class: t.Scope.Class, ID: t.Scope.ID}, Member: t.Member}
 		}
-		return ended(planOf[struct{}](pl, now, core.TouchBatch(ts)), func(struct{}) any { return &abi.Empty{} }), nil
+		return ended(pl.Plan(core.TouchBatch(ts), now), func(struct{}) any { return &abi.Empty{} }), nil
 	case *abi.ScopeArgs:
 		sc := core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}
-		p := planOf[core.Count](pl, now, core.ReadCount{Scope: sc})
+		p := pl.Plan(core.ReadCount{Scope: sc}, now)
 		return &funcFlight{plan: p, end: func() (any, error) {
 			c, err := g.count(sc, p)
 			if err != nil {
@@ -354,22 +361,22 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 			return &w, nil
 		}}, nil
 	case *abi.MembersArgs:
-		p := planOf[core.MemberPage](pl, now, core.ReadMembers{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Cursor: a.Cursor, Limit: a.Limit})
+		p := pl.Plan(core.ReadMembers{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Cursor: a.Cursor, Limit: a.Limit}, now)
 		return ended(p, func(pg core.MemberPage) any { w := abi.FromMemberPage(pg); return &w }), nil
 	case *abi.ActiveWithinArgs:
-		p := planOf[int64](pl, now, core.ReadActive{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Within: time.Duration(a.Within)})
+		p := pl.Plan(core.ReadActive{Scope: core.Scope{Class: a.Scope.Class, ID: a.Scope.ID}, Within: time.Duration(a.Within)}, now)
 		return ended(p, func(n int64) any { return &abi.N{N: n} }), nil
 	case *abi.ChangeLogArgs:
-		p := planOf[core.LogPage](pl, now, core.ReadChangeLog{After: a.After, Limit: a.Limit})
+		p := pl.Plan(core.ReadChangeLog{After: a.After, Limit: a.Limit}, now)
 		return ended(p, func(pg core.LogPage) any { w := abi.FromChangeLog(pg.Entries, pg.Gap); return &w }), nil
 	case *abi.Empty:
 		switch req.Op {
 		case abi.OpOnline:
-			return ended(planOf[map[core.Status]int64](pl, now, core.ReadOnline{}), func(counts map[core.Status]int64) any { w := abi.FromOnline(counts); return &w }), nil
+			return ended(pl.Plan(core.ReadOnline{}, now), func(counts map[core.Status]int64) any { w := abi.FromOnline(counts); return &w }), nil
 		case abi.OpSweepUsers:
-			return ended(planOf[core.SweepReport](pl, now, core.SweepUsers{}), sweepReport), nil
+			return ended(pl.Plan(core.SweepUsers{}, now), sweepReport), nil
 		case abi.OpSweepScopes:
-			return ended(planOf[core.SweepReport](pl, now, core.SweepScopes{}), sweepReport), nil
+			return ended(pl.Plan(core.SweepScopes{}, now), sweepReport), nil
 		}
 	}
 	return nil, &abi.DecodeError{What: "request", Field: "op", Reason: "unhandled operation " + req.Op}
@@ -377,20 +384,22 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 
 func sweepReport(r core.SweepReport) any { w := abi.FromSweepReport(r); return &w }
 
-// planOf is the plan of op at now, as its outcome's type.
-func planOf[T any](pl *core.Planner, now time.Time, op core.Op) *core.Plan[T] {
-	return pl.Plan(op, now).(*core.Plan[T])
+// outcome is p's Result as the type the op's doc names.
+func outcome[T any](p core.Stepper) (T, error) {
+	v, err := p.Result()
+	t, _ := v.(T)
+	return t, err
 }
 
 // ended returns the flight of p, whose result is wire of its outcome.
-func ended[T any](p *core.Plan[T], wire func(T) any) flight {
+func ended[T any](p core.Stepper, wire func(T) any) flight {
 	return &endedFlight[T]{p: p, wire: wire}
 }
 
 // count is core.Engine.Count's ending: the count read, remembered, or,
 // when Redis is unreachable, the last good one marked stale.
-func (g *Guest) count(sc core.Scope, p *core.Plan[core.Count]) (core.Count, error) {
-	c, err := p.Outcome()
+func (g *Guest) count(sc core.Scope, p core.Stepper) (core.Count, error) {
+	c, err := outcome[core.Count](p)
 	if err != nil {
 		if errors.Is(err, core.ErrUnavailable) {
 			if last, ok := g.lastGood[sc]; ok {

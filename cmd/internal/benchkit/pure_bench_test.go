@@ -14,6 +14,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // replay answers each call with the reply a real server gave the last call
@@ -59,7 +60,7 @@ func (r *replay) CachedGet(_ context.Context, key string) (core.Value, error) {
 	if v, ok := r.cache[key]; ok {
 		return v, nil
 	}
-	return core.NilValue(), nil
+	return core.Value{}, nil
 }
 
 // FenceCache has nothing to wait for: the replay's cache never lags.
@@ -185,7 +186,7 @@ func BenchmarkCountCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.cache[key] = core.StringValue("12345:1700000000000")
+	r.cache[key] = core.Value{Kind: core.ValueString, Str: "12345:1700000000000"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -200,18 +201,7 @@ func BenchmarkCountCached(b *testing.B) {
 func BenchmarkSlot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		core.Slot("presence:{u12}:d:user-1234")
-	}
-}
-
-// BenchmarkAggregate measures the aggregation rule over three devices.
-func BenchmarkAggregate(b *testing.B) {
-	states := []core.Status{core.StatusAway, core.StatusPushOnline, core.StatusOnline}
-	b.ReportAllocs()
-	for b.Loop() {
-		if core.Aggregate(states, core.ManualNone) != core.StatusOnline {
-			b.Fatal("wrong aggregate")
-		}
+		slot.Of("presence:{u12}:d:user-1234")
 	}
 }
 

@@ -42,7 +42,7 @@ func parseKind(field, name string) (core.Kind, *Error) {
 	if name == "" {
 		return core.KindOther, nil
 	}
-	k, ok := core.ParseKind(name)
+	k, ok := core.Parse[core.Kind](name)
 	if !ok {
 		return 0, fieldErr(field, "unknown kind %q (web, desktop, ios, android, other)", name)
 	}
@@ -192,7 +192,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, p Principal) *Err
 	}
 	l := core.Login{User: user, Device: req.Device, Kind: kind, Gateway: req.Gateway, Background: req.Background, Meta: req.Meta}
 	if req.Policy != "" {
-		pol, ok := core.ParsePolicy(req.Policy)
+		pol, ok := core.Parse[core.Policy](req.Policy)
 		if !ok {
 			return fieldErr("policy", "unknown policy %q (multi, exclusive, exclusive-per-kind)", req.Policy)
 		}
@@ -256,7 +256,7 @@ func (s *Server) manual(w http.ResponseWriter, r *http.Request, p Principal) *Er
 	if e != nil {
 		return e
 	}
-	m, ok := core.ParseManual(req.Status)
+	m, ok := core.Parse[core.Manual](req.Status)
 	if !ok {
 		return fieldErr("status", "unknown manual status %q (NONE, DND, INVISIBLE)", req.Status)
 	}

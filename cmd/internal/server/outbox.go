@@ -26,11 +26,10 @@ func outboxWaiting(ctx context.Context, store core.Store, keys core.KeyNames) (i
 		if r.Err != nil {
 			return 0, fmt.Errorf("server: reading the outbox of user bucket %d: %w", b, r.Err)
 		}
-		n, err := r.Value.AsInt()
-		if err != nil {
-			return 0, fmt.Errorf("server: reading the outbox of user bucket %d: %w", b, err)
+		if r.Value.Kind != core.ValueInt {
+			return 0, fmt.Errorf("server: reading the outbox of user bucket %d: %w: want an integer, got %v", b, core.ErrReply, r.Value)
 		}
-		waiting += max(n-2, 0)
+		waiting += max(r.Value.Int-2, 0)
 	}
 	return waiting, nil
 }

@@ -171,7 +171,7 @@ func (w *world) login(d *device, policy core.Policy, bg bool, token string, t in
 			continue
 		}
 		if di == d.index || policy == core.PolicyExclusive ||
-			(policy == core.PolicyExclusivePerKind && other.kind.Class() == d.kind.Class()) {
+			(policy == core.PolicyExclusivePerKind && kindClass(other.kind) == kindClass(d.kind)) {
 			other.record.gone, other.record.fenceUntil = true, t+w.rules.kickFence
 			kicked = append(kicked, di)
 		}
@@ -231,4 +231,13 @@ func (w *world) violation(format string, args ...any) {
 	if len(w.violations) < 50 {
 		w.violations = append(w.violations, fmt.Sprintf("t=%s: ", time.Duration(w.now-w.start)*time.Millisecond)+fmt.Sprintf(format, args...))
 	}
+}
+
+// kindClass is the device class PolicyExclusivePerKind keeps one device of
+// (docs/design.md §8): iOS and Android share "mobile".
+func kindClass(k core.Kind) core.Kind {
+	if k == core.KindAndroid {
+		return core.KindIOS
+	}
+	return k
 }

@@ -46,7 +46,7 @@ func New(n int) *Work {
 	if w.request, err = abi.EncodeRequestCompact(abi.Request{Op: abi.OpHeartbeatBatch, Now: 1767225600000, Args: &batch}); err != nil {
 		panic(err)
 	}
-	w.results = []core.Result{{Value: core.StringValue(strings.Join(tokens, "\x1f"))}}
+	w.results = []core.Result{{Value: core.Value{Kind: core.ValueString, Str: strings.Join(tokens, "\x1f")}}}
 	cfg := abi.FromConfig(core.Config{UserBuckets: 1})
 	cfg.Clock = abi.ClockHost
 	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpConfigure, Args: &cfg})
