@@ -93,14 +93,5 @@ func TestMain(m *testing.M) {
 func TestLoss(t *testing.T) {
 	srv := redistest.Server(t)
 	s, _ := newStore(t, srv.Addr)
-	t.Run("FLUSHALL", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(t *testing.T, _ string) {
-			if _, err := srv.Do("FLUSHALL"); err != nil {
-				t.Fatal(err)
-			}
-		})
-	})
-	t.Run("Restart", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
-	})
+	storetest.RunLossOnServer(t, srv, s)
 }

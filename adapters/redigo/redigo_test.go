@@ -183,14 +183,5 @@ func TestConnectionLostMidBatch(t *testing.T) {
 func TestLoss(t *testing.T) {
 	srv := redistest.Server(t)
 	s := redigo.New(newPool(t, srv.Addr))
-	t.Run("FLUSHALL", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(t *testing.T, _ string) {
-			if _, err := srv.Do("FLUSHALL"); err != nil {
-				t.Fatal(err)
-			}
-		})
-	})
-	t.Run("Restart", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
-	})
+	storetest.RunLossOnServer(t, srv, s)
 }

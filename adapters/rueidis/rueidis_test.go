@@ -225,14 +225,5 @@ func TestLoss(t *testing.T) {
 	srv := redistest.Server(t)
 	c := newClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
 	s := rueidisadapter.New(c, rueidisadapter.WithCacheTTL(time.Minute))
-	t.Run("FLUSHALL", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(t *testing.T, _ string) {
-			if _, err := srv.Do("FLUSHALL"); err != nil {
-				t.Fatal(err)
-			}
-		})
-	})
-	t.Run("Restart", func(t *testing.T) {
-		storetest.RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
-	})
+	storetest.RunLossOnServer(t, srv, s)
 }

@@ -220,3 +220,18 @@ func FlushMasterOf(c *redistest.ClusterInstance) func(t *testing.T, key string) 
 		}
 	}
 }
+
+// RunLossOnServer runs RunLoss on s over srv, a server of its own, after
+// FLUSHALL and after a restart without persistence.
+func RunLossOnServer(t *testing.T, srv *redistest.Instance, s core.Store) {
+	t.Run("FLUSHALL", func(t *testing.T) {
+		RunLoss(t, s, true, func(t *testing.T, _ string) {
+			if _, err := srv.Do("FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("Restart", func(t *testing.T) {
+		RunLoss(t, s, true, func(*testing.T, string) { srv.Restart() })
+	})
+}

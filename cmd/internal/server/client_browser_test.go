@@ -634,10 +634,7 @@ func TestClientRedisLossInBrowser(t *testing.T) {
 	const interval = time.Second
 	cfg := testConfig()
 	cfg.Auth = server.AuthConfig{InsecureDev: true}
-	cfg.Engine.Intervals = map[core.Kind]time.Duration{}
-	for _, k := range []core.Kind{core.KindWeb, core.KindDesktop, core.KindOther, core.KindIOS, core.KindAndroid} {
-		cfg.Engine.Intervals[k] = interval // the healing lasts 2 × the longest
-	}
+	cfg.Engine.Intervals = everyInterval(interval) // the healing lasts 2 × the longest
 	redis := redistest.Server(t)
 	in := startServer(t, newStore(t, redis.Addr), cfg)
 	eng := in.srv.Engine()

@@ -92,6 +92,15 @@ func testConfig() server.Config {
 	}
 }
 
+// everyInterval is a heartbeat interval of d for every device kind.
+func everyInterval(d time.Duration) map[core.Kind]time.Duration {
+	out := map[core.Kind]time.Duration{}
+	for k := core.KindOther; k <= core.KindAndroid; k++ {
+		out[k] = d
+	}
+	return out
+}
+
 // instance is one running server behind an httptest server.
 type instance struct {
 	srv *server.Server

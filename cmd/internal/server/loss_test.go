@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/cmd/internal/server"
-	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -23,10 +22,7 @@ func TestRedisLossKeepsManualStatuses(t *testing.T) {
 	srv := redistest.Server(t)
 	cfg := testConfig()
 	// short intervals, so that the healing (2 × the longest) ends within the test
-	cfg.Engine.Intervals = map[core.Kind]time.Duration{}
-	for _, k := range []core.Kind{core.KindWeb, core.KindDesktop, core.KindOther, core.KindIOS, core.KindAndroid} {
-		cfg.Engine.Intervals[k] = time.Second
-	}
+	cfg.Engine.Intervals = everyInterval(time.Second)
 	in := startServer(t, newStore(t, srv.Addr), cfg)
 	const users, dnd = 20, 5
 	type user struct {
