@@ -31,7 +31,6 @@ type Feed struct {
 	changes  string
 	kickPref string
 	seen     Repeats
-	healing  time.Time // the end of the last loss's healing returned
 }
 
 // feedMemory is how many event IDs a Repeats (and so a Feed) remembers:
@@ -42,18 +41,31 @@ const feedMemory = 8192
 // Repeats tells the events a reader has seen from those it has not, by
 // outbox ID (Event.ID, LoggedChange.EventID), remembering the last
 // 8,192: at-least-once delivery may hand a reader an event again,
-// and a reader drops it. The zero value is ready; it is not safe for
-// concurrent use.
+// and a reader drops it. It also tells a loss of Redis's data from its
+// repeats by other buckets and engines (Lost). The zero value is ready; it
+// is not safe for concurrent use.
 type Repeats struct {
-	set  map[string]struct{}
-	ring []string
-	next int
+	set     map[string]struct{}
+	ring    []string
+	next    int
+	healing time.Time // the end of the healing of the last loss that was news
 }
 
 // Repeat records id and reports whether it was seen before. The empty
 // ID (an event of a peer without an outbox) is never a repeat.
 func (r *Repeats) Repeat(id string) bool {
 	return id != "" && !r.add(id)
+}
+
+// Lost records loss l and reports whether it is news: each bucket that
+// lost its data, on each engine that found it, reports the loss, and a
+// loss found while the last one heals is the same (docs/design.md §11).
+func (r *Repeats) Lost(l Loss) bool {
+	if l.At.Before(r.healing) {
+		return false
+	}
+	r.healing = l.Until
+	return true
 }
 
 // add records id and reports whether it is new.
@@ -108,16 +120,8 @@ func (f *Feed) Next(ctx context.Context) (Event, error) {
 		if err != nil {
 			return ev, err
 		}
-		if f.seen.Repeat(ev.ID) {
+		if f.seen.Repeat(ev.ID) || ev.Loss != nil && !f.seen.Lost(*ev.Loss) {
 			continue
-		}
-		if ev.Loss != nil {
-			// each bucket that lost its data, on each engine that found
-			// it, reports the loss: one healing is one event
-			if ev.Loss.At.Before(f.healing) {
-				continue
-			}
-			f.healing = ev.Loss.Until
 		}
 		return ev, nil
 	}

@@ -186,7 +186,6 @@ func (p *planner) decodeBeats(m *machine, b uint32, v Value, beats []Heartbeat, 
 			continue
 		}
 		acks[i].Token, acks[i].Reassert = token, reassert == "1"
-
 		if from >= 0 {
 			if !inRange(from, len(statusNames)) || !inRange(to, len(statusNames)) {
 				return replyErr("heartbeat result %d: status %d→%d", j, from, to)

@@ -118,17 +118,13 @@ func (m lossMessage) appendJSON(b []byte) []byte {
 	return appendID(b, m.ID)
 }
 
-func (m *lossMessage) decodeJSON(b []byte) error {
-	return decodeJSONObject(b, []jsonField{
-		{name: "EVENT", str: &m.Event}, {name: "AT", num: &m.At}, {name: "UNTIL", num: &m.Until}, {name: "ID", str: &m.ID},
-	})
-}
-
-func (m *ChangeMessage) decodeJSON(b []byte) error {
-	return decodeJSONObject(b, []jsonField{
+// decodeJSON decodes b into m, and into more, fields besides m's: those of
+// a loss's message, which shares ChangeChannel (unmarshalChannelMessage).
+func (m *ChangeMessage) decodeJSON(b []byte, more ...jsonField) error {
+	return decodeJSONObject(b, append([]jsonField{
 		{name: "USER", str: &m.User}, {name: "FROM", str: &m.From}, {name: "TO", str: &m.To}, {name: "AT", num: &m.At},
 		{name: "ID", str: &m.ID},
-	})
+	}, more...))
 }
 
 func (m *KickMessage) decodeJSON(b []byte) error {

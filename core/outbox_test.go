@@ -170,6 +170,29 @@ func TestRepeatsDropsSeenIDs(t *testing.T) {
 	}
 }
 
+// TestRepeatsLossOncePerHealing: the buckets and engines that report one
+// loss of Redis's data make one piece of news; a loss found after that
+// healing has ended is another.
+func TestRepeatsLossOncePerHealing(t *testing.T) {
+	t0 := time.UnixMilli(1_772_366_400_000)
+	loss := func(at, until time.Duration) core.Loss { return core.Loss{At: t0.Add(at), Until: t0.Add(until)} }
+	var r core.Repeats
+	for _, step := range []struct {
+		name string
+		l    core.Loss
+		news bool
+	}{
+		{"the first bucket's", loss(0, 2*time.Minute), true},
+		{"another bucket's, a moment later", loss(time.Second, 2*time.Minute+time.Second), false},
+		{"another engine's, late in the healing", loss(119*time.Second, 4*time.Minute), false},
+		{"one after the healing", loss(3*time.Minute, 5*time.Minute), true},
+	} {
+		if got := r.Lost(step.l); got != step.news {
+			t.Fatalf("%s loss: news %v, want %v", step.name, got, step.news)
+		}
+	}
+}
+
 // TestOutboxRedeliveredOncePerPass: every step of a bucket's sweep reports
 // the events still waiting in its outbox; a pass of several steps
 // delivers each of them once.

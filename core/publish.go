@@ -51,24 +51,26 @@ func marshalLoss(l Loss, id string) []byte {
 	return lossMessage{Event: lossEvent, At: l.At.UnixMilli(), Until: l.Until.UnixMilli(), ID: id}.appendJSON(nil)
 }
 
-// unmarshalChannelMessage decodes a message from ChangeChannel: a change
-// or a loss, and its outbox ID.
+// unmarshalChannelMessage decodes a message from ChangeChannel, in one
+// pass: a change or a loss, and its outbox ID.
 func unmarshalChannelMessage(b []byte) (Event, error) {
-	var w lossMessage
-	if err := w.decodeJSON(b); err != nil {
+	var c ChangeMessage
+	var event string
+	var until int64
+	if err := c.decodeJSON(b, jsonField{name: "EVENT", str: &event}, jsonField{name: "UNTIL", num: &until}); err != nil {
 		return Event{}, replyErr("change message: %v", err)
 	}
-	if w.Event == "" {
-		c, id, err := unmarshalChange(b)
+	switch {
+	case event == "":
+		ch, err := changeOf(c, b)
 		if err != nil {
 			return Event{}, err
 		}
-		return Event{Change: &c, ID: id}, nil
+		return Event{Change: &ch, ID: c.ID}, nil
+	case event == lossEvent && until >= c.At:
+		return Event{Loss: &Loss{At: time.UnixMilli(c.At), Until: time.UnixMilli(until)}, ID: c.ID}, nil
 	}
-	if w.Event != lossEvent || w.Until < w.At {
-		return Event{}, replyErr("change message: %s", b)
-	}
-	return Event{Loss: &Loss{At: time.UnixMilli(w.At), Until: time.UnixMilli(w.Until)}, ID: w.ID}, nil
+	return Event{}, replyErr("change message: %s", b)
 }
 
 // Message returns the JSON form of c.
@@ -112,12 +114,19 @@ func unmarshalChange(b []byte) (Change, string, error) {
 	if err := w.decodeJSON(b); err != nil {
 		return Change{}, "", replyErr("change message: %v", err)
 	}
+	c, err := changeOf(w, b)
+	return c, w.ID, err
+}
+
+// changeOf checks the change message w, decoded from b, and returns its
+// change.
+func changeOf(w ChangeMessage, b []byte) (Change, error) {
 	from, ok1 := Parse[Status](w.From)
 	to, ok2 := Parse[Status](w.To)
 	if !ok1 || !ok2 || w.User == "" {
-		return Change{}, "", replyErr("change message: %s", b)
+		return Change{}, replyErr("change message: %s", b)
 	}
-	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, w.ID, nil
+	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, nil
 }
 
 // MarshalKick encodes a kick as the JSON published on KickChannel(gateway).

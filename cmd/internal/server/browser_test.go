@@ -23,13 +23,15 @@ import (
 	"github.com/presencekit/presence/core"
 )
 
-// chromiumBinary returns the first Chromium-like browser on PATH, or "".
-func chromiumBinary() string {
+// chromium returns the first Chromium-like browser on PATH, and skips the
+// test when there is none.
+func chromium(t *testing.T) string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
+	t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
 	return ""
 }
 
@@ -68,10 +70,7 @@ func saveShot(t *testing.T, ctx context.Context, path string) {
 // in the dashboard's own panels; then, left idle, the device turns AWAY.
 // It saves screenshots as artifacts.
 func TestDashboardInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	cfg := testConfig()
 	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: time.Second}
 	cfg.Engine.IdleAfter = 3 * time.Second
@@ -149,10 +148,7 @@ var wallIDs = []string{
 // figures stale and stops saying "events: live"; then Redis comes back.
 // It saves a screenshot of each state as an artifact.
 func TestDashboardWallInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	if len(wallIDs[3]) != core.MaxIDBytes {
 		t.Fatalf("the long ID has %d bytes; want %d", len(wallIDs[3]), core.MaxIDBytes)
 	}
@@ -306,10 +302,7 @@ func headless(t *testing.T, bin string, w, h int) (ctx, browser context.Context)
 // Content-Type), text, or JSON through CORS (the preflight is refused);
 // a page of the listed origin can, and reads the answer.
 func TestCrossOriginInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	page := func() *httptest.Server {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -135,10 +135,7 @@ func (g *gate) filter(keep func(gateReq) bool) []gateReq {
 // missing nothing; an exclusive login elsewhere kicks every tab; a logout
 // in one tab logs out all.
 func TestClientInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	const interval = time.Second
 	cfg := testConfig()
 	cfg.Auth = server.AuthConfig{InsecureDev: true}
@@ -448,10 +445,7 @@ func evalIn[T any](t *testing.T, ctx context.Context, js string) T {
 // true, and the beats and the follow stream (which sends the token in
 // Authorization, not in the address) go on with the fresh token.
 func TestClientTokenRefreshInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	cfg := testConfig()
 	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: time.Second}
 	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
@@ -501,10 +495,7 @@ func TestClientTokenRefreshInBrowser(t *testing.T) {
 // not list shows the server's refusal instead of grey dots. It saves a
 // screenshot of each page as an artifact.
 func TestClientFollowClaimInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	cfg := testConfig()
 	cfg.Engine.Intervals = map[core.Kind]time.Duration{core.KindWeb: time.Second}
 	in := startServer(t, newStore(t, miniredis.RunT(t).Addr()), cfg)
@@ -562,10 +553,7 @@ func TestClientFollowClaimInBrowser(t *testing.T) {
 // page touches the video every five minutes, and a DND set on the page is
 // back within a heartbeat interval after Redis lost everything (FLUSHALL).
 func TestClientManualAndCountInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	const interval = time.Second
 	cfg := testConfig()
 	cfg.Auth = server.AuthConfig{InsecureDev: true}
@@ -627,10 +615,7 @@ func TestClientManualAndCountInBrowser(t *testing.T) {
 // one loss event and no change, and when the loss has healed it reads the
 // statuses again and finds nothing changed.
 func TestClientRedisLossInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	const interval = time.Second
 	cfg := testConfig()
 	cfg.Auth = server.AuthConfig{InsecureDev: true}

@@ -209,10 +209,7 @@ func firstLineWith(s, sub string) string {
 // status over the last 24 hours with the peak marked. It saves a
 // screenshot as an artifact.
 func TestHistoryChartInBrowser(t *testing.T) {
-	bin := chromiumBinary()
-	if bin == "" {
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install Debian's chromium package to run the browser test")
-	}
+	bin := chromium(t)
 	path := filepath.Join(t.TempDir(), "history.db")
 	seedHistory(t, path, time.Now().Truncate(time.Minute))
 	cfg := testConfig()

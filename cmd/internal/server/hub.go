@@ -99,11 +99,10 @@ type hub struct {
 	ready  chan struct{} // closed once the log was read up to its end at start
 	health redisHealth   // whether the reads reach Redis, for the dashboard
 
-	mu      sync.Mutex
-	subs    map[*subscriber]struct{}
-	pos     string       // ID of the last entry read
-	seen    core.Repeats // events delivered again (docs/design.md §7) are fanned out once
-	healing time.Time    // the end of the last data loss's healing fanned out
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+	pos  string       // ID of the last entry read
+	seen core.Repeats // events delivered again (docs/design.md §7), and a loss's repeats, are fanned out once
 }
 
 func newHub(eng *core.Engine, log *slog.Logger, m *metrics, poll time.Duration, buffer int, onChange func(core.LoggedChange)) *hub {
@@ -239,12 +238,9 @@ func (h *hub) read(ctx context.Context, live bool) error {
 			}
 			switch {
 			case e.Loss != nil:
-				// every bucket, on every engine that found it, logs the
-				// loss: one healing is one event
-				if e.Loss.At.Before(h.healing) {
+				if !h.seen.Lost(*e.Loss) {
 					continue
 				}
-				h.healing = e.Loss.Until
 				if live {
 					h.m.losses.Inc()
 				}
