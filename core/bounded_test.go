@@ -236,7 +236,7 @@ func TestRunBoundsSharedRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans := make([]*core.Plan[[]core.UserStatus], 3)
+	plans := make([]core.Plan[[]core.UserStatus], 3)
 	steppers := make([]core.Stepper, len(plans))
 	for i := range plans {
 		plans[i] = planOf[[]core.UserStatus](e.Planner(), core.NowArg(clk.t), core.ReadStatuses{users})

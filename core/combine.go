@@ -169,11 +169,9 @@ func (e *Engine) wait(j *job) error {
 func (e *Engine) alone(j *job) {
 	switch j.kind {
 	case jobBeat:
-		p := e.plans.beat(e.nowArg(), j.hb, true)
-		e.drive(j.ctx, p)
-		j.ack, j.err = p.Outcome()
+		j.ack, j.err = e.beatAlone(j.ctx, j.hb, true)
 	case jobStatus:
-		p := e.Planner().status(e.nowArg(), j.user)
+		p := e.plans.status(e.nowArg(), j.user)
 		e.drive(j.ctx, p)
 		j.st, j.err = p.Outcome()
 	default:
@@ -289,7 +287,7 @@ func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
 		for k, j := range js {
 			hbs[k] = j.hb
 		}
-		p := e.plans.beats(now, hbs, true)
+		p := e.plans.heartbeatBatch(now, hbs, true)
 		plans = append(plans, p)
 		ends = append(ends, func() []*job {
 			acks, err := p.Outcome()
@@ -309,7 +307,7 @@ func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
 		for k, j := range js {
 			users[k] = j.user
 		}
-		p := e.Planner().statuses(now, users)
+		p := e.plans.statuses(now, users)
 		plans = append(plans, p)
 		ends = append(ends, func() []*job {
 			sts, err := p.Outcome()

@@ -40,7 +40,7 @@ type gateStore struct {
 
 func (g *gateStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	g.mu.Lock()
-	g.trips = append(g.trips, append([]core.Call(nil), calls...))
+	g.trips = append(g.trips, kept(calls))
 	i := len(g.trips) - 1
 	g.ctxDone = append(g.ctxDone, false)
 	hold, fail := g.hold, g.fail

@@ -212,15 +212,12 @@ func (e *Engine) deliver(ctx context.Context, pubs []Publication) {
 	if len(calls) == 0 {
 		return
 	}
-	var failed error
-	p := newPlan[struct{}](e.plans, e.nowArg())
-	p.m.settle(&round{op: "publish", calls: calls, costs: costs,
-		next:  func([]Value) (*round, error) { return nil, nil },
-		onErr: func(err error) (*round, error) { failed = err; return nil, nil }}, nil)
-	e.drive(ctx, p)
-	if failed != nil {
+	p := &deliverPlan{plan: plan[struct{}]{m: machine{scripts: &e.plans.scripts, now: e.nowArg()}}}
+	p.plan.m.start(p, &round{op: "publish", calls: calls, costs: costs}, nil)
+	e.drive(ctx, &p.plan)
+	if p.lost != nil {
 		if e.log != nil {
-			e.log.WarnContext(ctx, "presence: publish failed", "messages", len(pubs), "err", failed)
+			e.log.WarnContext(ctx, "presence: publish failed", "messages", len(pubs), "err", p.lost)
 		}
 		return
 	}

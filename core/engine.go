@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"crypto/rand"
 
 	"io"
@@ -31,6 +32,9 @@ type Engine struct {
 	lastGood map[Scope]Count
 
 	comb combiner // group commit (combine.go)
+	// beatPlans holds *beatPlan for heartbeats driven alone (beatAlone),
+	// so that a steady beat allocates nothing
+	beatPlans sync.Pool
 }
 
 var _ Presence = (*Engine)(nil)
@@ -59,6 +63,20 @@ func New(store Store, cfg Config) (*Engine, error) {
 	}
 	e.comb.lanes = s.lanes
 	return e, nil
+}
+
+// beatAlone drives hb's plan alone, on a plan the engine reuses, and
+// returns its outcome; checked is startBeat's.
+func (e *Engine) beatAlone(ctx context.Context, hb Heartbeat, checked bool) (Ack, error) {
+	bp, _ := e.beatPlans.Get().(*beatPlan)
+	if bp == nil {
+		bp = new(beatPlan)
+	}
+	e.plans.startBeat(bp, e.nowArg(), hb, checked)
+	e.drive(ctx, &bp.plan)
+	ack, err := bp.plan.Outcome()
+	e.beatPlans.Put(bp)
+	return ack, err
 }
 
 // cryptoRand is the token source when Config.Rand is nil.

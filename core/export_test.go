@@ -42,9 +42,12 @@ var (
 	ErrPlanPending = errPlanPending
 )
 
-// Plan is, for tests, the plan type behind every Stepper, whose Outcome
-// is typed.
-type Plan[T any] = plan[T]
+// Plan is, for tests, a Stepper whose Outcome is typed, as every plan of
+// an operation whose outcome is a T is.
+type Plan[T any] interface {
+	Stepper
+	Outcome() (T, error)
+}
 
 // FeedMemory is how many event IDs a Repeats remembers (feedMemory).
 const FeedMemory = feedMemory

@@ -387,7 +387,7 @@ func sweepScopes(e *env) string {
 
 // planOf is the plan of op at now (NowArg form: "" for the server's clock),
 // as its outcome's type.
-func planOf[T any](pl *core.Planner, now string, op core.Op) *core.Plan[T] {
+func planOf[T any](pl *core.Planner, now string, op core.Op) core.Plan[T] {
 	var at time.Time
 	if now != "" {
 		ms, err := strconv.ParseInt(now, 10, 64)
@@ -396,5 +396,5 @@ func planOf[T any](pl *core.Planner, now string, op core.Op) *core.Plan[T] {
 		}
 		at = time.UnixMilli(ms)
 	}
-	return pl.Plan(op, at).(*core.Plan[T])
+	return pl.Plan(op, at).(core.Plan[T])
 }

@@ -35,14 +35,20 @@ func (m *Model) Do(ctx context.Context, op Op) (any, error) { return op.apply(ct
 // drive runs op's plan on e with the engine's clock, through group commit
 // when grouped, and returns its outcome.
 func drive[T any](ctx context.Context, e *Engine, op Op, grouped bool) (T, error) {
-	p := op.plan(e.Planner(), e.nowArg()).(*plan[T])
+	p := op.plan(e.Planner(), e.nowArg())
 	if !grouped {
 		e.drive(ctx, p)
 	} else if err := e.exec(ctx, p); err != nil {
 		var zero T
 		return zero, err
 	}
-	return p.Outcome()
+	return p.(outcomer[T]).Outcome()
+}
+
+// outcomer is a plan whose outcome is a T: every Stepper of an operation
+// whose outcome is a T.
+type outcomer[T any] interface {
+	Outcome() (T, error)
 }
 
 // HeartbeatBatch is up to MaxBatch heartbeats as one operation, as a

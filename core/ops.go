@@ -23,14 +23,14 @@ func (hb Heartbeat) exec(ctx context.Context, e *Engine) (Ack, error) {
 		e.comb.release(j)
 		return ack, err
 	}
-	p := e.plans.heartbeat(e.nowArg(), hb)
-	e.drive(ctx, p)
-	return p.Outcome()
+	return e.beatAlone(ctx, hb, false)
 }
 func (hb Heartbeat) run(ctx context.Context, e *Engine) (any, error)  { return hb.exec(ctx, e) }
 func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.heartbeat(ctx, hb) }
 
-func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper { return pl.p.heartbeatBatch(now, b) }
+func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper {
+	return pl.p.heartbeatBatch(now, b, false)
+}
 func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
 	return drive[[]Ack](ctx, e, b, false)
 }
@@ -79,7 +79,7 @@ func (s SetManual) apply(ctx context.Context, m *Model) (any, error) {
 	return m.setManual(ctx, s.User, s.Manual, s.TTL)
 }
 
-func (r ReadStatus) plan(pl *Planner, now string) Stepper { return pl.status(now, r.User) }
+func (r ReadStatus) plan(pl *Planner, now string) Stepper { return pl.p.status(now, r.User) }
 func (r ReadStatus) exec(ctx context.Context, e *Engine) (UserStatus, error) {
 	return e.status(ctx, r.User)
 }
@@ -88,7 +88,7 @@ func (r ReadStatus) apply(ctx context.Context, m *Model) (any, error) {
 	return m.status(ctx, r.User)
 }
 
-func (r ReadStatuses) plan(pl *Planner, now string) Stepper { return pl.statuses(now, r.Users) }
+func (r ReadStatuses) plan(pl *Planner, now string) Stepper { return pl.p.statuses(now, r.Users) }
 func (r ReadStatuses) exec(ctx context.Context, e *Engine) ([]UserStatus, error) {
 	return drive[[]UserStatus](ctx, e, r, false)
 }
@@ -97,7 +97,7 @@ func (r ReadStatuses) apply(ctx context.Context, m *Model) (any, error) {
 	return m.statuses(ctx, r.Users)
 }
 
-func (t ScopeTouch) plan(pl *Planner, now string) Stepper { return pl.touch(now, t.Scope, t.Member) }
+func (t ScopeTouch) plan(pl *Planner, now string) Stepper { return pl.p.touch(now, t.Scope, t.Member) }
 func (t ScopeTouch) exec(ctx context.Context, e *Engine) error {
 	_, err := drive[struct{}](ctx, e, t, true)
 	return err
@@ -107,7 +107,7 @@ func (t ScopeTouch) apply(ctx context.Context, m *Model) (any, error) {
 	return nil, m.touch(ctx, t.Scope, t.Member)
 }
 
-func (b TouchBatch) plan(pl *Planner, now string) Stepper { return pl.touchBatch(now, b) }
+func (b TouchBatch) plan(pl *Planner, now string) Stepper { return pl.p.touchBatch(now, b) }
 func (b TouchBatch) exec(ctx context.Context, e *Engine) error {
 	_, err := drive[struct{}](ctx, e, b, false)
 	return err
@@ -117,7 +117,7 @@ func (b TouchBatch) apply(ctx context.Context, m *Model) (any, error) {
 	return nil, m.touchBatch(ctx, b)
 }
 
-func (l Leave) plan(pl *Planner, now string) Stepper { return pl.leave(now, l.Scope, l.Member) }
+func (l Leave) plan(pl *Planner, now string) Stepper { return pl.p.leave(now, l.Scope, l.Member) }
 func (l Leave) exec(ctx context.Context, e *Engine) (bool, error) {
 	return drive[bool](ctx, e, l, true)
 }
@@ -126,7 +126,7 @@ func (l Leave) apply(ctx context.Context, m *Model) (any, error) {
 	return m.leave(ctx, l.Scope, l.Member)
 }
 
-func (r ReadCount) plan(pl *Planner, now string) Stepper { return pl.count(now, r.Scope) }
+func (r ReadCount) plan(pl *Planner, now string) Stepper { return pl.p.count(now, r.Scope) }
 func (r ReadCount) exec(ctx context.Context, e *Engine) (Count, error) {
 	return e.readCount(ctx, r.Scope)
 }
@@ -134,7 +134,7 @@ func (r ReadCount) run(ctx context.Context, e *Engine) (any, error)  { return r.
 func (r ReadCount) apply(ctx context.Context, m *Model) (any, error) { return m.count(ctx, r.Scope) }
 
 func (r ReadMembers) plan(pl *Planner, now string) Stepper {
-	return pl.members(now, r.Scope, r.Cursor, r.Limit)
+	return pl.p.members(now, r.Scope, r.Cursor, r.Limit)
 }
 func (r ReadMembers) exec(ctx context.Context, e *Engine) (MemberPage, error) {
 	return drive[MemberPage](ctx, e, r, false)
@@ -145,7 +145,7 @@ func (r ReadMembers) apply(ctx context.Context, m *Model) (any, error) {
 }
 
 func (r ReadActive) plan(pl *Planner, now string) Stepper {
-	return pl.activeWithin(now, r.Scope, r.Within)
+	return pl.p.activeWithin(now, r.Scope, r.Within)
 }
 func (r ReadActive) exec(ctx context.Context, e *Engine) (int64, error) {
 	return drive[int64](ctx, e, r, false)
@@ -155,21 +155,21 @@ func (r ReadActive) apply(ctx context.Context, m *Model) (any, error) {
 	return m.activeWithin(ctx, r.Scope, r.Within)
 }
 
-func (r ReadOnline) plan(pl *Planner, now string) Stepper { return pl.online(now) }
+func (r ReadOnline) plan(pl *Planner, now string) Stepper { return pl.p.online(now) }
 func (r ReadOnline) exec(ctx context.Context, e *Engine) (map[Status]int64, error) {
 	return drive[map[Status]int64](ctx, e, r, false)
 }
 func (r ReadOnline) run(ctx context.Context, e *Engine) (any, error)  { return r.exec(ctx, e) }
 func (r ReadOnline) apply(ctx context.Context, m *Model) (any, error) { return m.online(ctx) }
 
-func (s SweepUsers) plan(pl *Planner, now string) Stepper { return pl.sweepUsers(now) }
+func (s SweepUsers) plan(pl *Planner, now string) Stepper { return pl.p.sweepUsers(now) }
 func (s SweepUsers) exec(ctx context.Context, e *Engine) (SweepReport, error) {
 	return drive[SweepReport](ctx, e, s, false)
 }
 func (s SweepUsers) run(ctx context.Context, e *Engine) (any, error)  { return s.exec(ctx, e) }
 func (s SweepUsers) apply(ctx context.Context, m *Model) (any, error) { return m.sweepUsers(ctx) }
 
-func (s SweepScopes) plan(pl *Planner, now string) Stepper { return pl.sweepScopes(now) }
+func (s SweepScopes) plan(pl *Planner, now string) Stepper { return pl.p.sweepScopes(now) }
 func (s SweepScopes) exec(ctx context.Context, e *Engine) (SweepReport, error) {
 	return e.sweepScopes(ctx)
 }
@@ -179,7 +179,7 @@ func (s SweepScopes) apply(ctx context.Context, m *Model) (any, error) {
 }
 
 func (r ReadChangeLog) plan(pl *Planner, now string) Stepper {
-	return pl.changeLogAfter(now, r.After, r.Limit)
+	return pl.p.changeLogAfter(now, r.After, r.Limit)
 }
 func (r ReadChangeLog) exec(ctx context.Context, e *Engine) (LogPage, error) {
 	return drive[LogPage](ctx, e, r, false)
@@ -189,7 +189,7 @@ func (r ReadChangeLog) apply(context.Context, *Model) (any, error) {
 	return nil, modelUnsupported("change log")
 }
 
-func (a AppendLog) plan(pl *Planner, _ string) Stepper { return pl.appendLog(a.Changes, a.Kicks) }
+func (a AppendLog) plan(pl *Planner, _ string) Stepper { return pl.p.appendLog(a.Changes, a.Kicks) }
 func (a AppendLog) exec(ctx context.Context, e *Engine) error {
 	_, err := drive[struct{}](ctx, e, a, false)
 	return err
@@ -199,7 +199,7 @@ func (a AppendLog) apply(context.Context, *Model) (any, error) {
 	return nil, modelUnsupported("change log")
 }
 
-func (a AckEvents) plan(pl *Planner, now string) Stepper { return pl.ack(now, a.IDs) }
+func (a AckEvents) plan(pl *Planner, now string) Stepper { return pl.p.ack(now, a.IDs) }
 func (a AckEvents) exec(ctx context.Context, e *Engine) error {
 	_, err := drive[struct{}](ctx, e, a, false)
 	return err
@@ -209,7 +209,7 @@ func (a AckEvents) apply(context.Context, *Model) (any, error) {
 	return nil, modelUnsupported("outbox")
 }
 
-func (p Ping) plan(pl *Planner, _ string) Stepper { return pl.ping() }
+func (p Ping) plan(pl *Planner, _ string) Stepper { return pl.p.ping() }
 func (p Ping) exec(ctx context.Context, e *Engine) (time.Time, error) {
 	return drive[time.Time](ctx, e, p, false)
 }

@@ -147,25 +147,34 @@ func (p *planner) outboxCalls(pubs []Publication) (calls []Call, costs []int, re
 	return calls, costs, rest
 }
 
-// Ack plans the acknowledgement of delivered events by their outbox IDs
+// deliverPlan is the plan of a delivery's calls (outboxCalls): it ends
+// well whatever they return, keeping a failure in lost.
+type deliverPlan struct {
+	plan plan[struct{}]
+	lost error
+}
+
+func (*deliverPlan) next([]Value) (*round, error) { return nil, nil }
+
+func (d *deliverPlan) failed(err error) (*round, error) {
+	d.lost = err
+	return nil, nil
+}
+
+// ack returns the plan acknowledging delivered events by their outbox IDs
 // (Publication.ID): a driver that publishes a plan's messages itself (a
 // WebAssembly host) runs it once they are out. IDs it cannot read are
 // ignored; acknowledging an event twice is harmless.
-func (pl *Planner) ack(now string, ids []string) *plan[struct{}] {
-	p := pl.p
-	plan := newPlan[struct{}](p, now)
-	m := &plan.m
+func (p *planner) ack(now string, ids []string) *plan[struct{}] {
 	pubs := make([]Publication, len(ids))
 	for i, id := range ids {
 		pubs[i].ID = id
 	}
 	calls, costs, _ := p.outboxCalls(pubs)
 	if len(calls) == 0 {
-		m.settle(nil, nil)
-		return plan
+		return p.newUnitPlan(now, nil)
 	}
-	m.settle(&round{op: "outbox ack", calls: calls, costs: costs, next: func([]Value) (*round, error) { return nil, nil }}, nil)
-	return plan
+	return p.newUnitPlan(now, &round{op: "outbox ack", calls: calls, costs: costs})
 }
 
 // decodeOutbox reads the undelivered events a sweep step returned (ID,

@@ -12,6 +12,13 @@ import (
 // performs no I/O, reads no clock and starts no goroutine: the caller (a
 // driver such as Engine) makes the calls, feeds the results back, supplies
 // "now", and publishes. TestPlansDoNoIO keeps the plan files (plan*.go) so.
+//
+// Each operation's plan is a state machine over its rounds, as a raft
+// node's Ready/Advance cycle is: a struct holding its plan[T] (the machine
+// and the outcome) and where it is, whose next method takes a round's
+// values and returns the next round (body). No continuation is captured in
+// a closure, so a plan reads from top to bottom, and a one-call plan is one
+// allocation (a heartbeat's, none where its driver reuses it).
 
 // Errors of stepping a plan: a driver's mistakes, which no caller handles
 // but by fixing the driver, so they are not exported.
@@ -128,50 +135,42 @@ func nowArg(t time.Time) string {
 	return itoa(t.UnixMilli())
 }
 
-// round is one step of an operation: calls to send together, and what
-// comes of their values. costs, when set, holds each call's estimated
-// server time in µs: the machine then sends the calls in waves, each in a
-// round trip of its own, of at most roundMicros (a call more costly alone
-// goes alone), so that Redis serves other clients between them; next sees
-// the values of every wave, in order. next returns the following round, or nil with the
-// plan's error (nil: the plan ended well); vals is the machine's until the
-// next step, so a continuation that keeps values for later rounds copies
-// them. onErr, when set, decides what a
-// failure of the round's calls (a result's error, a wrong number of
-// results, keys that span slots) leads to, else the plan fails with it;
-// abort, when set, is where a driver may end the plan before the round is
-// sent, because its caller gave up (a sweep releases its locks there).
+// round is one step of a plan: the calls to send together. costs, when
+// set, holds each call's estimated server time in µs: the machine then
+// sends the calls in waves, each in a round trip of its own, of at most
+// roundMicros (a call more costly alone goes alone), so that Redis serves
+// other clients between them, and hands the plan the values of every wave
+// together, in order. A round marked abortable is one before which a
+// driver may end the plan because its caller gave up (a sweep between its
+// bucket rounds, which then releases its locks: aborter).
 type round struct {
-	op    string
-	calls []Call
-	costs []int
-	next  func(vals []Value) (*round, error)
-	then  continuation // used when next is nil
-	onErr func(err error) (*round, error)
-	abort func(err error) (*round, error)
+	op        string
+	calls     []Call
+	costs     []int
+	abortable bool
 }
 
-// continuation is next as a value: a hot plan's state that holds its own
-// continuation costs no closure (a steady heartbeat allocates its plan and
-// its arguments, nothing more).
-type continuation interface {
+// body is an operation's own state machine, which its machine steps: a
+// plan type that records where it is, and next takes the values of the
+// round it last asked for (vals, one per call, the machine's until the next
+// step: a body that keeps them across rounds copies them) and returns the
+// round that follows, or nil to end the plan with the error (nil: the plan
+// ended well).
+type body interface {
 	next(vals []Value) (*round, error)
 }
 
-// proceed is what comes of the round's values.
-func (r *round) proceed(vals []Value) (*round, error) {
-	if r.next != nil {
-		return r.next(vals)
-	}
-	return r.then.next(vals)
+// failer is a body that decides what a failure of its round's calls (a
+// result's error, a wrong number of results, keys that span slots) leads
+// to; a body that is not ends the plan with the error.
+type failer interface {
+	failed(err error) (*round, error)
 }
 
-// fail is what a failure of r's calls leads to.
-func (r *round) fail(err error) (*round, error) {
-	if r.onErr != nil {
-		return r.onErr(err)
-	}
-	return nil, err
+// aborter is a body some of whose rounds are abortable: aborted is what
+// ending the plan with err before such a round leads to.
+type aborter interface {
+	aborted(err error) (*round, error)
 }
 
 // noteKind names what a note asks of the driver.
@@ -195,11 +194,14 @@ type note struct {
 	report   *SweepReport
 }
 
-// machine is the state of a plan whatever its outcome type: the current
-// round, the NOSCRIPT fallback, the end.
+// machine is the state of a plan whatever its outcome type: the
+// operation's state machine (body), the round it is in, the NOSCRIPT
+// fallback, the change log append that ends a plan that decided events
+// (finish), the end.
 type machine struct {
 	scripts *scriptSet
 	now     string
+	body    body
 
 	cur      *round
 	sent     []Call   // what Calls returns: the wave's calls, or the resends by source
@@ -209,18 +211,66 @@ type machine struct {
 	missing  []int    // in a fallback: the calls resent, by index in the round
 	fallback bool
 
+	// logging: the round sent is finish's change log append, after which
+	// the plan ends with after, whatever the append's outcome
+	logging bool
+	after   error
+
 	done  bool
 	err   error
 	out   []delivery // events decided so far, delivered by finish
 	pubs  []Publication
 	notes []note
 
-	// room for a one-call round and its notes and values, so that a steady
-	// heartbeat's plan allocates little beyond itself
+	// room for a one-call round and its notes and values, so that a
+	// one-call plan allocates little beyond itself
 	r0    round
 	call0 [1]Call
 	vbuf  [1]Value
 	nbuf  [1]note
+}
+
+// start makes b the plan's state machine and moves the plan to its first
+// round r (or its end, with err).
+func (m *machine) start(b body, r *round, err error) {
+	m.body = b
+	m.settle(r, err)
+}
+
+// one returns the machine's own round of the single call c, for a plan
+// whose round has one call.
+func (m *machine) one(op string, c Call) *round {
+	m.call0[0] = c
+	m.r0 = round{op: op, calls: m.call0[:]}
+	return &m.r0
+}
+
+// proceed is what comes of the values of the round sent.
+func (m *machine) proceed(vals []Value) (*round, error) {
+	if m.logging {
+		m.logging = false
+		return nil, m.after
+	}
+	return m.body.next(vals)
+}
+
+// failRound is what a failure of the round's calls leads to. A failed
+// change log append is noted, not returned, and leaves the events
+// unacknowledged (their IDs cleared from the messages) so that a sweep
+// delivers them again.
+func (m *machine) failRound(err error) (*round, error) {
+	if m.logging {
+		m.logging = false
+		m.note(note{kind: noteLogFailed, err: err})
+		for i := range m.pubs {
+			m.pubs[i].ID = "" // not logged: not delivered, so not acknowledged
+		}
+		return nil, m.after
+	}
+	if f, ok := m.body.(failer); ok {
+		return f.failed(err)
+	}
+	return nil, err
 }
 
 func (m *machine) calls() []Call {
@@ -258,11 +308,11 @@ func (m *machine) settle(r *round, err error) {
 			return
 		}
 		if e := checkSlots(r.calls); e != nil {
-			r, err = r.fail(e)
+			r, err = m.failRound(e)
 			continue
 		}
 		if len(r.calls) == 0 {
-			r, err = r.proceed(nil)
+			r, err = m.proceed(nil)
 			continue
 		}
 		m.cur, m.fallback, m.first, m.missing, m.waved = r, false, nil, nil, nil
@@ -352,7 +402,7 @@ func (m *machine) step(res []Result) error {
 		err := &StoreError{Op: r.op, Err: &wrapErrors{
 			msg:  ErrReply.Error() + ": " + errPlanResults.Error() + ": store returned " + itoa(int64(len(res))) + " results for " + itoa(int64(len(m.sent))) + " calls",
 			errs: []error{ErrReply, errPlanResults}}}
-		m.settle(r.fail(err))
+		m.settle(m.failRound(err))
 		return err
 	}
 	if m.fallback {
@@ -387,7 +437,7 @@ func (m *machine) step(res []Result) error {
 		if x.Err != nil {
 			err := &StoreError{Op: r.op, Unavailable: errors.Is(x.Err, ErrUnavailable), Err: layoutErr(x.Err)}
 			m.note(note{kind: noteStoreError, op: r.op, err: err})
-			m.settle(r.fail(err))
+			m.settle(m.failRound(err))
 			return nil
 		}
 	}
@@ -405,7 +455,7 @@ func (m *machine) step(res []Result) error {
 		}
 		vals := m.waved
 		m.waved = nil
-		m.settle(r.proceed(vals))
+		m.settle(m.proceed(vals))
 		return nil
 	}
 	vals := m.vbuf[:0]
@@ -415,25 +465,24 @@ func (m *machine) step(res []Result) error {
 	for _, x := range res {
 		vals = append(vals, x.Value)
 	}
-	m.settle(r.proceed(vals))
+	m.settle(m.proceed(vals))
 	return nil
 }
 
-// midRound reports whether the plan has sent part of a round that it may
-// be aborted after (round.abort): a driver whose caller gave up sends the
-// rest of it regardless, so that the plan stops at the round's end, having
-// read what the round did.
+// midRound reports whether the plan has sent part of an abortable round:
+// a driver whose caller gave up sends the rest of it regardless, so that
+// the plan stops at the round's end, having read what the round did.
 func (m *machine) midRound() bool {
-	return !m.done && (m.wave > 0 || m.fallback) && m.cur.abort != nil
+	return !m.done && (m.wave > 0 || m.fallback) && m.cur.abortable
 }
 
-// abort ends the plan with err where its current round allows it (see
-// round.abort), before that round is sent. It reports whether it did.
+// abort ends the plan with err where its current round allows it (an
+// abortable round, not yet sent: aborter). It reports whether it did.
 func (m *machine) abort(err error) bool {
-	if m.done || m.fallback || m.wave > 0 || m.cur.abort == nil {
+	if m.done || m.fallback || m.wave > 0 || !m.cur.abortable {
 		return false
 	}
-	m.settle(m.cur.abort(err))
+	m.settle(m.body.(aborter).aborted(err))
 	return true
 }
 
@@ -449,9 +498,8 @@ type planner struct {
 
 // Planner makes the plans of an engine's operations (Plan), for drivers
 // other than Engine's blocking one: hosts with their own I/O, or many
-// operations sharing round trips (Engine.Run). Its methods mirror Engine's,
-// with "now" (nowArg) in place of the context; they draw tokens from
-// Config.Rand as the engine would, when the plan is made.
+// operations sharing round trips (Engine.Run). Its plans draw tokens from
+// Config.Rand as the engine's would, when each is made.
 type Planner struct{ p *planner }
 
 // NewPlanner returns a planner configured by cfg, as New configures an
@@ -478,17 +526,11 @@ func newPlanner(cfg Config) (*planner, error) {
 	return p, nil
 }
 
-// newPlan returns a plan of p at now, not yet started.
-func newPlan[T any](p *planner, now string) *plan[T] {
-	return &plan[T]{m: machine{scripts: &p.scripts, now: now}}
-}
-
 // finish ends an operation whose events are decided (m.out): it queues
-// their messages, changes first, and, with a change log, appends them to
-// it first in a round of its own, whose failure is noted, not returned,
-// and leaves the events unacknowledged (their IDs cleared from the
-// messages' acknowledgement) so that a sweep delivers them again. err is
-// the plan's error after that (a refused heartbeat's).
+// their messages, losses first, then changes, then kicks, and, with a
+// change log, appends them to it first in a round of its own (the
+// machine's: see failRound). err is the plan's error after that (a refused
+// heartbeat's).
 func (p *planner) finish(m *machine, err error) (*round, error) {
 	if len(m.out) == 0 {
 		return nil, err
@@ -526,15 +568,8 @@ func (p *planner) finish(m *machine, err error) (*round, error) {
 		return nil, err
 	}
 	calls, costs := p.logAppendCalls(changes, kicks, losses, append(ids, lossIDs...))
-	return &round{op: "change log", calls: calls, costs: costs,
-		next: func([]Value) (*round, error) { return nil, err },
-		onErr: func(logErr error) (*round, error) {
-			m.note(note{kind: noteLogFailed, err: logErr})
-			for i := range m.pubs {
-				m.pubs[i].ID = "" // not logged: not delivered, so not acknowledged
-			}
-			return nil, err
-		}}, nil
+	m.logging, m.after = true, err
+	return &round{op: "change log", calls: calls, costs: costs}, nil
 }
 
 func (p *planner) changeChannel() string { return p.settings.keys.prefix + ":changes" }

@@ -223,16 +223,16 @@ type outcome interface {
 	result() string
 }
 
-type typed[T any] struct{ *core.Plan[T] }
+type typed[T any] struct{ core.Plan[T] }
 
 func (p typed[T]) result() string {
 	v, err := p.Outcome()
 	return fmt.Sprintf("%+v err=%v msgs=%d", v, err, len(p.Messages()))
 }
 
-func wrapPlan[T any](p *core.Plan[T]) outcome { return typed[T]{p} }
+func wrapPlan[T any](p core.Plan[T]) outcome { return typed[T]{p} }
 
-type errOnly[T any] struct{ *core.Plan[T] }
+type errOnly[T any] struct{ core.Plan[T] }
 
 func (p errOnly[T]) result() string {
 	_, err := p.Outcome()

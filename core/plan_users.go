@@ -9,162 +9,178 @@ import (
 )
 
 // The plans of the user operations: heartbeats, sessions, manual status,
-// statuses, online counts. Engine's methods of the same names drive them.
+// statuses, online counts. Each is a state machine (a body, plan.go) over
+// its rounds; Engine's methods of the same names drive them.
 
-// Heartbeat plans Engine.Heartbeat at now: the steady beat, whose script
-// runs the full path itself for a beat it cannot apply. An implicit
-// login's token seed is drawn when the plan is made.
-func (pl *Planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return pl.p.heartbeat(now, hb) }
-
-func (p *planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return p.beat(now, hb, false) }
-
-// beat is heartbeat's plan; checked says the caller has already applied
-// checkHeartbeat (the engine's group commit does, before it merges a beat
-// with others), so that a beat is validated once.
-func (p *planner) beat(now string, hb Heartbeat, checked bool) *plan[Ack] {
-	sp := &steadyPlan{plan: plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
-	pl, m := &sp.plan, &sp.plan.m
-	if !checked {
-		if err := p.checkHeartbeat(hb); err != nil {
-			m.note(note{kind: noteHeartbeats, refused: 1})
-			m.fail(err)
-			return pl
-		}
-	}
-	b := p.settings.keys.userBucket(hb.User)
-	// drawn before the steady beat, so that a beat draws one seed whichever
-	// script applies it, as the model's does
-	seed, err := p.seedFor(hb.Token == "")
-	if err != nil {
-		m.fail(err)
-		return pl
-	}
-	if !p.mayBeSteady(hb) {
-		m.settle(p.heartbeatFull(pl, b, hb, seed))
-		return pl
-	}
-	sp.b, sp.seed = b, seed
-	r := &m.r0
-	args := append(append(sp.args[:0], m.now, p.settings.users[b].pagePrefix), p.settings.beatParams[:]...)
-	args = append(args, p.leftArg(b, seed, nil))
-	m.call0[0] = Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: p.appendSteady(args, b, hb)}
-	r.op, r.calls, r.then = "heartbeat", m.call0[:], sp
-	m.settle(r, nil)
-	return pl
-}
-
-// steadyPlan is a heartbeat's plan while it waits for the steady beat: the
-// plan and what its continuation needs, in one allocation.
-type steadyPlan struct {
-	plan[Ack]
+// beatPlan is a heartbeat's plan: the steady beat, whose script runs the
+// full path itself for a beat it cannot apply, or else heartbeat_full.lua,
+// then the change log when it decided a change. It is one allocation, or
+// none when its driver reuses it (startBeat).
+type beatPlan struct {
+	plan plan[Ack]
 	p    *planner
 	b    uint32
 	hb   Heartbeat
 	seed string
+	full bool // the round sent is heartbeat_full.lua's
 	// the steady call's arguments: now, the page prefix, the settings,
 	// ARG_LEFT and one beat's fields (appendSteady, lua/heartbeat_steady.lua)
 	args [3 + len(settings{}.beatParams) + steadyFields]string
 }
 
-// next takes the steady beat's reply: the beat applied, or decided by the
-// full path in the same call, or left to heartbeat_full.lua.
-func (sp *steadyPlan) next(vals []Value) (*round, error) {
-	var token [1]string
-	decided, err := sp.p.decodeSteady(vals[0], sp.b, token[:])
+// heartbeat returns the plan of hb at now. An implicit login's token seed
+// is drawn when the plan is made.
+func (p *planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return p.beat(now, hb, false) }
+
+// beat is heartbeat; checked is startBeat's.
+func (p *planner) beat(now string, hb Heartbeat, checked bool) *plan[Ack] {
+	bp := new(beatPlan)
+	p.startBeat(bp, now, hb, checked)
+	return &bp.plan
+}
+
+// startBeat makes bp the plan of hb at now, whatever it held; checked says
+// the caller has already applied checkHeartbeat (the engine's group commit
+// does, before it merges a beat with others), so that a beat is validated
+// once.
+func (p *planner) startBeat(bp *beatPlan, now string, hb Heartbeat, checked bool) {
+	*bp = beatPlan{plan: plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
+	m := &bp.plan.m
+	m.body = bp
+	if !checked {
+		if err := p.checkHeartbeat(hb); err != nil {
+			m.note(note{kind: noteHeartbeats, refused: 1})
+			m.fail(err)
+			return
+		}
+	}
+	bp.b = p.settings.keys.userBucket(hb.User)
+	// drawn before the steady beat, so that a beat draws one seed whichever
+	// script applies it, as the model's does
+	seed, err := p.seedFor(hb.Token == "")
 	if err != nil {
+		m.fail(err)
+		return
+	}
+	bp.seed = seed
+	if !p.mayBeSteady(hb) {
+		m.settle(bp.fullRound())
+		return
+	}
+	args := append(append(bp.args[:0], m.now, p.settings.users[bp.b].pagePrefix), p.settings.beatParams[:]...)
+	args = append(args, p.leftArg(bp.b, seed, nil))
+	m.settle(m.one("heartbeat", Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[bp.b].steady,
+		Args: p.appendSteady(args, bp.b, hb)}), nil)
+}
+
+// fullRound is the round of the beat's full path (lua/heartbeat_full.lua).
+func (bp *beatPlan) fullRound() (*round, error) {
+	p, m := bp.p, &bp.plan.m
+	bp.full = true
+	args := append(p.userArgs(m.now, bp.b, 12), "1")
+	return m.one("heartbeat", Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(bp.b),
+		Args: p.appendBeat(args, bp.hb, bp.seed, 0)}), nil
+}
+
+func (bp *beatPlan) next(vals []Value) (*round, error) {
+	if bp.full {
+		return bp.decided(vals[0])
+	}
+	// the steady beat's reply: the beat applied, or decided by the full
+	// path in the same call, or left to heartbeat_full.lua
+	var token [1]string
+	decided, err := bp.p.decodeSteady(vals[0], bp.b, token[:])
+	switch {
+	case err != nil:
 		return nil, err
+	case decided.Kind != ValueNil:
+		return bp.decided(decided)
+	case token[0] == "":
+		return bp.fullRound()
 	}
-	if decided.Kind != ValueNil {
-		return sp.p.heartbeatDecided(&sp.plan, sp.b, decided, sp.hb)
-	}
-	if token[0] == "" {
-		return sp.p.heartbeatFull(&sp.plan, sp.b, sp.hb, sp.seed)
-	}
-	sp.m.note(note{kind: noteHeartbeats, accepted: 1})
-	sp.out = Ack{Token: token[0]}
+	bp.plan.m.note(note{kind: noteHeartbeats, accepted: 1})
+	bp.plan.out = Ack{Token: token[0]}
 	return nil, nil
 }
 
-// heartbeatFull is the round of a heartbeat's full path
-// (lua/heartbeat_full.lua) in bucket b.
-func (p *planner) heartbeatFull(pl *plan[Ack], b uint32, hb Heartbeat, seed string) (*round, error) {
-	m := &pl.m
-	args := append(p.userArgs(m.now, b, 12), "1")
-	calls := []Call{{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: p.appendBeat(args, hb, seed, 0)}}
-	return &round{op: "heartbeat", calls: calls, next: func(vals []Value) (*round, error) {
-		return p.heartbeatDecided(pl, b, vals[0], hb)
-	}}, nil
-}
-
-// heartbeatDecided ends a heartbeat's plan with the full path's reply v
-// (decodeBeats) for it, in bucket b.
-func (p *planner) heartbeatDecided(pl *plan[Ack], b uint32, v Value, hb Heartbeat) (*round, error) {
-	m := &pl.m
+// decided ends the plan with the full path's reply v (decodeBeats).
+func (bp *beatPlan) decided(v Value) (*round, error) {
+	m := &bp.plan.m
 	var acks [1]Ack
 	var ids [1]string
-	if err := p.decodeBeats(m, b, v, []Heartbeat{hb}, []int{0}, acks[:], ids[:]); err != nil {
+	var run = [1]int{0}
+	if err := bp.p.decodeBeats(m, bp.b, v, []Heartbeat{bp.hb}, run[:], acks[:], ids[:]); err != nil {
 		return nil, err
 	}
 	m.note(beatNote(acks[:]))
-	pl.out = acks[0]
+	bp.plan.out = acks[0]
 	m.deliver(acks[0].Changes, ids[:], nil, nil)
-	return p.finish(m, acks[0].Err)
+	return bp.p.finish(m, acks[0].Err)
 }
 
-// HeartbeatBatch plans Engine.HeartbeatBatch at now: one round of steady
-// beats, one of the beats they left, each in bounded calls (a user's
-// beats in one call). The token seeds are drawn when the
-// plan is made.
-func (pl *Planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
-	return pl.p.heartbeatBatch(now, beats)
+// beatsPlan is a HeartbeatBatch's plan: one round of steady beats, one of
+// the beats they left, each in bounded calls (a user's beats in one call),
+// then the change log when they decided changes. The token seeds are
+// drawn when the plan is made.
+type beatsPlan struct {
+	plan  plan[[]Ack]
+	p     *planner
+	beats []Heartbeat
+	acks  []Ack
+	ids   []string // by beat: the outbox ID of its change, once a full path runs
+	// by beat: its bucket, its run's token seed, its position in its run
+	bucket []uint32
+	seed   []string
+	pos    []int
+	runs   [][]int // the valid beats, by bucket and user, a run a bucket
+	full   bool    // the round sent is heartbeat_full.lua's
+	// by call of the round sent: the beats it carries, their bucket
+	parts  [][]int
+	partIn []uint32
 }
 
-func (p *planner) heartbeatBatch(now string, beats []Heartbeat) *plan[[]Ack] {
-	return p.beats(now, beats, false)
-}
-
-// beats is heartbeatBatch's plan; checked says the caller has already
-// applied checkHeartbeat to every beat (see beat).
-func (p *planner) beats(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
-	pl := newPlan[[]Ack](p, now)
-	m := &pl.m
+// heartbeatBatch returns the plan of beats at now; checked says the caller
+// has already applied checkHeartbeat to every beat (see startBeat).
+func (p *planner) heartbeatBatch(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
+	bp := &beatsPlan{plan: plan[[]Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, beats: beats}
+	m := &bp.plan.m
+	m.body = bp
 	if err := checkBatch("beats", len(beats)); err != nil {
 		m.fail(err)
-		return pl
+		return &bp.plan
 	}
-	acks := make([]Ack, len(beats))
-	var ids []string // by beat: the outbox ID of its change, once a full path runs
+	bp.acks = make([]Ack, len(beats))
 	// Valid beats, ordered by bucket and user (stable, so a user's beats
 	// keep their order), make one call per run of equal buckets.
 	order := make([]int, 0, len(beats))
-	bucket := make([]uint32, len(beats))
+	bp.bucket = make([]uint32, len(beats))
 	for i, hb := range beats {
 		if !checked {
-			acks[i].Err = p.checkHeartbeat(hb)
+			bp.acks[i].Err = p.checkHeartbeat(hb)
 		}
-		if acks[i].Err == nil {
-			bucket[i] = p.settings.keys.userBucket(hb.User)
+		if bp.acks[i].Err == nil {
+			bp.bucket[i] = p.settings.keys.userBucket(hb.User)
 			order = append(order, i)
 		}
 	}
 	slices.SortStableFunc(order, func(x, y int) int {
-		return cmp.Or(cmp.Compare(bucket[x], bucket[y]), strings.Compare(beats[x].User, beats[y].User))
+		return cmp.Or(cmp.Compare(bp.bucket[x], bp.bucket[y]), strings.Compare(beats[x].User, beats[y].User))
 	})
-	var runs [][]int
+	runs := bp.runs[:0]
 	for lo := 0; lo < len(order); {
 		hi := lo + 1
-		for hi < len(order) && bucket[order[hi]] == bucket[order[lo]] {
+		for hi < len(order) && bp.bucket[order[hi]] == bp.bucket[order[lo]] {
 			hi++
 		}
-		runs = append(runs, order[lo:hi])
+		runs = append(runs, order[lo:hi:hi])
 		lo = hi
 	}
 	// An implicit login's token is seed.j for the j-th beat of its run,
 	// one seed per run that has a beat without a token: drawn before the
 	// steady beats, so that a beat's token does not depend on which script
 	// applies it.
-	seed := make([]string, len(beats)) // by beat: its run's seed
-	pos := make([]int, len(beats))     // by beat: its position in its run
+	bp.seed = make([]string, len(beats))
+	bp.pos = make([]int, len(beats))
 	for _, run := range runs {
 		tokenless := false
 		for _, i := range run {
@@ -173,75 +189,29 @@ func (p *planner) beats(now string, beats []Heartbeat, checked bool) *plan[[]Ack
 		s, err := p.seedFor(tokenless)
 		if err != nil {
 			m.fail(err)
-			return pl
+			return &bp.plan
 		}
 		for j, i := range run {
-			seed[i], pos[i] = s, j
+			bp.seed[i], bp.pos[i] = s, j
 		}
 	}
-	full := func(runs [][]int) (*round, error) {
-		if len(runs) > 0 && ids == nil {
-			ids = make([]string, len(beats)) // steady beats publish nothing: no IDs to keep
-		}
-		// calls of at most fullChunk beats (more for a user with more),
-		// a user's beats in one, sent a few at a time
-		var calls []Call
-		var costs []int
-		var parts [][]int
-		for _, run := range runs {
-			for _, part := range chunkUsers(beats, run, fullChunk) {
-				b := bucket[part[0]]
-				args := append(p.userArgs(m.now, b, 1+11*len(part)), strconv.Itoa(len(part)))
-				for _, i := range part {
-					args = p.appendBeat(args, beats[i], seed[i], pos[i])
-				}
-				calls = append(calls, Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args})
-				costs = append(costs, len(part)*fullMicros)
-				parts = append(parts, part)
-			}
-		}
-		end := func() (*round, error) {
-			for i, a := range acks {
-				if len(a.Changes) > 0 {
-					m.deliver(a.Changes, ids[i:i+1], nil, nil)
-				}
-			}
-			m.note(beatNote(acks))
-			pl.out = acks
-			return p.finish(m, nil)
-		}
-		if len(calls) == 0 {
-			return end()
-		}
-		return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
-			for r, part := range parts {
-				if err := p.decodeBeats(m, bucket[part[0]], vals[r], beats, part, acks, ids); err != nil {
-					return nil, err
-				}
-			}
-			return end()
-		}}, nil
-	}
-	m.settle(p.steadyBeats(m, beats, bucket, runs, seed, pos, acks, &ids, full))
-	return pl
+	bp.runs = runs
+	m.settle(bp.steadyRound(runs))
+	return &bp.plan
 }
 
-// steadyBeats offers the beats of each run (one bucket's valid beats, in
+// steadyRound offers the beats of each run (one bucket's valid beats, in
 // order) that may be steady to lua/heartbeat_steady.lua, in calls of at
-// most steadyChunk beats of one run, sent a few at a time, and sets the
-// acks of those it applied, and of those the script decided on the full
-// path (at most leftChunk of a call), whose outbox IDs go to *ids, made
-// for every beat. It goes on with then and the runs of the beats left for
-// heartbeat_full.lua, in their order. A user with several beats in the
-// batch has them all left there, so that one script applies them together
-// and in order: split between the two scripts, they could be applied out
-// of order or apart. Seed and pos are by beat, as appendBeat takes them.
-func (p *planner) steadyBeats(m *machine, beats []Heartbeat, bucket []uint32, runs [][]int, seed []string, pos []int,
-	acks []Ack, ids *[]string, then func(runs [][]int) (*round, error)) (*round, error) {
+// most steadyChunk beats of one run, sent a few at a time. A user with
+// several beats in the batch has them all left to heartbeat_full.lua, so
+// that one script applies them together and in order: split between the
+// two scripts, they could be applied out of order or apart. Without such
+// a beat, it goes on with the full path's round at once.
+func (bp *beatsPlan) steadyRound(runs [][]int) (*round, error) {
+	p, m, beats := bp.p, &bp.plan.m, bp.beats
 	var calls []Call
 	var costs []int
-	var offered [][]int
-	var offeredIn []uint32
+	bp.parts, bp.partIn = bp.parts[:0], bp.partIn[:0]
 	for _, run := range runs {
 		var these []int
 		for k, i := range run {
@@ -252,73 +222,132 @@ func (p *planner) steadyBeats(m *machine, beats []Heartbeat, bucket []uint32, ru
 				these = append(these, i)
 			}
 		}
-		b := bucket[run[0]]
+		b := bp.bucket[run[0]]
 		for _, sp := range spans(len(these), steadyChunk) {
 			part := these[sp[0]:sp[1]:sp[1]]
 			var places []int
-			if seed[run[0]] != "" {
+			if bp.seed[run[0]] != "" {
 				places = make([]int, len(part))
 				for k, i := range part {
-					places[k] = pos[i]
+					places[k] = bp.pos[i]
 				}
 			}
-			args := p.steadyArgs(m.now, b, seed[run[0]], places, len(part))
+			args := p.steadyArgs(m.now, b, bp.seed[run[0]], places, len(part))
 			for _, i := range part {
 				args = p.appendSteady(args, b, beats[i])
 			}
 			calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
 			costs = append(costs, len(part)*steadyMicros)
-			offered = append(offered, part)
-			offeredIn = append(offeredIn, b)
+			bp.parts, bp.partIn = append(bp.parts, part), append(bp.partIn, b)
 		}
 	}
 	if len(calls) == 0 {
-		return then(runs)
+		return bp.fullRound(runs)
 	}
-	return &round{op: "heartbeat", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
-		applied := make([]bool, len(beats)) // or decided
-		for c, these := range offered {
-			tokens := make([]string, len(these))
-			decided, err := p.decodeSteady(vals[c], offeredIn[c], tokens)
-			if err != nil {
+	return &round{op: "heartbeat", calls: calls, costs: costs}, nil
+}
+
+// fullRound sends the beats of runs to lua/heartbeat_full.lua, in calls of
+// at most fullChunk beats (more for a user with more), a user's beats in
+// one, sent a few at a time; without any, the plan ends.
+func (bp *beatsPlan) fullRound(runs [][]int) (*round, error) {
+	p, m := bp.p, &bp.plan.m
+	if len(runs) > 0 && bp.ids == nil {
+		bp.ids = make([]string, len(bp.beats)) // steady beats publish nothing: no IDs to keep
+	}
+	var calls []Call
+	var costs []int
+	bp.full, bp.parts, bp.partIn = true, bp.parts[:0], bp.partIn[:0]
+	for _, run := range runs {
+		for _, part := range chunkUsers(bp.beats, run, fullChunk) {
+			b := bp.bucket[part[0]]
+			args := append(p.userArgs(m.now, b, 1+11*len(part)), strconv.Itoa(len(part)))
+			for _, i := range part {
+				args = p.appendBeat(args, bp.beats[i], bp.seed[i], bp.pos[i])
+			}
+			calls = append(calls, Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args})
+			costs = append(costs, len(part)*fullMicros)
+			bp.parts, bp.partIn = append(bp.parts, part), append(bp.partIn, b)
+		}
+	}
+	if len(calls) == 0 {
+		return bp.end()
+	}
+	return &round{op: "heartbeat", calls: calls, costs: costs}, nil
+}
+
+func (bp *beatsPlan) next(vals []Value) (*round, error) {
+	if bp.full {
+		for c, part := range bp.parts {
+			if err := bp.p.decodeBeats(&bp.plan.m, bp.partIn[c], vals[c], bp.beats, part, bp.acks, bp.ids); err != nil {
 				return nil, err
 			}
-			var left []int
-			for j, i := range these {
-				if tokens[j] != "" {
-					acks[i].Token, applied[i] = tokens[j], true
-				} else {
-					left = append(left, i)
-				}
-			}
-			if decided.Kind == ValueNil {
-				continue
-			}
-			left = left[:min(len(left), leftChunk)]
-			if *ids == nil {
-				*ids = make([]string, len(beats))
-			}
-			if err := p.decodeBeats(m, offeredIn[c], decided, beats, left, acks, *ids); err != nil {
-				return nil, err
-			}
-			for _, i := range left {
-				applied[i] = true
+		}
+		return bp.end()
+	}
+	return bp.steadyApplied(vals)
+}
+
+// steadyApplied takes the steady beats' replies: it sets the acks of the
+// beats they applied, and of those their script decided on the full path
+// (at most leftChunk of a call), and goes on with the full path's round
+// for the beats left, in their runs' order.
+func (bp *beatsPlan) steadyApplied(vals []Value) (*round, error) {
+	applied := make([]bool, len(bp.beats)) // or decided
+	for c, these := range bp.parts {
+		tokens := make([]string, len(these))
+		decided, err := bp.p.decodeSteady(vals[c], bp.partIn[c], tokens)
+		if err != nil {
+			return nil, err
+		}
+		var left []int
+		for j, i := range these {
+			if tokens[j] != "" {
+				bp.acks[i].Token, applied[i] = tokens[j], true
+			} else {
+				left = append(left, i)
 			}
 		}
-		left := runs[:0:0]
-		for _, run := range runs {
-			var rest []int
-			for _, i := range run {
-				if !applied[i] {
-					rest = append(rest, i)
-				}
-			}
-			if len(rest) > 0 {
-				left = append(left, rest)
+		if decided.Kind == ValueNil {
+			continue
+		}
+		left = left[:min(len(left), leftChunk)]
+		if bp.ids == nil {
+			bp.ids = make([]string, len(bp.beats))
+		}
+		if err := bp.p.decodeBeats(&bp.plan.m, bp.partIn[c], decided, bp.beats, left, bp.acks, bp.ids); err != nil {
+			return nil, err
+		}
+		for _, i := range left {
+			applied[i] = true
+		}
+	}
+	var left [][]int
+	for _, run := range bp.runs {
+		var rest []int
+		for _, i := range run {
+			if !applied[i] {
+				rest = append(rest, i)
 			}
 		}
-		return then(left)
-	}}, nil
+		if len(rest) > 0 {
+			left = append(left, rest)
+		}
+	}
+	return bp.fullRound(left)
+}
+
+// end ends the plan with every beat's ack and the changes decided.
+func (bp *beatsPlan) end() (*round, error) {
+	m := &bp.plan.m
+	for i, a := range bp.acks {
+		if len(a.Changes) > 0 {
+			m.deliver(a.Changes, bp.ids[i:i+1], nil, nil)
+		}
+	}
+	m.note(beatNote(bp.acks))
+	bp.plan.out = bp.acks
+	return bp.p.finish(m, nil)
 }
 
 // chunkUsers splits run (beat indexes, a user's beats next to each other)
@@ -369,246 +398,312 @@ func beatNote(acks []Ack) note {
 	return note{kind: noteHeartbeats, accepted: accepted, refused: len(acks) - accepted}
 }
 
-// Login plans Engine.Login at now; a new token is drawn when the plan is
-// made.
-func (pl *Planner) login(now string, l Login) *plan[LoginResult] { return pl.p.login(now, l) }
+// loginPlan is a Login's plan: lua/login.lua, then the change log when it
+// decided changes or kicks. A new token is drawn when the plan is made.
+type loginPlan struct {
+	plan        plan[LoginResult]
+	p           *planner
+	b           uint32
+	user, token string
+}
 
 func (p *planner) login(now string, l Login) *plan[LoginResult] {
-	pl := newPlan[LoginResult](p, now)
-	m := &pl.m
+	lp := &loginPlan{plan: plan[LoginResult]{m: machine{scripts: &p.scripts, now: now}}, p: p, user: l.User}
+	m := &lp.plan.m
+	m.body = lp
 	policy := p.settings.cfg.Policy
 	if l.Policy != nil {
 		policy = *l.Policy
 	}
 	if err := p.checkLogin(l, policy); err != nil {
 		m.fail(err)
-		return pl
+		return &lp.plan
 	}
-	token := l.Token
-	if token == "" {
+	lp.token = l.Token
+	if lp.token == "" {
 		var err error
-		if token, err = p.newToken(); err != nil {
+		if lp.token, err = p.newToken(); err != nil {
 			m.fail(err)
-			return pl
+			return &lp.plan
 		}
 	}
-	b := p.settings.keys.userBucket(l.User)
-	args := append(p.userArgs(now, b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
-		strconv.Itoa(int(policy)), flag(l.Background), itoa(p.settings.interval[l.Kind]), encodeMeta(l.Meta), token)
-	m.settle(&round{op: "login", calls: []Call{{SHA: p.scripts.login.sha, Keys: p.userKeys(b), Args: args}},
-		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 4)
-			if err != nil {
-				return nil, err
-			}
-			if err := p.found(m, b, rest[3], now); err != nil {
-				return nil, err
-			}
-			code, err := rest[0].asString()
-			if err != nil {
-				return nil, err
-			}
-			if err := codeErr(code); err != nil {
-				return p.finish(m, err)
-			}
-			kicked, kickIDs, err := decodeKicks(l.User, rest[1], now)
-			if err != nil {
-				return nil, err
-			}
-			changes, ids, err := decodeChanges(rest[2], now)
-			if err != nil {
-				return nil, err
-			}
-			pl.out = LoginResult{Token: token, Kicked: kicked, Changes: changes}
-			m.deliver(changes, ids, kicked, kickIDs)
-			return p.finish(m, nil)
-		}}, nil)
-	return pl
+	lp.b = p.settings.keys.userBucket(l.User)
+	args := append(p.userArgs(now, lp.b, 9), l.User, l.Device, strconv.Itoa(int(l.Kind)), l.Gateway,
+		strconv.Itoa(int(policy)), flag(l.Background), itoa(p.settings.interval[l.Kind]), encodeMeta(l.Meta), lp.token)
+	m.settle(m.one("login", Call{SHA: p.scripts.login.sha, Keys: p.userKeys(lp.b), Args: args}), nil)
+	return &lp.plan
 }
 
-// Logout plans Engine.Logout at now.
-func (pl *Planner) logout(now, user, device, token string) *plan[Ended] {
-	return pl.p.end(now, "logout", user, device, token)
+func (lp *loginPlan) next(vals []Value) (*round, error) {
+	p, m := lp.p, &lp.plan.m
+	now, rest, err := splitReply(vals[0], 4)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.found(m, lp.b, rest[3], now); err != nil {
+		return nil, err
+	}
+	code, err := rest[0].asString()
+	if err != nil {
+		return nil, err
+	}
+	if err := codeErr(code); err != nil {
+		return p.finish(m, err)
+	}
+	kicked, kickIDs, err := decodeKicks(lp.user, rest[1], now)
+	if err != nil {
+		return nil, err
+	}
+	changes, ids, err := decodeChanges(rest[2], now)
+	if err != nil {
+		return nil, err
+	}
+	lp.plan.out = LoginResult{Token: lp.token, Kicked: kicked, Changes: changes}
+	m.deliver(changes, ids, kicked, kickIDs)
+	return p.finish(m, nil)
 }
 
-// Disconnect plans Engine.Disconnect at now.
-func (pl *Planner) disconnect(now, user, device, token string) *plan[Ended] {
-	return pl.p.end(now, "disconnect", user, device, token)
+// endPlan is the plan of lua/logout.lua for a Logout or a Disconnect
+// (mode names which), then the change log when it decided a change.
+type endPlan struct {
+	plan plan[Ended]
+	p    *planner
+	b    uint32
+	mode string
 }
 
-// end plans lua/logout.lua for Logout and Disconnect; mode names which.
 func (p *planner) end(now, mode, user, device, token string) *plan[Ended] {
-	pl := newPlan[Ended](p, now)
-	m := &pl.m
+	ep := &endPlan{plan: plan[Ended]{m: machine{scripts: &p.scripts, now: now}}, p: p, mode: mode}
+	m := &ep.plan.m
+	m.body = ep
 	if err := checkEnd(user, device, token); err != nil {
 		m.fail(err)
-		return pl
+		return &ep.plan
 	}
-	b := p.settings.keys.userBucket(user)
-	args := append(p.userArgs(now, b, 4), user, device, mode, token)
-	m.settle(&round{op: mode, calls: []Call{{SHA: p.scripts.logout.sha, Keys: p.userKeys(b), Args: args}},
-		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 4)
-			if err != nil {
-				return nil, err
-			}
-			if err := p.found(m, b, rest[3], now); err != nil {
-				return nil, err
-			}
-			code, err1 := rest[0].asString()
-			removed, err2 := rest[1].asInt()
-			if err1 != nil || err2 != nil {
-				return nil, replyErr("%s: %s", mode, vals[0])
-			}
-			if err := codeErr(code); err != nil {
-				return p.finish(m, err)
-			}
-			changes, ids, err := decodeChanges(rest[2], now)
-			if err != nil {
-				return nil, err
-			}
-			pl.out = Ended{Removed: removed == 1, Changes: changes}
-			m.deliver(changes, ids, nil, nil)
-			return p.finish(m, nil)
-		}}, nil)
-	return pl
+	ep.b = p.settings.keys.userBucket(user)
+	args := append(p.userArgs(now, ep.b, 4), user, device, mode, token)
+	m.settle(m.one(mode, Call{SHA: p.scripts.logout.sha, Keys: p.userKeys(ep.b), Args: args}), nil)
+	return &ep.plan
 }
 
-// SetManual plans Engine.SetManual at now.
-func (pl *Planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
-	return pl.p.setManual(now, user, md, ttl)
+func (ep *endPlan) next(vals []Value) (*round, error) {
+	p, m := ep.p, &ep.plan.m
+	now, rest, err := splitReply(vals[0], 4)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.found(m, ep.b, rest[3], now); err != nil {
+		return nil, err
+	}
+	code, err1 := rest[0].asString()
+	removed, err2 := rest[1].asInt()
+	if err1 != nil || err2 != nil {
+		return nil, replyErr("%s: %s", ep.mode, vals[0])
+	}
+	if err := codeErr(code); err != nil {
+		return p.finish(m, err)
+	}
+	changes, ids, err := decodeChanges(rest[2], now)
+	if err != nil {
+		return nil, err
+	}
+	ep.plan.out = Ended{Removed: removed == 1, Changes: changes}
+	m.deliver(changes, ids, nil, nil)
+	return p.finish(m, nil)
+}
+
+// manualPlan is a SetManual's plan: lua/manual.lua, then the change log
+// when it decided a change.
+type manualPlan struct {
+	plan plan[[]Change]
+	p    *planner
+	b    uint32
 }
 
 func (p *planner) setManual(now, user string, md Manual, ttl time.Duration) *plan[[]Change] {
-	pl := newPlan[[]Change](p, now)
-	m := &pl.m
+	mp := &manualPlan{plan: plan[[]Change]{m: machine{scripts: &p.scripts, now: now}}, p: p}
+	m := &mp.plan.m
+	m.body = mp
 	if err := checkManual(user, md, ttl); err != nil {
 		m.fail(err)
-		return pl
+		return &mp.plan
 	}
-	b := p.settings.keys.userBucket(user)
-	args := append(p.userArgs(now, b, 3), user, strconv.Itoa(int(md)), itoa(millis(ttl)))
-	m.settle(&round{op: "manual", calls: []Call{{SHA: p.scripts.manual.sha, Keys: p.userKeys(b), Args: args}},
-		next: func(vals []Value) (*round, error) {
-			now, rest, err := splitReply(vals[0], 2)
-			if err != nil {
-				return nil, err
-			}
-			if err := p.found(m, b, rest[1], now); err != nil {
-				return nil, err
-			}
-			changes, ids, err := decodeChanges(rest[0], now)
-			if err != nil {
-				return nil, err
-			}
-			pl.out = changes
-			m.deliver(changes, ids, nil, nil)
-			return p.finish(m, nil)
-		}}, nil)
-	return pl
+	mp.b = p.settings.keys.userBucket(user)
+	args := append(p.userArgs(now, mp.b, 3), user, strconv.Itoa(int(md)), itoa(millis(ttl)))
+	m.settle(m.one("manual", Call{SHA: p.scripts.manual.sha, Keys: p.userKeys(mp.b), Args: args}), nil)
+	return &mp.plan
 }
 
-// Status plans Engine.Status at now.
-func (pl *Planner) status(now, user string) *plan[UserStatus] {
-	p := pl.p
-	plan := newPlan[UserStatus](p, now)
-	if err := checkID("user", user); err != nil {
-		plan.m.fail(err)
-		return plan
+func (mp *manualPlan) next(vals []Value) (*round, error) {
+	p, m := mp.p, &mp.plan.m
+	now, rest, err := splitReply(vals[0], 2)
+	if err != nil {
+		return nil, err
 	}
-	plan.m.settle(p.statuses(&plan.m, []string{user}, func(out []UserStatus) { plan.out = out[0] }))
-	return plan
+	if err := p.found(m, mp.b, rest[1], now); err != nil {
+		return nil, err
+	}
+	changes, ids, err := decodeChanges(rest[0], now)
+	if err != nil {
+		return nil, err
+	}
+	mp.plan.out = changes
+	m.deliver(changes, ids, nil, nil)
+	return p.finish(m, nil)
 }
 
-// Statuses plans Engine.Statuses at now.
-func (pl *Planner) statuses(now string, users []string) *plan[[]UserStatus] {
-	p := pl.p
-	plan := newPlan[[]UserStatus](p, now)
-	plan.m.settle(p.statuses(&plan.m, users, func(out []UserStatus) { plan.out = out }))
-	return plan
-}
-
-// statuses is the round of Statuses: read-only calls of at most
+// statusRead is the round of a status read: read-only calls of at most
 // statusChunk users of one user bucket each, sent a few at a time
-// (round.costs); the statuses, in the order asked, go to set.
-func (p *planner) statuses(m *machine, users []string, set func([]UserStatus)) (*round, error) {
+// (round.costs), and the statuses they return, in the order asked.
+type statusRead struct {
+	p      *planner
+	users  []string
+	chunks [][]int // by call: the users it reads, by index in users
+}
+
+// round returns the read's round at now.
+func (sr *statusRead) round(now string) (*round, error) {
+	p, users := sr.p, sr.users
 	if err := checkUsers(users); err != nil {
 		return nil, err
 	}
-	groups := map[uint32][]int{}
+	// the users by bucket, the buckets in the order they first appear
+	bucket := make([]uint32, len(users))
 	var order []uint32
 	for i, u := range users {
-		b := p.settings.keys.userBucket(u)
-		if _, ok := groups[b]; !ok {
-			order = append(order, b)
+		bucket[i] = p.settings.keys.userBucket(u)
+		if !slices.Contains(order, bucket[i]) {
+			order = append(order, bucket[i])
 		}
-		groups[b] = append(groups[b], i)
 	}
 	var calls []Call
 	var costs []int
-	var chunks [][]int // by call: the users it reads, by index in users
 	for _, b := range order {
-		for _, sp := range spans(len(groups[b]), statusChunk) {
-			chunk := groups[b][sp[0]:sp[1]:sp[1]]
-			args := append(p.userArgs(m.now, b, 1+len(chunk)), strconv.Itoa(len(chunk)))
+		var group []int
+		for i := range users {
+			if bucket[i] == b {
+				group = append(group, i)
+			}
+		}
+		for _, sp := range spans(len(group), statusChunk) {
+			chunk := group[sp[0]:sp[1]:sp[1]]
+			args := append(p.userArgs(now, b, 1+len(chunk)), strconv.Itoa(len(chunk)))
 			for _, i := range chunk {
 				args = append(args, users[i])
 			}
 			calls = append(calls, Call{SHA: p.scripts.status.sha, Keys: p.userKeys(b), Args: args})
 			costs = append(costs, len(chunk)*statusMicros)
-			chunks = append(chunks, chunk)
+			sr.chunks = append(sr.chunks, chunk)
 		}
 	}
-	return &round{op: "status", calls: calls, costs: costs, next: func(vals []Value) (*round, error) {
-		out := make([]UserStatus, len(users))
-		for c, chunk := range chunks {
-			now, rest, err := splitReply(vals[c], 1)
-			if err != nil {
-				return nil, err
-			}
-			items, err := rest[0].asArray(len(chunk))
-			if err != nil {
-				return nil, err
-			}
-			for j, i := range chunk {
-				if out[i], err = p.decodeStatus(users[i], items[j], now); err != nil {
-					return nil, err
-				}
-			}
-		}
-		set(out)
-		return nil, nil
-	}}, nil
+	return &round{op: "status", calls: calls, costs: costs}, nil
 }
 
-// Online plans Engine.Online at now (the scripts read no clock: now is
-// unused).
-func (pl *Planner) online(now string) *plan[map[Status]int64] {
-	p := pl.p
-	plan := newPlan[map[Status]int64](p, now)
+// decode reads the round's values into out, one status per user.
+func (sr *statusRead) decode(vals []Value, out []UserStatus) error {
+	for c, chunk := range sr.chunks {
+		now, rest, err := splitReply(vals[c], 1)
+		if err != nil {
+			return err
+		}
+		items, err := rest[0].asArray(len(chunk))
+		if err != nil {
+			return err
+		}
+		for j, i := range chunk {
+			if out[i], err = sr.p.decodeStatus(sr.users[i], items[j], now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// statusPlan is a ReadStatus's plan: one status read.
+type statusPlan struct {
+	plan plan[UserStatus]
+	read statusRead
+	user [1]string
+}
+
+func (p *planner) status(now, user string) *plan[UserStatus] {
+	sp := &statusPlan{plan: plan[UserStatus]{m: machine{scripts: &p.scripts, now: now}}}
+	sp.user[0] = user
+	sp.read = statusRead{p: p, users: sp.user[:]}
+	if err := checkID("user", user); err != nil {
+		sp.plan.m.start(sp, nil, err)
+		return &sp.plan
+	}
+	sp.plan.m.body = sp
+	sp.plan.m.settle(sp.read.round(now))
+	return &sp.plan
+}
+
+func (sp *statusPlan) next(vals []Value) (*round, error) {
+	var out [1]UserStatus
+	if err := sp.read.decode(vals, out[:]); err != nil {
+		return nil, err
+	}
+	sp.plan.out = out[0]
+	return nil, nil
+}
+
+// statusesPlan is a ReadStatuses' plan: one status read.
+type statusesPlan struct {
+	plan plan[[]UserStatus]
+	read statusRead
+}
+
+func (p *planner) statuses(now string, users []string) *plan[[]UserStatus] {
+	sp := &statusesPlan{plan: plan[[]UserStatus]{m: machine{scripts: &p.scripts, now: now}},
+		read: statusRead{p: p, users: users}}
+	sp.plan.m.body = sp
+	sp.plan.m.settle(sp.read.round(now))
+	return &sp.plan
+}
+
+func (sp *statusesPlan) next(vals []Value) (*round, error) {
+	out := make([]UserStatus, len(sp.read.users))
+	if err := sp.read.decode(vals, out); err != nil {
+		return nil, err
+	}
+	sp.plan.out = out
+	return nil, nil
+}
+
+// onlinePlan is a ReadOnline's plan: one call per user bucket (the scripts
+// read no clock: now is unused).
+type onlinePlan struct {
+	plan plan[map[Status]int64]
+}
+
+func (p *planner) online(now string) *plan[map[Status]int64] {
+	op := &onlinePlan{plan: plan[map[Status]int64]{m: machine{scripts: &p.scripts, now: now}}}
 	calls := make([]Call, len(p.settings.users))
 	for b := range p.settings.users {
 		calls[b] = Call{SHA: p.scripts.counts.sha, Keys: []string{p.settings.users[b].counts}}
 	}
-	plan.m.settle(&round{op: "online", calls: calls, next: func(vals []Value) (*round, error) {
-		out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
-		for _, v := range vals {
-			flat, err := v.asArray(-1)
-			if err != nil || len(flat)%2 != 0 {
+	op.plan.m.start(op, &round{op: "online", calls: calls}, nil)
+	return &op.plan
+}
+
+func (op *onlinePlan) next(vals []Value) (*round, error) {
+	out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
+	for _, v := range vals {
+		flat, err := v.asArray(-1)
+		if err != nil || len(flat)%2 != 0 {
+			return nil, replyErr("online counts: %s", v)
+		}
+		for i := 0; i < len(flat); i += 2 {
+			s, err1 := flat[i].asString()
+			n, err2 := flat[i+1].asInt()
+			code, err3 := strconv.Atoi(s)
+			if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
 				return nil, replyErr("online counts: %s", v)
 			}
-			for i := 0; i < len(flat); i += 2 {
-				s, err1 := flat[i].asString()
-				n, err2 := flat[i+1].asInt()
-				code, err3 := strconv.Atoi(s)
-				if err1 != nil || err2 != nil || err3 != nil || code <= 0 || !inRange(int64(code), len(statusNames)) {
-					return nil, replyErr("online counts: %s", v)
-				}
-				out[Status(code)] += n
-			}
+			out[Status(code)] += n
 		}
-		plan.out = out
-		return nil, nil
-	}}, nil)
-	return plan
+	}
+	op.plan.out = out
+	return nil, nil
 }

@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/presencekit/presence/core"
@@ -20,7 +21,7 @@ type recorder struct {
 
 func (r *recorder) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	r.mu.Lock()
-	r.calls = append(r.calls, calls...)
+	r.calls = append(r.calls, kept(calls)...)
 	before := r.before
 	r.mu.Unlock()
 	if before != nil {
@@ -49,4 +50,13 @@ func scriptOf(c core.Call) string {
 		}
 	}
 	return "?"
+}
+
+// kept copies calls, as a Store that keeps them past Eval must (Store).
+func kept(calls []core.Call) []core.Call {
+	out := make([]core.Call, len(calls))
+	for i, c := range calls {
+		out[i] = core.Call{SHA: c.SHA, Source: c.Source, Keys: slices.Clone(c.Keys), Args: slices.Clone(c.Args)}
+	}
+	return out
 }

@@ -114,8 +114,7 @@ func (e *Engine) count(ctx context.Context, k scopeKeys) (Count, error) {
 			return parseCount(s)
 		}
 	}
-	p := newPlan[Count](e.plans, e.nowArg())
-	p.m.settle(e.plans.count(&p.m, k, func(c Count) { p.out = c }))
+	p := e.plans.countOf(e.nowArg(), k)
 	e.drive(ctx, p)
 	return p.Outcome()
 }

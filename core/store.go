@@ -26,6 +26,10 @@ type Result struct {
 // does that mapping for any driver. The EVALSHA→EVAL fallback is the core's
 // job, not the adapter's.
 //
+// The calls and their slices are lent for the length of Eval: the engine
+// reuses them once it returns, so a Store that keeps a call (a recorder)
+// copies it.
+//
 // An error reply nested inside an array fails the whole call (Value has no
 // error kind). A driver that resends a call after a network error may run a
 // script twice: every script is written so that a repeat changes nothing

@@ -32,7 +32,7 @@ const (
 // their count keys rewritten, and are released once empty for
 // Config.ReleaseAfter sweeps in a row.
 func (e *Engine) sweepScopes(ctx context.Context) (SweepReport, error) {
-	p := e.Planner().sweepScopes(e.nowArg())
+	p := e.plans.sweepScopes(e.nowArg())
 	e.drive(ctx, p)
 	r, err := p.Outcome()
 	if err != nil || r.Visited+r.Released == 0 || e.cache == nil {

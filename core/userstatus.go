@@ -17,7 +17,7 @@ func (e *Engine) status(ctx context.Context, user string) (UserStatus, error) {
 		e.comb.release(j)
 		return st, err
 	}
-	p := e.Planner().status(e.nowArg(), user)
+	p := e.plans.status(e.nowArg(), user)
 	e.drive(ctx, p)
 	return p.Outcome()
 }

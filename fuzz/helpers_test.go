@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -150,7 +151,9 @@ type recorder struct {
 func (r *recorder) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	r.mu.Lock()
 	r.evals++
-	r.calls = append(r.calls, calls...)
+	for _, c := range calls { // kept past Eval: copied (core.Store)
+		r.calls = append(r.calls, core.Call{SHA: c.SHA, Source: c.Source, Keys: slices.Clone(c.Keys), Args: slices.Clone(c.Args)})
+	}
 	r.mu.Unlock()
 	return r.next.Eval(ctx, calls)
 }
