@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -72,9 +73,10 @@ type job struct {
 	st  UserStatus
 	err error
 
-	state jobState      // guarded by combiner.mu
-	batch []*job        // jobLead: the batch to lead
-	wake  chan struct{} // cap 1: the outcome is ready, or the lead is ours
+	state  jobState      // guarded by combiner.mu
+	batch  *batch        // jobLead: the batch to lead
+	bucket uint32        // jobBeat, jobStatus: the user's bucket, once combined
+	wake   chan struct{} // cap 1: the outcome is ready, or the lead is ours
 }
 
 // newJob takes a job from the engine's pool: jobs are reused once their
@@ -98,11 +100,12 @@ func (c *combiner) release(j *job) {
 
 // combiner is an Engine's group commit.
 type combiner struct {
-	mu    sync.Mutex
-	lanes int // leaders on the wire at most (Config.GroupCommit); 0: off
-	out   int // leaders on the wire
-	queue []*job
-	jobs  sync.Pool // of *job, reused
+	mu      sync.Mutex
+	lanes   int // leaders on the wire at most (Config.GroupCommit); 0: off
+	out     int // leaders on the wire
+	queue   []*job
+	jobs    sync.Pool // of *job, reused
+	batches sync.Pool // of *batch, reused
 }
 
 // commit carries j out for its caller. It returns the error of a caller
@@ -190,138 +193,261 @@ func (e *Engine) handOff() {
 		c.mu.Unlock()
 		return
 	}
-	next := make([]*job, n)
-	copy(next, c.queue)
+	b, _ := c.batches.Get().(*batch)
+	if b == nil {
+		b = new(batch)
+	}
+	b.jobs = append(b.jobs[:0], c.queue[:n]...)
 	c.queue = append(c.queue[:0], c.queue[n:]...)
-	for _, j := range next {
+	for _, j := range b.jobs {
 		j.state = jobTaken
 	}
-	h := next[0]
-	h.state, h.batch = jobLead, next
+	h := b.jobs[0]
+	h.state, h.batch = jobLead, b
 	c.mu.Unlock()
 	h.wake <- struct{}{}
 }
 
-// lead drives batch, whose leader is self, wakes every caller in it but
-// self as its outcome is ready, and hands off. It reports whether self's
-// own call was sent: not when its caller had given up before.
-func (e *Engine) lead(batch []*job, self *job) (sent bool) {
+// batch is what a leader drives: the jobs it was handed and the plans
+// they make, with the room both take, reused from batch to batch
+// (combiner.batches), so that a busy engine's group commit allocates
+// little but the plans of several beats.
+type batch struct {
+	jobs   []*job // as handed over; then the live ones
+	self   *job   // the leader's own
+	order  []*job // the jobs by group
+	groups []group
+	plans  []Stepper // by group
+	hbs    []Heartbeat
+	users  []string
+	rank   []int        // by user bucket: its group among the beats' (or the statuses'), from 1
+	count  []int        // by such group: its jobs
+	start  []int        // by such group: where its next job goes in order
+	alone  []*beatPlan  // the single beats' plans, the engine's to reuse
+	many   []*beatsPlan // the several beats' plans, likewise
+	run    runState
+}
+
+// group is one plan of a batch and the jobs it carries: a job's own plan,
+// the beats of one bucket (one beat's plan, or a HeartbeatBatch's), or
+// the statuses of one bucket.
+type group struct {
+	kind  jobKind
+	jobs  []*job // in batch.order
+	one   *beatPlan
+	beats *beatsPlan
+	sts   *plan[[]UserStatus]
+}
+
+// lead drives b, whose leader is self, wakes every caller in it but self
+// as its outcome is ready, and hands off. It reports whether self's own
+// call was sent: not when its caller had given up before.
+func (e *Engine) lead(b *batch, self *job) (sent bool) {
 	defer e.handOff()
 	// calls whose callers gave up before the batch left stay out: those
 	// callers return their context's error (they are not woken)
-	live := batch[:0]
-	for _, j := range batch {
+	live := b.jobs[:0]
+	for _, j := range b.jobs {
 		if j.ctx.Err() == nil {
 			live = append(live, j)
+			sent = sent || j == self
 		}
 	}
-	for _, j := range live {
-		sent = sent || j == self
-	}
+	b.jobs, b.self = live, self
 	switch len(live) {
 	case 0:
-		return false
 	case 1:
 		e.alone(live[0])
 		if live[0] != self {
 			live[0].wake <- struct{}{}
 		}
-		return sent
+	default:
+		e.combine(b)
+		ctx, cancel := batchContext(self.ctx, live)
+		e.run(ctx, b.plans, b)
+		cancel()
 	}
-	plans, ends := e.combine(live)
-	ctx, cancel := batchContext(self.ctx, live)
-	e.run(ctx, plans, func(i int) {
-		for _, j := range ends[i]() {
-			if j != self {
-				j.wake <- struct{}{}
-			}
-		}
-	})
-	cancel()
+	e.recycle(b)
 	return sent
 }
 
-// combine makes the plans of a batch: the heartbeats of each user bucket
-// in one plan (a HeartbeatBatch when more than one), the statuses of each
-// bucket likewise, every other job's own plan. ends[i] sets the outcomes
-// of plan i's jobs, once it has ended, and returns those jobs.
-func (e *Engine) combine(live []*job) (plans []Stepper, ends []func() []*job) {
+// recycle returns b, its jobs ended, and its heartbeats' plans to their
+// pools.
+func (e *Engine) recycle(b *batch) {
+	for _, bp := range b.alone {
+		e.beatPlans.Put(bp)
+	}
+	for _, bp := range b.many {
+		bp.plan.out, bp.beats, bp.acks = nil, nil, nil
+		e.batchPlans.Put(bp)
+	}
+	clear(b.alone)
+	clear(b.many)
+	b.many = b.many[:0]
+	clear(b.jobs)
+	clear(b.order)
+	clear(b.groups)
+	clear(b.plans)
+	clear(b.hbs)
+	clear(b.users)
+	b.alone, b.jobs, b.order, b.groups, b.plans = b.alone[:0], b.jobs[:0], b.order[:0], b.groups[:0], b.plans[:0]
+	b.hbs, b.users, b.self = b.hbs[:0], b.users[:0], nil
+	e.comb.batches.Put(b)
+}
+
+// combine makes the plans of b: every job's own plan, in order, then the
+// heartbeats of each user bucket in one plan (a HeartbeatBatch when more
+// than one), then the statuses of each bucket likewise, the buckets in the
+// order their first call came.
+func (e *Engine) combine(b *batch) {
 	now := e.nowArg()
 	keys := e.settings.keys
-	var beats, statuses map[uint32][]*job
-	var beatOrder, statusOrder []uint32
-	for _, j := range live {
+	// room for every job, so that the groups' slices share it
+	b.order = slices.Grow(b.order[:0], len(b.jobs))
+	b.hbs = slices.Grow(b.hbs[:0], len(b.jobs))
+	b.users = slices.Grow(b.users[:0], len(b.jobs))
+	for _, j := range b.jobs {
 		switch j.kind {
 		case jobBeat:
-			b := keys.userBucket(j.hb.User)
-			if beats == nil {
-				beats = map[uint32][]*job{}
-			}
-			if beats[b] == nil {
-				beatOrder = append(beatOrder, b)
-			}
-			beats[b] = append(beats[b], j)
+			j.bucket = keys.userBucket(j.hb.User)
 		case jobStatus:
-			b := keys.userBucket(j.user)
-			if statuses == nil {
-				statuses = map[uint32][]*job{}
-			}
-			if statuses[b] == nil {
-				statusOrder = append(statusOrder, b)
-			}
-			statuses[b] = append(statuses[b], j)
+			j.bucket = keys.userBucket(j.user)
 		default:
-			plans = append(plans, j.plan)
-			ends = append(ends, func() []*job { return []*job{j} })
+			b.order = append(b.order, j)
+			b.groups = append(b.groups, group{kind: jobPlan, jobs: b.order[len(b.order)-1:]})
+			b.plans = append(b.plans, j.plan)
 		}
 	}
-	for _, b := range beatOrder {
-		js := beats[b]
-		if len(js) == 1 {
-			j, p := js[0], e.plans.beat(now, js[0].hb, true)
-			plans = append(plans, p)
-			ends = append(ends, func() []*job { j.ack, j.err = p.Outcome(); return js })
+	for _, kind := range [2]jobKind{jobBeat, jobStatus} {
+		from, first := len(b.order), len(b.groups)
+		if n := b.bucketGroups(kind, len(e.settings.users)); n == 0 {
 			continue
 		}
-		hbs := make([]Heartbeat, len(js))
-		for k, j := range js {
-			hbs[k] = j.hb
-		}
-		p := e.plans.heartbeatBatch(now, hbs, true)
-		plans = append(plans, p)
-		ends = append(ends, func() []*job {
-			acks, err := p.Outcome()
-			for k, j := range js {
-				if err != nil {
-					j.ack, j.err = Ack{}, err
-				} else {
-					j.ack, j.err = acks[k], acks[k].Err
+		for g := first; g < len(b.groups); g++ {
+			jobs := b.order[from : from+b.count[g-first]]
+			from += len(jobs)
+			b.groups[g].jobs = jobs
+			switch {
+			case kind == jobStatus:
+				users := b.users[len(b.users):]
+				for _, j := range jobs {
+					users = append(users, j.user)
 				}
-			}
-			return js
-		})
-	}
-	for _, b := range statusOrder {
-		js := statuses[b]
-		users := make([]string, len(js))
-		for k, j := range js {
-			users[k] = j.user
-		}
-		p := e.plans.statuses(now, users)
-		plans = append(plans, p)
-		ends = append(ends, func() []*job {
-			sts, err := p.Outcome()
-			for k, j := range js {
-				if err != nil {
-					j.st, j.err = UserStatus{}, err
-				} else {
-					j.st, j.err = sts[k], nil
+				b.users = b.users[:len(b.users)+len(users)]
+				b.groups[g].sts = e.plans.statuses(now, users)
+				b.plans = append(b.plans, b.groups[g].sts)
+			case len(jobs) == 1:
+				bp, _ := e.beatPlans.Get().(*beatPlan)
+				if bp == nil {
+					bp = new(beatPlan)
 				}
+				e.plans.startBeat(bp, now, jobs[0].hb, true)
+				b.alone = append(b.alone, bp)
+				b.groups[g].one = bp
+				b.plans = append(b.plans, &bp.plan)
+			default:
+				hbs := b.hbs[len(b.hbs):]
+				for _, j := range jobs {
+					hbs = append(hbs, j.hb)
+				}
+				b.hbs = b.hbs[:len(b.hbs)+len(hbs)]
+				bp, _ := e.batchPlans.Get().(*beatsPlan)
+				if bp == nil {
+					bp = new(beatsPlan)
+				}
+				e.plans.startBeats(bp, now, hbs, true)
+				b.many = append(b.many, bp)
+				b.groups[g].beats = bp
+				b.plans = append(b.plans, &bp.plan)
 			}
-			return js
-		})
+		}
 	}
-	return plans, ends
+}
+
+// bucketGroups appends the jobs of kind to b.order, grouped by bucket in
+// the order their first job came, and a group for each bucket to b.groups
+// (jobs set later), with its number of jobs in b.count; it returns the
+// number of groups. buckets is the engine's number of user buckets.
+func (b *batch) bucketGroups(kind jobKind, buckets int) int {
+	if cap(b.rank) < buckets {
+		b.rank = make([]int, buckets)
+	}
+	rank := b.rank[:buckets]
+	clear(rank)
+	b.count = b.count[:0]
+	for _, j := range b.jobs {
+		if j.kind != kind {
+			continue
+		}
+		if rank[j.bucket] == 0 {
+			b.count = append(b.count, 0)
+			rank[j.bucket] = len(b.count)
+			b.groups = append(b.groups, group{kind: kind})
+		}
+		b.count[rank[j.bucket]-1]++
+	}
+	if len(b.count) == 0 {
+		return 0
+	}
+	// a counting sort: each group's first place, then the jobs in order
+	at := len(b.order)
+	b.order = b.order[:at+sumOf(b.count)]
+	b.start = b.start[:0]
+	next := at
+	for _, n := range b.count {
+		b.start = append(b.start, next)
+		next += n
+	}
+	for _, j := range b.jobs {
+		if j.kind == kind {
+			g := rank[j.bucket] - 1
+			b.order[b.start[g]] = j
+			b.start[g]++
+		}
+	}
+	return len(b.count)
+}
+
+func sumOf(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// ended sets the outcomes of the jobs of plan i, which has ended, and
+// wakes their callers but the leader.
+func (b *batch) ended(i int) {
+	g := &b.groups[i]
+	switch {
+	case g.one != nil:
+		j := g.jobs[0]
+		j.ack, j.err = g.one.plan.Outcome()
+	case g.beats != nil:
+		acks, err := g.beats.plan.Outcome()
+		for k, j := range g.jobs {
+			if err != nil {
+				j.ack, j.err = Ack{}, err
+			} else {
+				j.ack, j.err = acks[k], acks[k].Err
+			}
+		}
+	case g.sts != nil:
+		sts, err := g.sts.Outcome()
+		for k, j := range g.jobs {
+			if err != nil {
+				j.st, j.err = UserStatus{}, err
+			} else {
+				j.st, j.err = sts[k], nil
+			}
+		}
+	}
+	for _, j := range g.jobs {
+		if j != b.self {
+			j.wake <- struct{}{}
+		}
+	}
 }
 
 // batchContext is the context a batch leaves with: the leader's values,

@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // This file is Engine as a driver of plans (plan.go): it makes their calls
 // through its Store, supplies "now" from Config.Clock, reports their notes
@@ -46,51 +49,66 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // with distinct plans; a plan must be stepped by one driver only.
 func (e *Engine) Run(ctx context.Context, plans ...Stepper) { e.run(ctx, plans, nil) }
 
-// run is Run, calling ended (when not nil) with a plan's index as soon as
-// it has ended and published, before the others end.
-func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
-	detached := context.WithoutCancel(ctx)
-	// the plans that ended in a turn deliver their messages together, in
-	// one round trip, before their callers learn that they ended
-	var out []Publication
-	var ending []int
-	deliver := func() {
-		e.deliver(detached, out)
-		for _, i := range ending {
-			if ended != nil {
-				ended(i)
-			}
-		}
-		out, ending = out[:0], ending[:0]
+// runState is the room a run of plans takes, reused by group commit's
+// batches.
+type runState struct {
+	free    []bool // by plan: aborted, its calls go without ctx's cancellation
+	in      []bool // by plan: in the round trip being made
+	live    []int
+	members []int
+	ending  []int
+	calls   []Call
+	out     []Publication
+}
+
+// reset makes rs ready for n plans.
+func (rs *runState) reset(n int) {
+	rs.free = slices.Grow(rs.free[:0], n)[:n]
+	rs.in = slices.Grow(rs.in[:0], n)[:n]
+	clear(rs.free)
+	rs.live, rs.members, rs.ending = rs.live[:0], rs.members[:0], rs.ending[:0]
+	clear(rs.calls)
+	clear(rs.out)
+	rs.calls, rs.out = rs.calls[:0], rs.out[:0]
+}
+
+// run is Run; with a batch b, it tells b as soon as a plan has ended and
+// published (b.ended, with its index), before the others end, and runs in
+// b's room.
+func (e *Engine) run(ctx context.Context, plans []Stepper, b *batch) {
+	detached := ctx
+	if ctx.Done() != nil {
+		detached = context.WithoutCancel(ctx)
 	}
-	free := make([]bool, len(plans)) // aborted: its calls go without ctx's cancellation
-	in := make([]bool, len(plans))   // in the round trip being made
-	live := make([]int, 0, len(plans))
+	rs := new(runState)
+	if b != nil {
+		rs = &b.run
+	}
+	rs.reset(len(plans))
 	for i, s := range plans {
 		m := s.machine()
 		e.report(ctx, m)
 		if m.done {
-			out, ending = append(out, m.pubs...), append(ending, i)
+			rs.out, rs.ending = append(rs.out, m.pubs...), append(rs.ending, i)
 			continue
 		}
-		live = append(live, i)
+		rs.live = append(rs.live, i)
 	}
-	deliver()
-	for turn := 0; len(live) > 0; turn++ {
-		for _, group := range []bool{false, true} {
-			var calls []Call
-			var members []int
+	e.deliverEnded(detached, rs, b)
+	for turn := 0; len(rs.live) > 0; turn++ {
+		for _, group := range [2]bool{false, true} {
+			rs.calls, rs.members = rs.calls[:0], rs.members[:0]
 			// the plans' waves of known cost share a round trip up to
 			// roundMicros, starting with another plan each turn; the others
 			// wait for the next
 			budget, taken := roundMicros, 0
-			clear(in)
-			for k := range live {
-				i := live[(turn+k)%len(live)]
+			clear(rs.in)
+			for k := range rs.live {
+				i := rs.live[(turn+k)%len(rs.live)]
 				// a plan aborted, or midway through a round it may stop
 				// after, goes on without ctx's cancellation
 				m := plans[i].machine()
-				if (free[i] || (ctx.Err() != nil && m.midRound())) != group {
+				if (rs.free[i] || (ctx.Err() != nil && m.midRound())) != group {
 					continue
 				}
 				cost := m.sentCost()
@@ -98,30 +116,30 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 					continue
 				}
 				budget -= cost
-				in[i] = true
+				rs.in[i] = true
 				taken++
 			}
-			for _, i := range live { // in the plans' order, as ever
-				if in[i] {
-					calls = append(calls, plans[i].machine().calls()...)
-					members = append(members, i)
+			for _, i := range rs.live { // in the plans' order, as ever
+				if rs.in[i] {
+					rs.calls = append(rs.calls, plans[i].machine().calls()...)
+					rs.members = append(rs.members, i)
 				}
 			}
-			if len(members) == 0 {
+			if len(rs.members) == 0 {
 				continue
 			}
 			c := ctx
 			if group {
 				c = detached
 			}
-			res := e.store.Eval(c, calls)
+			res := e.store.Eval(c, rs.calls)
 			now := e.nowArg()
 			at := 0
-			for _, i := range members {
+			for _, i := range rs.members {
 				m := plans[i].machine()
 				n := len(m.calls())
 				part := res[min(at, len(res)):min(at+n, len(res))]
-				if len(res) != len(calls) {
+				if len(res) != len(rs.calls) {
 					part = nil // the store broke its contract: every plan of the round fails
 				}
 				at += n
@@ -130,22 +148,36 @@ func (e *Engine) run(ctx context.Context, plans []Stepper, ended func(i int)) {
 				e.report(c, m)
 			}
 		}
-		next := live[:0]
-		for _, i := range live {
+		next := rs.live[:0]
+		for _, i := range rs.live {
 			m := plans[i].machine()
-			if !m.done && !free[i] && ctx.Err() != nil && m.abort(ctx.Err()) {
-				free[i] = true
+			if !m.done && !rs.free[i] && ctx.Err() != nil && m.abort(ctx.Err()) {
+				rs.free[i] = true
 				e.report(detached, m)
 			}
 			if m.done {
-				out, ending = append(out, m.pubs...), append(ending, i)
+				rs.out, rs.ending = append(rs.out, m.pubs...), append(rs.ending, i)
 				continue
 			}
 			next = append(next, i)
 		}
-		deliver()
-		live = next
+		e.deliverEnded(detached, rs, b)
+		rs.live = next
 	}
+}
+
+// deliverEnded delivers the messages of the plans that ended in a turn
+// together, in one round trip, before their callers learn that they
+// ended.
+func (e *Engine) deliverEnded(ctx context.Context, rs *runState, b *batch) {
+	e.deliver(ctx, rs.out)
+	if b != nil {
+		for _, i := range rs.ending {
+			b.ended(i)
+		}
+	}
+	clear(rs.out)
+	rs.out, rs.ending = rs.out[:0], rs.ending[:0]
 }
 
 // report passes the plan's notes to the metrics and the logger.

@@ -32,9 +32,11 @@ type Engine struct {
 	lastGood map[Scope]Count
 
 	comb combiner // group commit (combine.go)
-	// beatPlans holds *beatPlan for heartbeats driven alone (beatAlone),
-	// so that a steady beat allocates nothing
-	beatPlans sync.Pool
+	// beatPlans and batchPlans hold the plans of heartbeats driven alone
+	// (beatAlone) or combined (combine.go), for reuse, so that steady
+	// beats allocate next to nothing
+	beatPlans  sync.Pool // of *beatPlan
+	batchPlans sync.Pool // of *beatsPlan
 }
 
 var _ Presence = (*Engine)(nil)
@@ -77,6 +79,21 @@ func (e *Engine) beatAlone(ctx context.Context, hb Heartbeat, checked bool) (Ack
 	ack, err := bp.plan.Outcome()
 	e.beatPlans.Put(bp)
 	return ack, err
+}
+
+// beatsAlone drives the plan of beats, on a plan the engine reuses, and
+// returns its outcome, whose acks are the caller's.
+func (e *Engine) beatsAlone(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
+	bp, _ := e.batchPlans.Get().(*beatsPlan)
+	if bp == nil {
+		bp = new(beatsPlan)
+	}
+	e.plans.startBeats(bp, e.nowArg(), beats, false)
+	e.drive(ctx, &bp.plan)
+	acks, err := bp.plan.Outcome()
+	bp.plan.out, bp.beats, bp.acks = nil, nil, nil
+	e.batchPlans.Put(bp)
+	return acks, err
 }
 
 // cryptoRand is the token source when Config.Rand is nil.
@@ -139,10 +156,19 @@ func (p *planner) newToken() (string, error) {
 // userArgs returns the common arguments of the user scripts of bucket b at
 // now (their order is documented in lua/userlib.lua), with room for more.
 func (p *planner) userArgs(now string, b uint32, more int) []string {
-	args := make([]string, 0, 1+len(p.settings.userParams)+more)
+	return p.appendUserArgs(make([]string, 0, userArgCount+more), now, b)
+}
+
+// userArgCount is the number of the user scripts' common arguments.
+const userArgCount = 1 + len(settings{}.userParams)
+
+// appendUserArgs appends the common arguments of bucket b's user scripts
+// at now to args.
+func (p *planner) appendUserArgs(args []string, now string, b uint32) []string {
+	n := len(args)
 	args = p.settings.appendCommon(append(args, now), b)
 	if p.seen.has(b) {
-		args[13] = p.settings.heal
+		args[n+13] = p.settings.heal
 	}
 	return args
 }

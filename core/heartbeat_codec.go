@@ -7,11 +7,15 @@ import (
 	"strings"
 )
 
-// steadyArgs returns the arguments of lua/heartbeat_steady.lua for bucket b at now before its
-// beats, with room for n beats; places are the beats' positions in their
-// run, by which an implicit login's token is seed.j (appendBeat).
-func (p *planner) steadyArgs(now string, b uint32, seed string, places []int, n int) []string {
-	args := make([]string, 0, 3+len(p.settings.beatParams)+steadyFields*n)
+// steadyHead is the number of lua/heartbeat_steady.lua's arguments before
+// its beats: now, the page prefix, the settings, ARG_LEFT.
+const steadyHead = 3 + len(settings{}.beatParams)
+
+// appendSteadyHead appends the arguments of lua/heartbeat_steady.lua for
+// bucket b at now before its beats to args; places are the beats'
+// positions in their run, by which an implicit login's token is seed.j
+// (appendBeat).
+func (p *planner) appendSteadyHead(args []string, now string, b uint32, seed string, places []int) []string {
 	args = append(args, now, p.settings.users[b].pagePrefix)
 	return append(append(args, p.settings.beatParams[:]...), p.leftArg(b, seed, places))
 }

@@ -32,7 +32,7 @@ func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper {
 	return pl.p.heartbeatBatch(now, b, false)
 }
 func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
-	return drive[[]Ack](ctx, e, b, false)
+	return e.beatsAlone(ctx, b)
 }
 func (b HeartbeatBatch) run(ctx context.Context, e *Engine) (any, error) { return b.exec(ctx, e) }
 func (b HeartbeatBatch) apply(ctx context.Context, m *Model) (any, error) {

@@ -121,67 +121,90 @@ func (bp *beatPlan) decided(v Value) (*round, error) {
 // beatsPlan is a HeartbeatBatch's plan: one round of steady beats, one of
 // the beats they left, each in bounded calls (a user's beats in one call),
 // then the change log when they decided changes. The token seeds are
-// drawn when the plan is made.
+// drawn when the plan is made. Its slices and its calls' arguments are its
+// own room, which a driver that reuses the plan (startBeats) reuses.
 type beatsPlan struct {
-	plan  plan[[]Ack]
-	p     *planner
-	beats []Heartbeat
-	acks  []Ack
-	ids   []string // by beat: the outbox ID of its change, once a full path runs
-	// by beat: its bucket, its run's token seed, its position in its run
-	bucket []uint32
-	seed   []string
-	pos    []int
-	runs   [][]int // the valid beats, by bucket and user, a run a bucket
-	full   bool    // the round sent is heartbeat_full.lua's
+	plan   plan[[]Ack]
+	p      *planner
+	beats  []Heartbeat
+	acks   []Ack
+	ids    []string // by beat: the outbox ID of its change; nil until a full path runs
+	bucket []uint32 // by beat
+	seed   []string // by beat: its run's token seed
+	pos    []int    // by beat: its position in its run
+	order  []int    // the valid beats, by bucket and user
+	runs   [][]int  // order, a run a bucket
+	full   bool     // the round sent is heartbeat_full.lua's
 	// by call of the round sent: the beats it carries, their bucket
 	parts  [][]int
 	partIn []uint32
+
+	// room
+	these   []int    // the beats offered to the steady beat
+	left    []int    // the beats left to the full path
+	leftRun [][]int  // left, a run a bucket
+	applied []bool   // by beat
+	tokens  []string // by beat of a steady call
+	places  []int    // by beat of a steady call
+	args    []string // the calls' arguments
+	calls   []Call   // the round's calls
+	costs   []int    // and their costs
+	r       round
 }
 
 // heartbeatBatch returns the plan of beats at now; checked says the caller
 // has already applied checkHeartbeat to every beat (see startBeat).
 func (p *planner) heartbeatBatch(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
-	bp := &beatsPlan{plan: plan[[]Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, beats: beats}
+	bp := new(beatsPlan)
+	p.startBeats(bp, now, beats, checked)
+	return &bp.plan
+}
+
+// startBeats makes bp the plan of beats at now, keeping the room of what
+// it held; checked is heartbeatBatch's.
+func (p *planner) startBeats(bp *beatsPlan, now string, beats []Heartbeat, checked bool) {
+	n := len(beats)
+	bp.plan = plan[[]Ack]{m: machine{scripts: &p.scripts, now: now}}
+	bp.p, bp.beats, bp.ids, bp.full = p, beats, nil, false
 	m := &bp.plan.m
 	m.body = bp
-	if err := checkBatch("beats", len(beats)); err != nil {
+	if err := checkBatch("beats", n); err != nil {
 		m.fail(err)
-		return &bp.plan
+		return
 	}
-	bp.acks = make([]Ack, len(beats))
+	bp.acks = make([]Ack, n) // the outcome: the caller's
+	bp.bucket = grown(bp.bucket, n)
+	bp.seed = grown(bp.seed, n)
+	bp.pos = grown(bp.pos, n)
+	bp.applied = grown(bp.applied, n)
+	bp.args = bp.args[:0]
 	// Valid beats, ordered by bucket and user (stable, so a user's beats
 	// keep their order), make one call per run of equal buckets.
-	order := make([]int, 0, len(beats))
-	bp.bucket = make([]uint32, len(beats))
+	bp.order = bp.order[:0]
 	for i, hb := range beats {
 		if !checked {
 			bp.acks[i].Err = p.checkHeartbeat(hb)
 		}
 		if bp.acks[i].Err == nil {
 			bp.bucket[i] = p.settings.keys.userBucket(hb.User)
-			order = append(order, i)
+			bp.order = append(bp.order, i)
 		}
 	}
-	slices.SortStableFunc(order, func(x, y int) int {
-		return cmp.Or(cmp.Compare(bp.bucket[x], bp.bucket[y]), strings.Compare(beats[x].User, beats[y].User))
-	})
-	runs := bp.runs[:0]
-	for lo := 0; lo < len(order); {
+	slices.SortStableFunc(bp.order, bp.compare)
+	bp.runs = bp.runs[:0]
+	for lo := 0; lo < len(bp.order); {
 		hi := lo + 1
-		for hi < len(order) && bp.bucket[order[hi]] == bp.bucket[order[lo]] {
+		for hi < len(bp.order) && bp.bucket[bp.order[hi]] == bp.bucket[bp.order[lo]] {
 			hi++
 		}
-		runs = append(runs, order[lo:hi:hi])
+		bp.runs = append(bp.runs, bp.order[lo:hi:hi])
 		lo = hi
 	}
 	// An implicit login's token is seed.j for the j-th beat of its run,
 	// one seed per run that has a beat without a token: drawn before the
 	// steady beats, so that a beat's token does not depend on which script
 	// applies it.
-	bp.seed = make([]string, len(beats))
-	bp.pos = make([]int, len(beats))
-	for _, run := range runs {
+	for _, run := range bp.runs {
 		tokenless := false
 		for _, i := range run {
 			tokenless = tokenless || beats[i].Token == ""
@@ -189,15 +212,42 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat, checked bool) *p
 		s, err := p.seedFor(tokenless)
 		if err != nil {
 			m.fail(err)
-			return &bp.plan
+			return
 		}
 		for j, i := range run {
 			bp.seed[i], bp.pos[i] = s, j
 		}
 	}
-	bp.runs = runs
-	m.settle(bp.steadyRound(runs))
-	return &bp.plan
+	m.settle(bp.steadyRound())
+}
+
+// compare orders beats x and y by bucket, then user.
+func (bp *beatsPlan) compare(x, y int) int {
+	return cmp.Or(cmp.Compare(bp.bucket[x], bp.bucket[y]), strings.Compare(bp.beats[x].User, bp.beats[y].User))
+}
+
+// grown returns s with length n, zeroed, reusing its room.
+func grown[T any](s []T, n int) []T {
+	s = slices.Grow(s[:0], n)[:n]
+	clear(s)
+	return s
+}
+
+// room returns an empty slice of the plan's arguments room with space for
+// n: the calls' arguments, which the plan owns.
+func (bp *beatsPlan) room(n int) []string {
+	if cap(bp.args)-len(bp.args) < n {
+		bp.args = make([]string, 0, max(n, 2*cap(bp.args), 256))
+	}
+	at := len(bp.args)
+	bp.args = bp.args[:at+n]
+	return bp.args[at : at : at+n]
+}
+
+// round returns the plan's round of its calls.
+func (bp *beatsPlan) round() *round {
+	bp.r = round{op: "heartbeat", calls: bp.calls, costs: bp.costs}
+	return &bp.r
 }
 
 // steadyRound offers the beats of each run (one bucket's valid beats, in
@@ -207,44 +257,45 @@ func (p *planner) heartbeatBatch(now string, beats []Heartbeat, checked bool) *p
 // that one script applies them together and in order: split between the
 // two scripts, they could be applied out of order or apart. Without such
 // a beat, it goes on with the full path's round at once.
-func (bp *beatsPlan) steadyRound(runs [][]int) (*round, error) {
+func (bp *beatsPlan) steadyRound() (*round, error) {
 	p, m, beats := bp.p, &bp.plan.m, bp.beats
-	var calls []Call
-	var costs []int
-	bp.parts, bp.partIn = bp.parts[:0], bp.partIn[:0]
-	for _, run := range runs {
-		var these []int
+	bp.calls, bp.costs, bp.parts, bp.partIn = bp.calls[:0], bp.costs[:0], bp.parts[:0], bp.partIn[:0]
+	bp.these = slices.Grow(bp.these[:0], len(bp.order))
+	for _, run := range bp.runs {
+		from := len(bp.these)
 		for k, i := range run {
 			// a run holds a user's beats next to each other
 			repeated := (k > 0 && beats[run[k-1]].User == beats[i].User) ||
 				(k+1 < len(run) && beats[run[k+1]].User == beats[i].User)
 			if !repeated && p.mayBeSteady(beats[i]) {
-				these = append(these, i)
+				bp.these = append(bp.these, i)
 			}
 		}
-		b := bp.bucket[run[0]]
-		for _, sp := range spans(len(these), steadyChunk) {
-			part := these[sp[0]:sp[1]:sp[1]]
+		these := bp.these[from:]
+		b, seed := bp.bucket[run[0]], bp.seed[run[0]]
+		for lo := 0; lo < len(these); lo += steadyChunk {
+			part := these[lo:min(lo+steadyChunk, len(these)):min(lo+steadyChunk, len(these))]
 			var places []int
-			if bp.seed[run[0]] != "" {
-				places = make([]int, len(part))
-				for k, i := range part {
-					places[k] = bp.pos[i]
+			if seed != "" {
+				places = bp.places[:0]
+				for _, i := range part {
+					places = append(places, bp.pos[i])
 				}
+				bp.places = places
 			}
-			args := p.steadyArgs(m.now, b, bp.seed[run[0]], places, len(part))
+			args := p.appendSteadyHead(bp.room(steadyHead+steadyFields*len(part)), m.now, b, seed, places)
 			for _, i := range part {
 				args = p.appendSteady(args, b, beats[i])
 			}
-			calls = append(calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
-			costs = append(costs, len(part)*steadyMicros)
+			bp.calls = append(bp.calls, Call{SHA: p.scripts.beat.sha, Keys: p.settings.users[b].steady, Args: args})
+			bp.costs = append(bp.costs, len(part)*steadyMicros)
 			bp.parts, bp.partIn = append(bp.parts, part), append(bp.partIn, b)
 		}
 	}
-	if len(calls) == 0 {
-		return bp.fullRound(runs)
+	if len(bp.calls) == 0 {
+		return bp.fullRound(bp.runs)
 	}
-	return &round{op: "heartbeat", calls: calls, costs: costs}, nil
+	return bp.round(), nil
 }
 
 // fullRound sends the beats of runs to lua/heartbeat_full.lua, in calls of
@@ -255,25 +306,27 @@ func (bp *beatsPlan) fullRound(runs [][]int) (*round, error) {
 	if len(runs) > 0 && bp.ids == nil {
 		bp.ids = make([]string, len(bp.beats)) // steady beats publish nothing: no IDs to keep
 	}
-	var calls []Call
-	var costs []int
-	bp.full, bp.parts, bp.partIn = true, bp.parts[:0], bp.partIn[:0]
+	bp.full = true
+	bp.calls, bp.costs, bp.parts, bp.partIn = bp.calls[:0], bp.costs[:0], bp.parts[:0], bp.partIn[:0]
 	for _, run := range runs {
-		for _, part := range chunkUsers(bp.beats, run, fullChunk) {
+		for lo := 0; lo < len(run); {
+			hi := chunkEnd(bp.beats, run, lo, fullChunk)
+			part := run[lo:hi:hi]
+			lo = hi
 			b := bp.bucket[part[0]]
-			args := append(p.userArgs(m.now, b, 1+11*len(part)), strconv.Itoa(len(part)))
+			args := append(p.appendUserArgs(bp.room(userArgCount+1+11*len(part)), m.now, b), strconv.Itoa(len(part)))
 			for _, i := range part {
 				args = p.appendBeat(args, bp.beats[i], bp.seed[i], bp.pos[i])
 			}
-			calls = append(calls, Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args})
-			costs = append(costs, len(part)*fullMicros)
+			bp.calls = append(bp.calls, Call{SHA: p.scripts.heartbeat.sha, Keys: p.userKeys(b), Args: args})
+			bp.costs = append(bp.costs, len(part)*fullMicros)
 			bp.parts, bp.partIn = append(bp.parts, part), append(bp.partIn, b)
 		}
 	}
-	if len(calls) == 0 {
+	if len(bp.calls) == 0 {
 		return bp.end()
 	}
-	return &round{op: "heartbeat", calls: calls, costs: costs}, nil
+	return bp.round(), nil
 }
 
 func (bp *beatsPlan) next(vals []Value) (*round, error) {
@@ -293,14 +346,15 @@ func (bp *beatsPlan) next(vals []Value) (*round, error) {
 // (at most leftChunk of a call), and goes on with the full path's round
 // for the beats left, in their runs' order.
 func (bp *beatsPlan) steadyApplied(vals []Value) (*round, error) {
-	applied := make([]bool, len(bp.beats)) // or decided
+	applied := bp.applied // or decided
 	for c, these := range bp.parts {
-		tokens := make([]string, len(these))
+		tokens := grown(bp.tokens, len(these))
+		bp.tokens = tokens
 		decided, err := bp.p.decodeSteady(vals[c], bp.partIn[c], tokens)
 		if err != nil {
 			return nil, err
 		}
-		var left []int
+		left := bp.left[:0]
 		for j, i := range these {
 			if tokens[j] != "" {
 				bp.acks[i].Token, applied[i] = tokens[j], true
@@ -308,6 +362,7 @@ func (bp *beatsPlan) steadyApplied(vals []Value) (*round, error) {
 				left = append(left, i)
 			}
 		}
+		bp.left = left
 		if decided.Kind == ValueNil {
 			continue
 		}
@@ -322,19 +377,21 @@ func (bp *beatsPlan) steadyApplied(vals []Value) (*round, error) {
 			applied[i] = true
 		}
 	}
-	var left [][]int
+	// the runs of the beats left, in their order
+	bp.left = slices.Grow(bp.left[:0], len(bp.order))
+	bp.leftRun = bp.leftRun[:0]
 	for _, run := range bp.runs {
-		var rest []int
+		from := len(bp.left)
 		for _, i := range run {
 			if !applied[i] {
-				rest = append(rest, i)
+				bp.left = append(bp.left, i)
 			}
 		}
-		if len(rest) > 0 {
-			left = append(left, rest)
+		if len(bp.left) > from {
+			bp.leftRun = append(bp.leftRun, bp.left[from:len(bp.left):len(bp.left)])
 		}
 	}
-	return bp.fullRound(left)
+	return bp.fullRound(bp.leftRun)
 }
 
 // end ends the plan with every beat's ack and the changes decided.
@@ -350,24 +407,19 @@ func (bp *beatsPlan) end() (*round, error) {
 	return bp.p.finish(m, nil)
 }
 
-// chunkUsers splits run (beat indexes, a user's beats next to each other)
-// into parts of at most n beats, but for a user with more, without
-// splitting any user's beats.
-func chunkUsers(beats []Heartbeat, run []int, n int) [][]int {
-	var out [][]int
-	for lo := 0; lo < len(run); {
-		hi := min(lo+n, len(run))
-		for hi < len(run) && hi > lo && beats[run[hi]].User == beats[run[hi-1]].User {
-			hi-- // the cut would split a user's beats: cut before them
-		}
-		if hi == lo { // one user with more than n beats: theirs alone
-			for hi = lo + 1; hi < len(run) && beats[run[hi]].User == beats[run[lo]].User; hi++ {
-			}
-		}
-		out = append(out, run[lo:hi:hi])
-		lo = hi
+// chunkEnd is where the part of run (beat indexes, a user's beats next to
+// each other) that starts at lo ends: at most n beats, but for a user with
+// more, without splitting any user's beats.
+func chunkEnd(beats []Heartbeat, run []int, lo, n int) int {
+	hi := min(lo+n, len(run))
+	for hi < len(run) && hi > lo && beats[run[hi]].User == beats[run[hi-1]].User {
+		hi-- // the cut would split a user's beats: cut before them
 	}
-	return out
+	if hi == lo { // one user with more than n beats: theirs alone
+		for hi = lo + 1; hi < len(run) && beats[run[hi]].User == beats[run[lo]].User; hi++ {
+		}
+	}
+	return hi
 }
 
 // seedFor returns a fresh token seed when a run of beats has one without a

@@ -151,7 +151,7 @@ end
 -- of its own (single, below) and every other case the general one.
 -- KEYS[1] the bucket's big hash, KEYS[2] its meta hash (recordlib.lua),
 -- read only when a user is not where the engine expects it
--- ARGV, in the order the engine sends them (steadyArgs, appendSteady;
+-- ARGV, in the order the engine sends them (appendSteadyHead, appendSteady;
 -- TestLuaArgNames holds the two together), named as userlib.lua's are:
 
 
@@ -2340,7 +2340,7 @@ return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 // The SHA1 of each script, as EVALSHA takes it.
 const (
-	shaHeartbeatSteady = "bf3a4da6f9dc708009874c08e4d781a7b964943e"
+	shaHeartbeatSteady = "89d14dcc52895cf5eda226c01aa9ff3e61736497"
 	shaHeartbeatFull   = "6115591a72b696d76817180822c9936fad3d1eda"
 	shaLogin           = "11cd3a0cb79b1bd68e280a1a9d244963ddf4c3ce"
 	shaLogout          = "bab534111a4db3ab321e2dd99f1a19a61668ceb0"

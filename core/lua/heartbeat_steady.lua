@@ -11,7 +11,7 @@
 -- of its own (single, below) and every other case the general one.
 -- KEYS[1] the bucket's big hash, KEYS[2] its meta hash (recordlib.lua),
 -- read only when a user is not where the engine expects it
--- ARGV, in the order the engine sends them (steadyArgs, appendSteady;
+-- ARGV, in the order the engine sends them (appendSteadyHead, appendSteady;
 -- TestLuaArgNames holds the two together), named as userlib.lua's are:
 local ARG_NOW = 1   -- now in ms since the epoch, or "" to read the server's TIME
 local ARG_PAGES = 2 -- prefix of the page keys of this bucket ("P:{uB}:p:")
