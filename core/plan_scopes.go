@@ -51,13 +51,12 @@ func (p *planner) touchRound(now string, touches []ScopeTouch) (*round, error) {
 	shardTTL := map[string]string{}
 	registered := map[Scope]bool{}
 	for i, t := range touches {
-		field := "touches[" + strconv.Itoa(i) + "]"
-		k, err := p.scopeKeys(field+".Scope", t.Scope)
-		if err != nil {
-			return nil, err
+		k, err := p.scopeKeys(".Scope", t.Scope)
+		if err == nil {
+			err = checkID(".Member", t.Member)
 		}
-		if err := checkID(field+".Member", t.Member); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, within("touches["+strconv.Itoa(i)+"]", err)
 		}
 		layout, data := strconv.Itoa(int(k.cls.layout)), k.data
 		switch {

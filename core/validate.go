@@ -124,7 +124,17 @@ func (s *settings) checkScope(field string, sc Scope) (classSettings, error) {
 	if !ok {
 		return cs, invalid(field+".Class", "unknown scope class %q", sc.Class)
 	}
-	return cs, checkID(field+".ID", sc.ID)
+	return cs, within(field, checkID(".ID", sc.ID))
+}
+
+// within prefixes the field that err, an *InputError, names: a field of a
+// field, or of a batch's item, is named only once it breaks a rule, so
+// that valid input costs no name.
+func within(prefix string, err error) error {
+	if ie, ok := err.(*InputError); ok {
+		ie.Field = prefix + ie.Field
+	}
+	return err
 }
 
 // CheckID applies the ID rule of docs/design.md §3 to id, for services
@@ -150,8 +160,8 @@ func checkUsers(users []string) error {
 		return err
 	}
 	for i, u := range users {
-		if err := checkID("users["+strconv.Itoa(i)+"]", u); err != nil {
-			return err
+		if err := checkID("", u); err != nil {
+			return within("users["+strconv.Itoa(i)+"]", err)
 		}
 	}
 	return nil
