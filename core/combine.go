@@ -275,11 +275,10 @@ func (e *Engine) lead(b *batch, self *job) (sent bool) {
 // pools.
 func (e *Engine) recycle(b *batch) {
 	for _, bp := range b.alone {
-		e.beatPlans.Put(bp)
+		e.plans.pools.release(bp)
 	}
 	for _, bp := range b.many {
-		bp.plan.out, bp.beats, bp.acks = nil, nil, nil
-		e.batchPlans.Put(bp)
+		e.plans.pools.release(bp)
 	}
 	clear(b.alone)
 	clear(b.many)
@@ -337,10 +336,7 @@ func (e *Engine) combine(b *batch) {
 				b.groups[g].sts = e.plans.statuses(now, users)
 				b.plans = append(b.plans, b.groups[g].sts)
 			case len(jobs) == 1:
-				bp, _ := e.beatPlans.Get().(*beatPlan)
-				if bp == nil {
-					bp = new(beatPlan)
-				}
+				bp := e.plans.pools.beatPlan()
 				e.plans.startBeat(bp, now, jobs[0].hb, true)
 				b.alone = append(b.alone, bp)
 				b.groups[g].one = bp
@@ -351,10 +347,7 @@ func (e *Engine) combine(b *batch) {
 					hbs = append(hbs, j.hb)
 				}
 				b.hbs = b.hbs[:len(b.hbs)+len(hbs)]
-				bp, _ := e.batchPlans.Get().(*beatsPlan)
-				if bp == nil {
-					bp = new(beatsPlan)
-				}
+				bp := e.plans.pools.beatsPlan()
 				e.plans.startBeats(bp, now, hbs, true)
 				b.many = append(b.many, bp)
 				b.groups[g].beats = bp

@@ -37,29 +37,22 @@ func (e *Engine) drive(ctx context.Context, s Stepper) {
 // beatAlone drives hb's plan alone, on a plan the engine reuses, and
 // returns its outcome; checked is startBeat's.
 func (e *Engine) beatAlone(ctx context.Context, hb Heartbeat, checked bool) (Ack, error) {
-	bp, _ := e.beatPlans.Get().(*beatPlan)
-	if bp == nil {
-		bp = new(beatPlan)
-	}
+	bp := e.plans.pools.beatPlan()
 	e.plans.startBeat(bp, e.nowArg(), hb, checked)
 	e.drive(ctx, &bp.plan)
 	ack, err := bp.plan.Outcome()
-	e.beatPlans.Put(bp)
+	e.plans.pools.release(bp)
 	return ack, err
 }
 
 // beatsAlone drives the plan of beats, on a plan the engine reuses, and
 // returns its outcome, whose acks are the caller's.
 func (e *Engine) beatsAlone(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
-	bp, _ := e.batchPlans.Get().(*beatsPlan)
-	if bp == nil {
-		bp = new(beatsPlan)
-	}
+	bp := e.plans.pools.beatsPlan()
 	e.plans.startBeats(bp, e.nowArg(), beats, false)
 	e.drive(ctx, &bp.plan)
 	acks, err := bp.plan.Outcome()
-	bp.plan.out, bp.beats, bp.acks = nil, nil, nil
-	e.batchPlans.Put(bp)
+	e.plans.pools.release(bp)
 	return acks, err
 }
 

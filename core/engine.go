@@ -5,7 +5,6 @@ import (
 
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -25,17 +24,10 @@ type Engine struct {
 	metrics  Metrics
 	log      logger
 
-	lastNow atomic.Pointer[msArg] // nowArg's latest
-
 	mu       sync.Mutex
 	lastGood map[Scope]Count
 
 	comb combiner // group commit (combine.go)
-	// beatPlans and batchPlans hold the plans of heartbeats driven alone
-	// (beatAlone) or combined (combine.go), for reuse, so that steady
-	// beats allocate next to nothing
-	beatPlans  sync.Pool // of *beatPlan
-	batchPlans sync.Pool // of *beatsPlan
 }
 
 var _ Presence = (*Engine)(nil)
@@ -87,13 +79,26 @@ func (e *Engine) nowArg() string {
 	if e.settings.cfg.Clock == nil {
 		return ""
 	}
-	ms := e.settings.cfg.Clock.Now().UnixMilli()
-	if last := e.lastNow.Load(); last != nil && last.millis == ms {
+	return e.plans.nowText(e.settings.cfg.Clock.Now().UnixMilli())
+}
+
+// nowText is ms as plans and scripts take it. The plans of one millisecond
+// share its string, so that a busy engine or planner formats it once.
+func (p *planner) nowText(ms int64) string {
+	if last := p.lastNow.Load(); last != nil && last.millis == ms {
 		return last.text
 	}
 	s := itoa(ms)
-	e.lastNow.Store(&msArg{millis: ms, text: s})
+	p.lastNow.Store(&msArg{millis: ms, text: s})
 	return s
+}
+
+// nowOf is nowArg of t, through nowText.
+func (p *planner) nowOf(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return p.nowText(t.UnixMilli())
 }
 
 // msArg is an instant in ms and its decimal string.

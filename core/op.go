@@ -22,7 +22,7 @@ type Op interface {
 // Plan makes the plan of op at now, for a driver to step. The zero now lets
 // each script read the server's clock (as an engine without Config.Clock
 // does). Tokens are drawn from Config.Rand when the plan is made.
-func (pl *Planner) Plan(op Op, now time.Time) Stepper { return op.plan(pl, nowArg(now)) }
+func (pl *Planner) Plan(op Op, now time.Time) Stepper { return op.plan(pl, pl.p.nowOf(now)) }
 
 // Do runs op and returns its outcome, whose type is given on each Op type
 // (an Ack for a Heartbeat, a LoginResult for a Login…). Engine's typed

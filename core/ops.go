@@ -8,7 +8,11 @@ import (
 // Each verb's three doors (op.go): its plan, its run on an Engine, its
 // application to the Model.
 
-func (hb Heartbeat) plan(pl *Planner, now string) Stepper { return pl.p.heartbeat(now, hb) }
+func (hb Heartbeat) plan(pl *Planner, now string) Stepper {
+	bp := pl.p.pools.beatPlan()
+	pl.p.startBeat(bp, now, hb, false)
+	return &bp.plan
+}
 
 // exec joins the engine's group commit, where a beat merges with its
 // bucket's (combine.go), or else drives its own plan.
@@ -29,7 +33,9 @@ func (hb Heartbeat) run(ctx context.Context, e *Engine) (any, error)  { return h
 func (hb Heartbeat) apply(ctx context.Context, m *Model) (any, error) { return m.heartbeat(ctx, hb) }
 
 func (b HeartbeatBatch) plan(pl *Planner, now string) Stepper {
-	return pl.p.heartbeatBatch(now, b, false)
+	bp := pl.p.pools.beatsPlan()
+	pl.p.startBeats(bp, now, b, false)
+	return &bp.plan
 }
 func (b HeartbeatBatch) exec(ctx context.Context, e *Engine) ([]Ack, error) {
 	return e.beatsAlone(ctx, b)

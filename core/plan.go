@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 )
 
@@ -494,6 +495,8 @@ type planner struct {
 	rand     io.Reader
 	hints    *pageHints
 	seen     bucketsSeen
+	pools    planPools             // plans to reuse (reuse.go)
+	lastNow  atomic.Pointer[msArg] // the latest now formatted (nowText)
 }
 
 // Planner makes the plans of an engine's operations (Plan), for drivers

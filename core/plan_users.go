@@ -28,21 +28,11 @@ type beatPlan struct {
 	args [3 + len(settings{}.beatParams) + steadyFields]string
 }
 
-// heartbeat returns the plan of hb at now. An implicit login's token seed
-// is drawn when the plan is made.
-func (p *planner) heartbeat(now string, hb Heartbeat) *plan[Ack] { return p.beat(now, hb, false) }
-
-// beat is heartbeat; checked is startBeat's.
-func (p *planner) beat(now string, hb Heartbeat, checked bool) *plan[Ack] {
-	bp := new(beatPlan)
-	p.startBeat(bp, now, hb, checked)
-	return &bp.plan
-}
-
-// startBeat makes bp the plan of hb at now, whatever it held; checked says
-// the caller has already applied checkHeartbeat (the engine's group commit
-// does, before it merges a beat with others), so that a beat is validated
-// once.
+// startBeat makes bp the plan of hb at now, whatever it held (a new plan,
+// or one reused: planPools); checked says the caller has already applied
+// checkHeartbeat (the engine's group commit does, before it merges a beat
+// with others), so that a beat is validated once. An implicit login's
+// token seed is drawn when the plan is made.
 func (p *planner) startBeat(bp *beatPlan, now string, hb Heartbeat, checked bool) {
 	*bp = beatPlan{plan: plan[Ack]{m: machine{scripts: &p.scripts, now: now}}, p: p, hb: hb}
 	m := &bp.plan.m
@@ -152,16 +142,8 @@ type beatsPlan struct {
 	r       round
 }
 
-// heartbeatBatch returns the plan of beats at now; checked says the caller
-// has already applied checkHeartbeat to every beat (see startBeat).
-func (p *planner) heartbeatBatch(now string, beats []Heartbeat, checked bool) *plan[[]Ack] {
-	bp := new(beatsPlan)
-	p.startBeats(bp, now, beats, checked)
-	return &bp.plan
-}
-
 // startBeats makes bp the plan of beats at now, keeping the room of what
-// it held; checked is heartbeatBatch's.
+// it held; checked is startBeat's.
 func (p *planner) startBeats(bp *beatsPlan, now string, beats []Heartbeat, checked bool) {
 	n := len(beats)
 	bp.plan = plan[[]Ack]{m: machine{scripts: &p.scripts, now: now}}

@@ -51,8 +51,9 @@ func (f *funcFlight) result() (any, error)  { return f.end() }
 // the hot path of a module, where every allocation counts, so it reads
 // the typed outcome (core.Stepper) rather than Result's boxed one.
 type beatFlight struct {
-	p beatPlan
-	w abi.Ack
+	hb core.Heartbeat // the op, here rather than boxed on its own
+	p  beatPlan
+	w  abi.Ack
 }
 
 // beatPlan is a heartbeat's plan, whose outcome is typed.
@@ -237,7 +238,9 @@ func (g *Guest) respond(b []byte, id int64, f flight) []byte {
 	if g.publish {
 		resp.Messages = abi.FromPublications(f.stepper().Messages())
 	}
-	return g.append(b, resp)
+	b = g.append(b, resp)
+	g.planner.Release(f.stepper()) // read and written out: a later plan may take its room
+	return b
 }
 
 // admit makes room for plan id: it forgets the ended plans at the head of
@@ -290,7 +293,9 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.Heartbeat:
-		return &beatFlight{p: pl.Plan(a.Core(), now).(beatPlan)}, nil
+		f := &beatFlight{hb: a.Core()}
+		f.p = pl.Plan(&f.hb, now).(beatPlan)
+		return f, nil
 	case *abi.HeartbeatBatch:
 		beats := make([]core.Heartbeat, len(a.Beats))
 		for i, b := range a.Beats {
