@@ -130,22 +130,6 @@ func linearShard(h uint32, lv, sp int) int {
 
 func (l keyLayout) logKey() string { return l.prefix + ":log" }
 
-// SameSlot returns an error matching ErrCrossSlot unless every key maps to
-// one Redis Cluster hash slot.
-func SameSlot(keys []string) error {
-	for i := 1; i < len(keys); i++ {
-		if slot.Of(keys[i]) != slot.Of(keys[0]) {
-			return &slotError{keys: keys}
-		}
-	}
-	return nil
-}
-
-// slotError reports a call whose keys span slots, naming the first key.
-type slotError struct{ keys []string }
-
-func (e *slotError) Error() string {
-	return "presence: keys span cluster slots: " + strconv.Quote(e.keys[0]) + "…"
-}
-
-func (e *slotError) Is(target error) bool { return target == ErrCrossSlot }
+// sameSlot returns an error matching ErrCrossSlot unless every key maps to
+// one Redis Cluster hash slot (slot.Check, which the adapters run too).
+func sameSlot(keys []string) error { return slot.Check(keys) }

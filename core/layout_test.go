@@ -64,7 +64,7 @@ func TestEveryCallStaysInOneSlot(t *testing.T) {
 		if len(c.Keys) == 0 {
 			t.Fatalf("%s call has no keys: a cluster cannot route it", scriptOf(c))
 		}
-		if err := core.SameSlot(c.Keys); err != nil {
+		if err := slot.Check(c.Keys); err != nil {
 			t.Fatalf("%s: %v", scriptOf(c), err)
 		}
 	}

@@ -82,11 +82,11 @@ func TestSlotVectors(t *testing.T) {
 	if slot.Of("{user1000}.following") != slot.Of("{user1000}.followers") {
 		t.Error("keys with one hash tag map to different slots")
 	}
-	if err := core.SameSlot([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
-		t.Errorf("SameSlot of one tag: %v", err)
+	if err := slot.Check([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
+		t.Errorf("slot.Check of one tag: %v", err)
 	}
-	if err := core.SameSlot([]string{"{a}x", "{b}x"}); err == nil {
-		t.Error("SameSlot of two tags: no error")
+	if err := slot.Check([]string{"{a}x", "{b}x"}); err == nil {
+		t.Error("slot.Check of two tags: no error")
 	}
 }
 
@@ -288,7 +288,7 @@ func checkSlots(t *testing.T, prefix string, c core.Call) {
 		t.Errorf("%s call without keys: a cluster cannot route it", name)
 		return
 	}
-	if err := core.SameSlot(c.Keys); err != nil {
+	if err := slot.Check(c.Keys); err != nil {
 		t.Errorf("%s: %v", name, err)
 	}
 	want := slot.Of(c.Keys[0])
