@@ -243,7 +243,7 @@ func (r *round) newWorker(id int) (*worker, error) {
 	w := &worker{r: r, id: id, adapter: r.targets[i].Adapter, clk: &frozenClock{},
 		rng: rand.New(rand.NewPCG(r.rng.Uint64(), uint64(id)))}
 	cfg := r.cfg
-	cfg.Clock = w.clk
+	cfg.Clock = w.clk.Now
 	store := r.bes[i].Store
 	if st, ok := store.(interface{ Caching() bool }); ok && st.Caching() {
 		w.caching = true

@@ -177,7 +177,7 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 	}
 	prefix := s.prefix()
 	ccfg := cfg.config(prefix, s.be.virtual())
-	ccfg.Clock = sys.x.clock
+	ccfg.Clock = sys.x.clock.Now
 
 	mcfg := ccfg
 	mcfg.Clock = nil

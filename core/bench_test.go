@@ -112,7 +112,7 @@ func BenchmarkAggregate(b *testing.B) {
 // BenchmarkModelHeartbeat measures the reference model, for comparison.
 func BenchmarkModelHeartbeat(b *testing.B) {
 	clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
-	m, _ := core.NewModel(core.Config{Clock: clk})
+	m, _ := core.NewModel(core.Config{Clock: clk.Now})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

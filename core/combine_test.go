@@ -106,7 +106,7 @@ func newGateEngine(t *testing.T, cfg core.Config) (*core.Engine, *gateStore, *mi
 		must(t, c.ScriptLoad(context.Background(), sc.Source()).Err())
 	}
 	g := &gateStore{inner: goredis.New(c), entered: make(chan []core.Call, 100), release: make(chan struct{}, 100)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	if cfg.CoalesceWindow == 0 {
 		cfg.CoalesceWindow = -1 // a login's change is published at once: the next beat is steady
 	}

@@ -105,9 +105,11 @@ type Config struct {
 	// last entry it saw (ChangeLogAfter). Default 0: no log.
 	ChangeLog int
 
-	// Clock supplies "now". Default nil: the Redis server's clock, read by
+	// Clock supplies "now": a function such as time.Now, a virtual clock's
+	// Now for tests and simulations, or adapters/serverclock's Now, which
+	// follows the server. Default nil: the Redis server's clock, read by
 	// each script, so that skewed hosts cannot move anyone on- or offline.
-	Clock Clock
+	Clock func() time.Time
 	// Rand supplies session tokens and sweep lock tokens. Default crypto/rand.
 	Rand io.Reader
 	// Metrics receives counters. Default none.
@@ -159,18 +161,6 @@ type ScopeClass struct {
 	// a window may span at most 1,000 buckets.
 	Bucket time.Duration
 }
-
-// Clock supplies the current time. Inject one for tests and simulations in
-// virtual time.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function to Clock.
-type ClockFunc func() time.Time
-
-// Now calls f.
-func (f ClockFunc) Now() time.Time { return f() }
 
 // Limits of inputs (docs/design.md §3).
 const (

@@ -82,7 +82,7 @@ func (e *Engine) nowArg() string {
 	if e.settings.cfg.Clock == nil {
 		return ""
 	}
-	ms := e.settings.cfg.Clock.Now().UnixMilli()
+	ms := e.settings.cfg.Clock().UnixMilli()
 	if last := e.lastNow.Load(); last != nil && last.millis == ms {
 		return last.text
 	}

@@ -24,7 +24,7 @@ func TestLiveSessionStoresNoFence(t *testing.T) {
 	_, c := realClient(t)
 	clk := &manualClock{t: t0}
 	engine := func(fence time.Duration) *core.Engine {
-		e, err := core.New(goredis.New(c), core.Config{Clock: clk, KickFence: fence})
+		e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now, KickFence: fence})
 		if err != nil {
 			t.Fatal(err)
 		}

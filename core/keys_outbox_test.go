@@ -21,7 +21,7 @@ func TestKeyNamesOutbox(t *testing.T) {
 	mr.SetTime(clk.t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
-	e, err := core.New(goredis.New(c), core.Config{Prefix: "kno", Clock: clk, CoalesceWindow: -1})
+	e, err := core.New(goredis.New(c), core.Config{Prefix: "kno", Clock: clk.Now, CoalesceWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

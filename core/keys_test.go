@@ -23,7 +23,7 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
 	w := 10 * time.Minute
-	e, err := core.New(goredis.New(c), core.Config{Prefix: "kn", Clock: clk, Classes: map[string]core.ScopeClass{
+	e, err := core.New(goredis.New(c), core.Config{Prefix: "kn", Clock: clk.Now, Classes: map[string]core.ScopeClass{
 		"room": {Layout: core.LayoutExact, Window: w},
 		"hall": {Layout: core.LayoutCompact, Window: w, Shards: 4},
 		"wide": {Layout: core.LayoutCompact, Window: w, Shards: 4, Spread: true},

@@ -36,7 +36,7 @@ func TestLayoutRefusesOtherVersions(t *testing.T) {
 func checkLayoutRefused(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

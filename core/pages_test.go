@@ -39,7 +39,7 @@ func checkPages(t *testing.T, c *redis.Client, move func(time.Time), encodings b
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
 	move(clk.t)
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk, UserBuckets: 1})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now, UserBuckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func newRunRig(t *testing.T, cfg core.Config, warm bool) *runRig {
 		}
 	}
 	store := &countingStore{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	cfg.Rand = rand.NewChaCha8([32]byte{7})
 	e, err := core.New(store, cfg)
 	if err != nil {
@@ -446,7 +446,7 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
 			store := &cancellingStore{inner: goredis.New(c), cancel: cancel, cancelAfter: 1}
-			cfg.Clock = clk
+			cfg.Clock = clk.Now
 			e2, err := core.New(store, cfg)
 			must(t, err)
 			var r core.SweepReport

@@ -27,7 +27,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 	_, c := realClient(t)
 	clk := &manualClock{t: t0}
 	cfg := scopeConfigSpread(2, false)
-	cfg.SweepBudget, cfg.Clock = 16, clk
+	cfg.SweepBudget, cfg.Clock = 16, clk.Now
 	e, err := core.New(goredis.New(c), cfg)
 	if err != nil {
 		t.Fatal(err)

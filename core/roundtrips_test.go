@@ -75,7 +75,7 @@ func TestRoundTrips(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { client.Close() })
 			store := &tripLog{Store: goredis.New(client)}
-			e, err := core.New(store, core.Config{Clock: clk, CoalesceWindow: -1, ChangeLog: log})
+			e, err := core.New(store, core.Config{Clock: clk.Now, CoalesceWindow: -1, ChangeLog: log})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestBatchLeftBeats(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { client.Close() })
 	store := &tripLog{Store: goredis.New(client)}
-	e, err := core.New(store, core.Config{Clock: clk, CoalesceWindow: -1, UserBuckets: 1, GroupCommit: -1})
+	e, err := core.New(store, core.Config{Clock: clk.Now, CoalesceWindow: -1, UserBuckets: 1, GroupCommit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestLuaArgNames(t *testing.T) {
 		IdleAfter: 301 * time.Second, PushWindow: 602 * time.Second, LeaveDelay: 15003 * time.Millisecond,
 		CoalesceWindow: 1004 * time.Millisecond, KeyGrace: 10005 * time.Millisecond, MaxDevices: 17,
 		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1, ScopeBuckets: 1,
-		Clock: fixedClock(time.UnixMilli(1772366400123)), ChangeLog: 100, CountTTL: 611 * time.Second,
+		Clock: fixedClock(time.UnixMilli(1772366400123)).Now, ChangeLog: 100, CountTTL: 611 * time.Second,
 		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, ShardSize: 8,
 			SweepInterval: 7 * time.Second}, "live": {Layout: LayoutCompact, Window: 603 * time.Second, Shards: 4,
 			ShardSize: 5, SweepInterval: 9 * time.Second, Spread: true}},

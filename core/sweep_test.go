@@ -24,7 +24,7 @@ func newRecordedEngine(tb testing.TB, cfg core.Config) (*core.Engine, *recorder,
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
 	rec := &recorder{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(rec, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -204,7 +204,7 @@ func newRecordedRealEngine(tb testing.TB, cfg core.Config, clk *manualClock) (*c
 	tb.Helper()
 	_, c := realClient(tb)
 	rec := &recorder{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(rec, cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -118,7 +118,7 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, rec, _, _ := newRecordedEngine(t, scopeConfig(4))
-			m, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}, Classes: scopeConfig(4).Classes})
+			m, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now, Classes: scopeConfig(4).Classes})
 			if err != nil {
 				t.Fatal(err)
 			}

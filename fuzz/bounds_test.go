@@ -22,7 +22,7 @@ func backends(t *testing.T, cfg core.Config) ([]core.Presence, *recorder) {
 	t.Helper()
 	m := newMini(t, t0)
 	e := m.engine(t, cfg)
-	cfg.Clock = m.clk
+	cfg.Clock = m.clk.Now
 	mod, err := core.NewModel(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestBoundsConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, errE := core.New(scriptedStore{}, tt.cfg)
-		tt.cfg.Clock = &manualClock{t: t0}
+		tt.cfg.Clock = (&manualClock{t: t0}).Now
 		_, errM := core.NewModel(tt.cfg)
 		for i, err := range []error{errE, errM} {
 			if tt.field == "" {

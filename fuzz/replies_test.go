@@ -970,7 +970,7 @@ func runReplies(t testing.TB, data []byte) {
 		store = cachedFakeStore{fs}
 	}
 	clk := &manualClock{t: t0}
-	cfg := core.Config{Clock: clk, UserBuckets: 2, ScopeBuckets: 2, Classes: testClasses(), Rand: &detRand{}}
+	cfg := core.Config{Clock: clk.Now, UserBuckets: 2, ScopeBuckets: 2, Classes: testClasses(), Rand: &detRand{}}
 	e, err := core.New(store, cfg)
 	if err != nil {
 		t.Fatal(err)

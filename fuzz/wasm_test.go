@@ -154,7 +154,7 @@ func decodeRaw(t *testing.T, raw []byte, sel uint8, n int) {
 // ABI lets in, so it may refuse, but only with a typed error.
 func runDecoded(t *testing.T, req abi.Request) {
 	t.Helper()
-	mod, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}, Classes: testClasses()})
+	mod, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now, Classes: testClasses()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func runDecoded(t *testing.T, req abi.Request) {
 	case *abi.Config:
 		cfg, cerr := a.Core()
 		if cerr == nil {
-			cfg.Clock = &manualClock{t: t0}
+			cfg.Clock = (&manualClock{t: t0}).Now
 			_, err = core.NewModel(cfg)
 		}
 	default:
@@ -200,7 +200,7 @@ func sameVerdict(t *testing.T, what string, orig, got func(core.Presence) error)
 	t.Helper()
 	var verdict [2]string
 	for i, run := range []func(core.Presence) error{orig, got} {
-		mod, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}})
+		mod, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ import (
 
 // outboxConfig publishes changes at once, on a clock the test moves.
 func outboxConfig(clk *rig.Clock) core.Config {
-	return core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1}
+	return core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1}
 }
 
 // subscriber is a Feed on a direct connection to srv (no fault proxy).

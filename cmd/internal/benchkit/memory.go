@@ -132,7 +132,7 @@ func (r *runner) settleMemory(ctx context.Context) (int64, int64, error) {
 func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error {
 	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk})
+	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk.Now})
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class string, shards, n int, member func(int) string) error {
 	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards, r.st.ShardSize)})
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk.Now, Classes: BenchClasses(shards, r.st.ShardSize)})
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	// A long key grace keeps the backlog in Redis however long the fill
 	// takes in real time: only the sweep may remove it.
 	prefix := r.prefix("sweep-" + kind)
-	cfg := core.Config{Prefix: prefix, Clock: clk, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay, Classes: BenchClasses(shards, r.st.ShardSize)}
+	cfg := core.Config{Prefix: prefix, Clock: clk.Now, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay, Classes: BenchClasses(shards, r.st.ShardSize)}
 	// The fill publishes nothing (a million ONLINE messages would dominate
 	// it); the measured sweep publishes as an application's would.
 	e, err := core.New(Quiet(store), cfg)

@@ -70,7 +70,7 @@ func TestOutboxWaitingGauge(t *testing.T) {
 		// core.RedeliverAfter lets the server's sweeper redeliver.
 		var skew atomic.Int64
 		cfg := testConfig()
-		cfg.Engine.Clock = core.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+		cfg.Engine.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		in := startServer(t, store, cfg)
 		users := []string{"alice", "bob", "carol", "dave"}
 		buckets := map[int]bool{}
