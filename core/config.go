@@ -162,13 +162,13 @@ type ScopeClass struct {
 	Bucket time.Duration
 }
 
-// Limits of inputs (docs/design.md §3).
+// Limits of inputs (docs/design.md §3) that callers size their calls by.
+// The caps on IDs (1 to 128 bytes: CheckID) and on a device's metadata
+// (16 entries, 1,024 bytes) are in docs/design.md §3 and in the
+// *InputError that refuses what exceeds them.
 const (
-	MaxIDBytes       = 128  // user, device, gateway, scope and member IDs
-	MaxMetaEntries   = 16   // metadata entries of one device
-	MaxMetaBytes     = 1024 // keys and values of one device's metadata
 	MaxBatch         = 1000 // users of Statuses, beats of HeartbeatBatch, touches of TouchBatch
-	MaxPage          = 1000 // members of one page
+	MaxPage          = 1000 // members of one page, entries of one ChangeLogAfter
 	maxClassNameByte = 32
 	// maxBucketsPerWindow bounds an approx window: each count reads every
 	// bucket of the window in one script call.
