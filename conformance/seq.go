@@ -15,6 +15,7 @@ import (
 	"github.com/leanovate/gopter/commands"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // seqT0 is the first instant of every sequence.
@@ -430,12 +431,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 // outbox (lua/outbox_ack.lua, by source, with an epoch no outbox has, so
 // that it acknowledges nothing).
 func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
-	var src string
-	for _, s := range core.Scripts() {
-		if s.Name() == "outbox_ack" {
-			src = s.Source()
-		}
-	}
+	src := luascripts.OutboxAck.Source()
 	keys := eng.Keys()
 	calls := make([]core.Call, keys.UserBuckets())
 	for b := range calls {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -37,9 +38,9 @@ func newCannedStore(beats int) *cannedStore {
 		s.tokens[n] = core.Value{Kind: core.ValueString, Str: strings.TrimSuffix(strings.Repeat("tok\x1f", n), "\x1f")}
 	}
 	s.steady = make([]core.Result, 64)
-	for _, sc := range core.Scripts() {
-		if sc.Name() == "beat" {
-			s.steadySHA = sc.SHA()
+	for _, sc := range luascripts.All() {
+		if sc.Name == "beat" {
+			s.steadySHA = sc.SHA
 		}
 	}
 	return s

@@ -16,6 +16,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -274,7 +275,7 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			mr.SetTime(clk.t)
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { c.Close() })
-			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+			for _, sc := range luascripts.All() { // no NOSCRIPT resends in the way
 				must(t, c.ScriptLoad(bg, sc.Source()).Err())
 			}
 			ctx, cancel := context.WithCancel(bg)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // planNow is the "now" the machinery tests plan at.
@@ -201,7 +202,7 @@ func newRunRig(t *testing.T, cfg core.Config, warm bool) *runRig {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
 	if warm {
-		for _, sc := range core.Scripts() {
+		for _, sc := range luascripts.All() {
 			if err := c.ScriptLoad(context.Background(), sc.Source()).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -440,7 +441,7 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			mr.SetTime(clk.t)
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { c.Close() })
-			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+			for _, sc := range luascripts.All() { // no NOSCRIPT resends in the way
 				must(t, c.ScriptLoad(bg, sc.Source()).Err())
 			}
 			ctx, cancel := context.WithCancel(bg)

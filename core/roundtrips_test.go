@@ -13,6 +13,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // tripLog is a Store that counts round trips: each Eval, Publish and
@@ -80,7 +81,7 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			// warm: every script loaded, so that no step pays NOSCRIPT
-			for _, s := range core.Scripts() {
+			for _, s := range luascripts.All() {
 				if err := client.ScriptLoad(ctx, s.Source()).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +165,7 @@ func TestBatchLeftBeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range core.Scripts() { // warm: no step pays NOSCRIPT
+	for _, s := range luascripts.All() { // warm: no step pays NOSCRIPT
 		if err := client.ScriptLoad(ctx, s.Source()).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -264,9 +265,9 @@ func checkIsolation(t *testing.T, cfg core.Config, prefix string, t1, t2 tuple) 
 
 var scriptNames = func() map[string]string {
 	out := map[string]string{}
-	for _, s := range core.Scripts() {
-		out[s.SHA()] = s.Name()
-		out[s.Source()] = s.Name()
+	for _, s := range luascripts.All() {
+		out[s.SHA] = s.Name
+		out[s.Source()] = s.Name
 	}
 	return out
 }()

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/guest"
@@ -70,9 +71,9 @@ func FuzzWasmABI(f *testing.F) {
 		}
 
 		// Script calls and their replies, as the module and host trade them.
-		scripts := core.Scripts()
+		scripts := luascripts.All()
 		sc := scripts[int(sel)%len(scripts)]
-		calls := []core.Call{{SHA: sc.SHA(), Keys: []string{s1, s2}, Args: []string{s3, strconv.FormatInt(n, 10), ""}}, {Source: sc.Source(), Args: []string{s1}}}
+		calls := []core.Call{{SHA: sc.SHA, Keys: []string{s1, s2}, Args: []string{s3, strconv.FormatInt(n, 10), ""}}, {Source: sc.Source(), Args: []string{s1}}}
 		resp, err := abi.DecodeResponse(abi.OpStatus, abi.EncodeResponse(abi.Response{Plan: 1 + n&0xff, Calls: calls}))
 		back := resp.Calls
 		if err != nil || fmt.Sprintf("%q", back) != fmt.Sprintf("%q", calls) {

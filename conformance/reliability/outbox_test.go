@@ -87,7 +87,7 @@ func TestLostReplyChangeDeliveredOnce(t *testing.T) {
 			if _, err := eng.Status(ctx, "warm"); err != nil { // the client's connection, first
 				t.Fatal(err)
 			}
-			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
+			p.LoseReplyTo([]byte(script(t, "beat").SHA))
 			var returned []core.Change
 			untilDone(t, func() error {
 				ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web", Kind: core.KindWeb, Active: true})

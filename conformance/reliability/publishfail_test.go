@@ -15,6 +15,7 @@ import (
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -87,12 +88,8 @@ func failDeliveries(f *failingPublish, n *atomic.Int64) func(context.Context, []
 
 // isDelivery reports whether c runs lua/outbox_ack.lua.
 func isDelivery(c core.Call) bool {
-	for _, s := range core.Scripts() {
-		if s.Name() == "outbox_ack" {
-			return c.SHA == s.SHA() || c.Source == s.Source()
-		}
-	}
-	return false
+	s := luascripts.OutboxAck
+	return c.SHA == s.SHA || c.Source == s.Source()
 }
 
 // outboxIDs returns the outbox fields (event sequence numbers) of every

@@ -327,7 +327,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 
 			// A first heartbeat: an implicit login that publishes ONLINE,
 			// decided by the steady beat's call.
-			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
+			p.LoseReplyTo([]byte(script(t, "beat").SHA))
 			var token string
 			var published []core.Change
 			n := retry("heartbeat", func() error {
@@ -348,7 +348,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 
 			// A login: its retry, with the same Login.Token, must not leave
 			// two sessions, nor kick the device's own new session.
-			p.LoseReplyTo([]byte(script(t, "login").SHA()))
+			p.LoseReplyTo([]byte(script(t, "login").SHA))
 			var loginTokens []string
 			var kicked []core.Kick
 			n2 := retry("login", func() error {
@@ -368,7 +368,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			}
 
 			// A logout of the last device: OFFLINE at once.
-			p.LoseReplyTo([]byte(script(t, "logout").SHA()))
+			p.LoseReplyTo([]byte(script(t, "logout").SHA))
 			var ended []core.Change
 			retry("logout", func() error {
 				r, err := eng.Logout(ctx, "u", "web", token)

@@ -12,26 +12,25 @@ import (
 
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
 // script returns the engine's script named name.
-func script(tb testing.TB, name string) *core.Script {
+func script(tb testing.TB, name string) luascripts.Script {
 	tb.Helper()
-	for _, s := range core.Scripts() {
-		if s.Name() == name {
-			return s
-		}
+	s, ok := luascripts.Named(name)
+	if !ok {
+		tb.Fatalf("no script %q", name)
 	}
-	tb.Fatalf("no script %q", name)
-	return nil
+	return s
 }
 
 // loadScripts loads every script of the engine, so that no call in the
 // test meets NOSCRIPT (which would add a second round trip).
 func loadScripts(tb testing.TB, srv *redistest.Instance) {
 	tb.Helper()
-	for _, s := range core.Scripts() {
+	for _, s := range luascripts.All() {
 		rig.Do(tb, srv, "SCRIPT", "LOAD", s.Source())
 	}
 }
@@ -53,8 +52,8 @@ type stallStore struct {
 
 // newStallStore holds the at-th batch that calls sc; a test that ends
 // early releases it with an error.
-func newStallStore(tb testing.TB, s core.Store, sc *core.Script, at int) *stallStore {
-	st := &stallStore{Store: s, sha: sc.SHA(), source: sc.Source(), at: at, stalled: make(chan struct{}), release: make(chan error, 1)}
+func newStallStore(tb testing.TB, s core.Store, sc luascripts.Script, at int) *stallStore {
+	st := &stallStore{Store: s, sha: sc.SHA, source: sc.Source(), at: at, stalled: make(chan struct{}), release: make(chan error, 1)}
 	tb.Cleanup(func() {
 		select {
 		case st.release <- errors.New("test over"):

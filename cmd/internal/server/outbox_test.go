@@ -15,6 +15,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // refusingPublisher is a go-redis store whose deliveries (the calls of
@@ -45,13 +46,12 @@ func (p *refusingPublisher) Eval(ctx context.Context, calls []core.Call) []core.
 // delivers reports whether c runs lua/outbox_ack.lua with messages to
 // publish (its events as seq, channel, payload from ARGV[2]).
 func delivers(c core.Call) bool {
-	for _, s := range core.Scripts() {
-		if s.Name() == "outbox_ack" && (c.SHA == s.SHA() || c.Source == s.Source()) {
-			for k := 1; k+2 < len(c.Args); k += 3 {
-				if c.Args[k+1] != "" {
-					return true
-				}
-			}
+	if s := luascripts.OutboxAck; c.SHA != s.SHA && c.Source != s.Source() {
+		return false
+	}
+	for k := 1; k+2 < len(c.Args); k += 3 {
+		if c.Args[k+1] != "" {
+			return true
 		}
 	}
 	return false
