@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // RaceReport is the outcome of a race run.
@@ -420,7 +421,7 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 	defer cancel()
 	pending := map[string]int{}
 	mark := func(gw, channel string, payload []byte) error {
-		calls := markerCalls(eng, channel, payload)
+		calls := markerCalls(keyspace.New(r.cfg.Prefix, r.cfg.UserBuckets, r.cfg.ScopeBuckets), channel, payload)
 		for _, res := range store.Eval(ctx, calls) {
 			if res.Err != nil {
 				return fmt.Errorf("conformance: race: publishing a marker: %w", res.Err)

@@ -15,6 +15,7 @@ import (
 	"github.com/leanovate/gopter/commands"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/luascripts"
 )
 
@@ -144,6 +145,7 @@ type system struct {
 	model  *oracle
 	engine core.Presence
 	store  core.Store // as the engine sees it
+	keys   keyspace.Layout
 	feed   *core.Feed
 	cancel context.CancelFunc
 	calls  atomic.Int64 // Eval calls the engine made
@@ -179,6 +181,7 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 	prefix := s.prefix()
 	ccfg := cfg.config(prefix, s.be.virtual())
 	ccfg.Clock = sys.x.clock.Now
+	sys.keys = keyspace.New(ccfg.Prefix, ccfg.UserBuckets, ccfg.ScopeBuckets)
 
 	mcfg := ccfg
 	mcfg.Clock = nil
@@ -371,7 +374,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 	// is in, so is every event.
 	pending := map[string]int{}
 	mark := func(gw, channel string, payload []byte) (bool, string) {
-		calls := markerCalls(eng, channel, payload)
+		calls := markerCalls(sys.keys, channel, payload)
 		for _, r := range sys.store.Eval(ctx, calls) {
 			if r.Err != nil {
 				return false, "publishing a marker: " + errName(r.Err)
@@ -429,11 +432,10 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 
 // markerCalls publish payload on channel through each user bucket's
 // outbox (lua/outbox_ack.lua, by source, with an epoch no outbox has, so
-// that it acknowledges nothing).
-func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
+// that it acknowledges nothing), the engine's keys being keys.
+func markerCalls(keys keyspace.Layout, channel string, payload []byte) []core.Call {
 	src := luascripts.OutboxAck.Source()
-	keys := eng.Keys()
-	calls := make([]core.Call, keys.UserBuckets())
+	calls := make([]core.Call, keys.UserBuckets)
 	for b := range calls {
 		calls[b] = core.Call{Source: src, Keys: []string{keys.Outbox(b)}, Args: []string{"-", "0", channel, string(payload)}}
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // Config configures an Engine or a Model. The zero value of every field
@@ -274,7 +276,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s := &settings{cfg: cfg}
 	prefix := cfg.Prefix
 	if prefix == "" {
-		prefix = "presence"
+		prefix = keyspace.DefaultPrefix
 	}
 	for i := 0; i < len(prefix); i++ {
 		if c := prefix[i]; c == '{' || c == '}' || c < 0x20 || c == 0x7f {
@@ -354,7 +356,7 @@ func newSettings(cfg Config) (*settings, error) {
 	if !cfg.Policy.valid() {
 		return nil, invalid("Config.Policy", "unknown policy %d", cfg.Policy)
 	}
-	ub, sb := orInt(cfg.UserBuckets, 16), orInt(cfg.ScopeBuckets, 16)
+	ub, sb := orInt(cfg.UserBuckets, keyspace.DefaultBuckets), orInt(cfg.ScopeBuckets, keyspace.DefaultBuckets)
 	if ub < 1 || ub > 16384 {
 		return nil, invalid("Config.UserBuckets", "must be in [1, 16384], got %d", cfg.UserBuckets)
 	}
@@ -420,14 +422,14 @@ func (s *settings) precompute() {
 		s.intervalArgs[k] = itoa(iv)
 	}
 	s.users = make([]userBucketKeys, s.keys.userBuckets)
+	names := s.keys.space()
 	for b := range s.users {
-		base := s.keys.userBase(uint32(b))
-		s.users[b].pagePrefix = base + sufPage
-		s.users[b].counts = base + sufCounts
-		s.users[b].outbox = base + sufOutbox
-		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
+		s.users[b].pagePrefix = names.PagePrefix(b)
+		s.users[b].counts = names.Counts(b)
+		s.users[b].outbox = names.Outbox(b)
+		s.users[b].sweep = []string{names.Meta(b), names.Due(b), names.Big(b), names.Manual(b), names.Lock(b)}
 		s.users[b].keys = s.users[b].sweep[:4:4]
-		s.users[b].steady = []string{base + sufBig, base + sufMeta}
+		s.users[b].steady = []string{names.Big(b), names.Meta(b)}
 	}
 	// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed, and
 	// those after it

@@ -40,7 +40,7 @@ func checkLayoutRefused(t *testing.T, c *redis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := e.Keys()
+	k := core.Keys(e)
 	users := map[string]func(b int){
 		"future": func(b int) { c.HSet(ctx, k.Meta(b), "v", "3", "L", "0", "s", "0") },
 		"first": func(b int) {

@@ -120,7 +120,7 @@ func TestSteadyBeatsKeepTheirPageAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := e.Keys().Page(0, 0)
+	page := core.Keys(e).Page(0, 0)
 	const every, span = 25 * time.Second, 36 * time.Hour
 	moves, beats, full := 0, 0, 0
 	keep := mr.TTL(page) // as the login left it: KEEP

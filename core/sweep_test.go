@@ -343,7 +343,7 @@ func TestUserSweepStepsAreBounded(t *testing.T) {
 func TestSweepBigHashUserTakesTwoVisits(t *testing.T) {
 	ctx := context.Background()
 	e, _, clk, mr := newRecordedEngine(t, core.Config{UserBuckets: 1, LeaveDelay: 15 * time.Second, CoalesceWindow: -1})
-	k := e.Keys()
+	k := core.Keys(e)
 	const user, device = "u", "0000002a-0000-4000-8000-000000052a56"
 	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: user, Device: device, Kind: core.KindWeb, Active: true}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -28,7 +29,8 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 	now := time.UnixMilli(1_772_366_400_000)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := core.New(s, core.Config{Prefix: "loss" + unique(t), Clock: clock, ChangeLog: 100})
+	cfg := core.Config{Prefix: "loss" + unique(t), Clock: clock, ChangeLog: 100}
+	e, err := core.New(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,8 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 	}
 	advance(20 * time.Second)
 	wiped := clock()
-	wipe(t, e.Keys().Due(e.Keys().UserBucket(user(0))))
+	keys := keyspace.New(cfg.Prefix, cfg.UserBuckets, cfg.ScopeBuckets)
+	wipe(t, keys.Due(keys.UserBucket(user(0))))
 
 	feed, hasFeed := subscribe(t, e)
 	lost := 0

@@ -15,6 +15,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/luascripts"
 )
 
@@ -76,7 +77,7 @@ func TestOutboxWaitingGauge(t *testing.T) {
 		buckets := map[int]bool{}
 		for _, u := range users {
 			in.as(t, token(t, u)).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "web"}, nil)
-			buckets[in.srv.Engine().Keys().UserBucket(u)] = true
+			buckets[keyspace.New(cfg.Engine.Prefix, cfg.Engine.UserBuckets, 0).UserBucket(u)] = true
 		}
 		if len(buckets) < 2 {
 			t.Fatalf("users %v share one bucket; pick users of several", users)
