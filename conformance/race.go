@@ -430,11 +430,11 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 		pending[gw] = len(calls)
 		return nil
 	}
-	if err := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
+	if err := mark("", eng.ChangeChannel(), markerChange()); err != nil {
 		return err
 	}
 	for _, gw := range []string{"g1", "g2"} {
-		if err := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
+		if err := mark(gw, eng.KickChannel(gw), markerKick(gw)); err != nil {
 			return err
 		}
 	}

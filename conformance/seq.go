@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -359,6 +360,33 @@ func opKind(o op) string {
 // markerUser marks the end of a step's events on a channel.
 const markerUser = "\x00conformance-marker"
 
+// markerChange and markerKick are the payloads of the markers: a change
+// of markerUser, and a kick of its device "-" at gateway gw, in the JSON
+// the engine publishes (docs/design.md §7), which a Feed decodes as any
+// other, their instants the zero time's.
+func markerChange() []byte {
+	at := time.Time{}.UnixMilli()
+	off := core.StatusOffline.String()
+	b, _ := json.Marshal(struct {
+		User string `json:"user"`
+		From string `json:"from"`
+		To   string `json:"to"`
+		At   int64  `json:"at"`
+	}{markerUser, off, off, at})
+	return b
+}
+
+func markerKick(gw string) []byte {
+	b, _ := json.Marshal(struct {
+		User    string `json:"user"`
+		Device  string `json:"device"`
+		Kind    string `json:"kind"`
+		Gateway string `json:"gateway,omitempty"`
+		At      int64  `json:"at"`
+	}{markerUser, "-", core.KindOther.String(), gw, time.Time{}.UnixMilli()})
+	return b
+}
+
 // checkFeed reads back, through the subscription, the events the step
 // published: exactly the model's changes and kicks, each once. It publishes
 // a marker after them on each channel concerned and reads up to the
@@ -384,7 +412,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		return true, ""
 	}
 	if len(want.changes) > 0 {
-		if ok, why := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); !ok {
+		if ok, why := mark("", eng.ChangeChannel(), markerChange()); !ok {
 			return false, why
 		}
 	}
@@ -393,7 +421,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		if pending[gw] > 0 {
 			continue
 		}
-		if ok, why := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); !ok {
+		if ok, why := mark(gw, eng.KickChannel(gw), markerKick(gw)); !ok {
 			return false, why
 		}
 	}

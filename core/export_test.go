@@ -49,3 +49,23 @@ const FeedMemory = feedMemory
 
 // Aggregate is the status others see (aggregate).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
+
+// MarshalChange is the JSON published for c, without an outbox ID
+// (marshalChange).
+func MarshalChange(c Change) []byte { return marshalChange(c, "") }
+
+// MarshalKick is the JSON published for k, without an outbox ID
+// (marshalKick).
+func MarshalKick(k Kick) []byte { return marshalKick(k, "") }
+
+// UnmarshalChange decodes a message of the change channel (unmarshalChange).
+func UnmarshalChange(b []byte) (Change, error) {
+	c, _, err := unmarshalChange(b)
+	return c, err
+}
+
+// UnmarshalKick decodes a message of a kick channel (unmarshalKick).
+func UnmarshalKick(b []byte) (Kick, error) {
+	k, _, err := unmarshalKick(b)
+	return k, err
+}

@@ -3,10 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
-	"time"
 )
 
 // EngineOptions are the settings of an engine in a module beyond
