@@ -47,15 +47,28 @@ func (l keyLayout) scopeBucket(s Scope) uint32 { return bucketOf(s.ref(), l.scop
 // build per-user keys from the bucket base and these, as the engine
 // passes them.
 const (
-	sufPage    = keyspace.SufPage
-	sufCounts  = keyspace.SufCounts
-	sufOutbox  = keyspace.SufOutbox
-	sufDue     = keyspace.SufDue
-	sufManual  = keyspace.SufManual
-	sufExact   = keyspace.SufExact
-	sufCompact = keyspace.SufCompact
-	sufHLL     = keyspace.SufHLL
-	sufCount   = keyspace.SufCount
+	sufMeta     = keyspace.SufMeta
+	sufPage     = keyspace.SufPage
+	sufBig      = keyspace.SufBig
+	sufManual   = keyspace.SufManual
+	sufDue      = keyspace.SufDue
+	sufCounts   = keyspace.SufCounts
+	sufOutbox   = keyspace.SufOutbox
+	sufLock     = keyspace.SufLock
+	sufExact    = keyspace.SufExact
+	sufShard    = keyspace.SufShard
+	sufCompact  = keyspace.SufCompact
+	sufHLL      = keyspace.SufHLL
+	sufCount    = keyspace.SufCount
+	sufRegistry = keyspace.SufRegistry
+	sufRelease  = keyspace.SufRelease
+)
+
+// The meta hash and due index of a self-sized compact scope are its
+// shards' prefix, these, and its tail (keyspace.MetaKey, IndexKey).
+const (
+	compactMeta  = keyspace.CompactMeta
+	compactIndex = keyspace.CompactIndex
 )
 
 // maxCompactShards bounds a self-sized scope's shards, as scopelib.lua's
