@@ -38,7 +38,7 @@ func TestCountAfterOwnSweepIsFresh(t *testing.T) {
 	}
 	defer be.Close()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	eng, err := core.New(be.Store, core.Config{Prefix: "cached-count", Clock: core.ClockFunc(func() time.Time { return now }),
+	eng, err := core.New(be.Store, core.Config{Prefix: "cached-count", Clock: func() time.Time { return now },
 		Classes: map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Window: time.Minute, SweepInterval: time.Second, Shards: 4}}})
 	if err != nil {
 		t.Fatal(err)

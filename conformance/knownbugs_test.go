@@ -46,7 +46,7 @@ func miniEngine(t *testing.T, clk *manualClock, cfg core.Config) (*core.Engine, 
 	mr.ClockTTL(true)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(goredis.New(c), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestSpreadCountAsOf(t *testing.T) {
 	clk := &manualClock{t: t0}
 	classes := map[string]core.ScopeClass{"video": {Layout: core.LayoutCompact, Shards: 5, Spread: true}}
 	e, _ := miniEngine(t, clk, core.Config{Classes: classes})
-	m, err := core.NewModel(core.Config{Clock: clk, Classes: classes})
+	m, err := core.NewModel(core.Config{Clock: clk.Now, Classes: classes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestKickedTokenFenced(t *testing.T) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
 	e, mr := miniEngine(t, clk, core.Config{})
-	m, err := core.NewModel(core.Config{Clock: clk})
+	m, err := core.NewModel(core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestKickFenceAllTokens(t *testing.T) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
 	e, mr := miniEngine(t, clk, core.Config{})
-	m, err := core.NewModel(core.Config{Clock: clk})
+	m, err := core.NewModel(core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestKickFenceOutlivesLaterSession(t *testing.T) {
 			t.Run(sup.name+", then "+end.name, func(t *testing.T) {
 				clk := &manualClock{t: t0}
 				e, mr := miniEngine(t, clk, core.Config{})
-				m, err := core.NewModel(core.Config{Clock: clk})
+				m, err := core.NewModel(core.Config{Clock: clk.Now})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -61,7 +61,7 @@ type linChecker struct {
 func (c *linChecker) newBox() *modelBox {
 	b := &modelBox{clk: &frozenClock{}, rd: &feedReader{}}
 	cfg := c.cfg
-	cfg.Clock, cfg.Rand = b.clk, b.rd
+	cfg.Clock, cfg.Rand = b.clk.Now, b.rd
 	m, err := core.NewModel(cfg)
 	if err != nil {
 		panic("conformance: model of a race round: " + err.Error()) // the engines accepted the same configuration

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 )
 
 // op is one step of a sequence. Steps are plain values: a sequence can be
@@ -556,12 +557,12 @@ func number(o *obs, sc core.Scope, n int64) string {
 var invalidCalls = func() []call {
 	ex := core.Scope{Class: "ex", ID: "r1"}
 	meta := map[string]string{}
-	for i := range core.MaxMetaEntries + 1 {
+	for i := range limits.MetaEntries + 1 {
 		meta["k"+strconv.Itoa(i)] = "v"
 	}
 	return []call{
 		{invalid: "heartbeat with an empty user", op: core.Heartbeat{Device: "d1"}},
-		{invalid: "login with a 129-byte device", op: core.Login{User: "u1", Device: strings.Repeat("d", core.MaxIDBytes+1)}},
+		{invalid: "login with a 129-byte device", op: core.Login{User: "u1", Device: strings.Repeat("d", limits.IDBytes+1)}},
 		{invalid: "touch of an unknown class", op: core.ScopeTouch{Scope: core.Scope{Class: "nope", ID: "r1"}, Member: "m1"}},
 		{invalid: "members with limit 0", op: core.ReadMembers{Scope: ex}},
 		{invalid: "active within 0s", op: core.ReadActive{Scope: ex}},

@@ -24,7 +24,7 @@ func newOracle(cfg core.Config, seed uint64) (*oracle, error) {
 		return nil, err
 	}
 	o := &oracle{clk: newClock(seqT0)}
-	cfg.Clock, cfg.Rand = o.clk, &tapeReader{tape: tape}
+	cfg.Clock, cfg.Rand = o.clk.Now, &tapeReader{tape: tape}
 	m, err := core.NewModel(cfg)
 	if err != nil {
 		return nil, err

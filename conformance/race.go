@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // RaceReport is the outcome of a race run.
@@ -243,7 +244,7 @@ func (r *round) newWorker(id int) (*worker, error) {
 	w := &worker{r: r, id: id, adapter: r.targets[i].Adapter, clk: &frozenClock{},
 		rng: rand.New(rand.NewPCG(r.rng.Uint64(), uint64(id)))}
 	cfg := r.cfg
-	cfg.Clock = w.clk
+	cfg.Clock = w.clk.Now
 	store := r.bes[i].Store
 	if st, ok := store.(interface{ Caching() bool }); ok && st.Caching() {
 		w.caching = true
@@ -420,7 +421,7 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 	defer cancel()
 	pending := map[string]int{}
 	mark := func(gw, channel string, payload []byte) error {
-		calls := markerCalls(eng, channel, payload)
+		calls := markerCalls(keyspace.New(r.cfg.Prefix, r.cfg.UserBuckets, r.cfg.ScopeBuckets), channel, payload)
 		for _, res := range store.Eval(ctx, calls) {
 			if res.Err != nil {
 				return fmt.Errorf("conformance: race: publishing a marker: %w", res.Err)
@@ -429,11 +430,11 @@ func (r *round) drain(ctx context.Context, feed *core.Feed, eng *core.Engine) er
 		pending[gw] = len(calls)
 		return nil
 	}
-	if err := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); err != nil {
+	if err := mark("", eng.ChangeChannel(), markerChange()); err != nil {
 		return err
 	}
 	for _, gw := range []string{"g1", "g2"} {
-		if err := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); err != nil {
+		if err := mark(gw, eng.KickChannel(gw), markerKick(gw)); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -15,6 +16,8 @@ import (
 	"github.com/leanovate/gopter/commands"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // seqT0 is the first instant of every sequence.
@@ -143,6 +146,7 @@ type system struct {
 	model  *oracle
 	engine core.Presence
 	store  core.Store // as the engine sees it
+	keys   keyspace.Layout
 	feed   *core.Feed
 	cancel context.CancelFunc
 	calls  atomic.Int64 // Eval calls the engine made
@@ -177,7 +181,8 @@ func (s *seqSuite) newSystem(cfg seqConfig) *system {
 	}
 	prefix := s.prefix()
 	ccfg := cfg.config(prefix, s.be.virtual())
-	ccfg.Clock = sys.x.clock
+	ccfg.Clock = sys.x.clock.Now
+	sys.keys = keyspace.New(ccfg.Prefix, ccfg.UserBuckets, ccfg.ScopeBuckets)
 
 	mcfg := ccfg
 	mcfg.Clock = nil
@@ -355,6 +360,33 @@ func opKind(o op) string {
 // markerUser marks the end of a step's events on a channel.
 const markerUser = "\x00conformance-marker"
 
+// markerChange and markerKick are the payloads of the markers: a change
+// of markerUser, and a kick of its device "-" at gateway gw, in the JSON
+// the engine publishes (docs/design.md §7), which a Feed decodes as any
+// other, their instants the zero time's.
+func markerChange() []byte {
+	at := time.Time{}.UnixMilli()
+	off := core.StatusOffline.String()
+	b, _ := json.Marshal(struct {
+		User string `json:"user"`
+		From string `json:"from"`
+		To   string `json:"to"`
+		At   int64  `json:"at"`
+	}{markerUser, off, off, at})
+	return b
+}
+
+func markerKick(gw string) []byte {
+	b, _ := json.Marshal(struct {
+		User    string `json:"user"`
+		Device  string `json:"device"`
+		Kind    string `json:"kind"`
+		Gateway string `json:"gateway,omitempty"`
+		At      int64  `json:"at"`
+	}{markerUser, "-", core.KindOther.String(), gw, time.Time{}.UnixMilli()})
+	return b
+}
+
 // checkFeed reads back, through the subscription, the events the step
 // published: exactly the model's changes and kicks, each once. It publishes
 // a marker after them on each channel concerned and reads up to the
@@ -370,7 +402,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 	// is in, so is every event.
 	pending := map[string]int{}
 	mark := func(gw, channel string, payload []byte) (bool, string) {
-		calls := markerCalls(eng, channel, payload)
+		calls := markerCalls(sys.keys, channel, payload)
 		for _, r := range sys.store.Eval(ctx, calls) {
 			if r.Err != nil {
 				return false, "publishing a marker: " + errName(r.Err)
@@ -380,7 +412,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		return true, ""
 	}
 	if len(want.changes) > 0 {
-		if ok, why := mark("", eng.ChangeChannel(), core.MarshalChange(core.Change{User: markerUser})); !ok {
+		if ok, why := mark("", eng.ChangeChannel(), markerChange()); !ok {
 			return false, why
 		}
 	}
@@ -389,7 +421,7 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 		if pending[gw] > 0 {
 			continue
 		}
-		if ok, why := mark(gw, eng.KickChannel(gw), core.MarshalKick(core.Kick{User: markerUser, Device: "-", Gateway: gw})); !ok {
+		if ok, why := mark(gw, eng.KickChannel(gw), markerKick(gw)); !ok {
 			return false, why
 		}
 	}
@@ -428,16 +460,10 @@ func (sys *system) checkFeed(ctx context.Context, want obs) (bool, string) {
 
 // markerCalls publish payload on channel through each user bucket's
 // outbox (lua/outbox_ack.lua, by source, with an epoch no outbox has, so
-// that it acknowledges nothing).
-func markerCalls(eng *core.Engine, channel string, payload []byte) []core.Call {
-	var src string
-	for _, s := range core.Scripts() {
-		if s.Name() == "outbox_ack" {
-			src = s.Source()
-		}
-	}
-	keys := eng.Keys()
-	calls := make([]core.Call, keys.UserBuckets())
+// that it acknowledges nothing), the engine's keys being keys.
+func markerCalls(keys keyspace.Layout, channel string, payload []byte) []core.Call {
+	src := luascripts.OutboxAck.Source()
+	calls := make([]core.Call, keys.UserBuckets)
 	for b := range calls {
 		calls[b] = core.Call{Source: src, Keys: []string{keys.Outbox(b)}, Args: []string{"-", "0", channel, string(payload)}}
 	}

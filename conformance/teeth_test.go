@@ -7,6 +7,7 @@ import (
 
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -123,8 +124,8 @@ func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
 	tb.Helper()
 	mutated := map[string]string{} // SHA → rewritten source
 	used := make([]bool, len(b.edits))
-	for _, s := range core.Scripts() {
-		if len(b.scripts) > 0 && !contains(b.scripts, s.Name()) {
+	for _, s := range luascripts.All() {
+		if len(b.scripts) > 0 && !contains(b.scripts, s.Name) {
 			continue
 		}
 		src := s.Source()
@@ -135,7 +136,7 @@ func (b plantBug) wrap(tb testing.TB) func(core.Store) core.Store {
 			}
 		}
 		if src != s.Source() {
-			mutated[s.SHA()] = src
+			mutated[s.SHA] = src
 		}
 	}
 	for i, u := range used {
@@ -195,14 +196,7 @@ func swapCombined(ctx context.Context, calls []core.Call, next func(context.Cont
 }
 
 // statusSHA is the SHA of status.lua, whose reply swapCombined rewrites.
-var statusSHA = func() string {
-	for _, s := range core.Scripts() {
-		if s.Name() == "status" {
-			return s.SHA()
-		}
-	}
-	return ""
-}()
+var statusSHA = luascripts.Status.SHA
 
 func scriptOf(c core.Call) string {
 	if c.SHA != "" {

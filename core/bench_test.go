@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -39,9 +40,9 @@ func newCannedStore(beats int) *cannedStore {
 		s.tokens[n] = core.Value{Kind: core.ValueString, Str: strings.TrimSuffix(strings.Repeat("tok\x1f", n), "\x1f")}
 	}
 	s.steady = make([]core.Result, 64)
-	for _, sc := range core.Scripts() {
-		if sc.Name() == "beat" {
-			s.steadySHA = sc.SHA()
+	for _, sc := range luascripts.All() {
+		if sc.Name == "beat" {
+			s.steadySHA = sc.SHA
 		}
 	}
 	return s
@@ -114,7 +115,7 @@ func BenchmarkAggregate(b *testing.B) {
 // BenchmarkModelHeartbeat measures the reference model, for comparison.
 func BenchmarkModelHeartbeat(b *testing.B) {
 	clk := &manualClock{t: time.UnixMilli(1_700_000_000_000)}
-	m, _ := core.NewModel(core.Config{Clock: clk})
+	m, _ := core.NewModel(core.Config{Clock: clk.Now})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -38,7 +39,7 @@ func TestBoundedCallsAgreeWithModel(t *testing.T) {
 			t.Run(fmt.Sprint(b, "/policy", int(policy)), func(t *testing.T) {
 				clk := &manualClock{t: t0}
 				cfg := cfg
-				cfg.Clock = clk
+				cfg.Clock = clk.Now
 				cfg.Rand = seededRand{rand.NewChaCha8([32]byte{7})}
 				var p core.Presence
 				move := func(time.Time) {}
@@ -219,7 +220,7 @@ func TestRunBoundsSharedRoundTrips(t *testing.T) {
 	trips := &tripCounter{inner: goredis.New(c)}
 	clk := &manualClock{t: t0}
 	mr.SetTime(clk.t)
-	e, err := core.New(trips, core.Config{UserBuckets: 1, Clock: clk})
+	e, err := core.New(trips, core.Config{UserBuckets: 1, Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			mr.SetTime(clk.t)
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { c.Close() })
-			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+			for _, sc := range luascripts.All() { // no NOSCRIPT resends in the way
 				must(t, c.ScriptLoad(bg, sc.Source()).Err())
 			}
 			ctx, cancel := context.WithCancel(bg)
@@ -282,7 +283,7 @@ func TestSweepCancelledMidRound(t *testing.T) {
 			// cancelled once the first round trip of full sweep steps is back
 			// (the round after the first, whose steps are small)
 			store := &cancellingStore{inner: goredis.New(c), cancel: cancel, cancelAfter: 2}
-			cfg.Clock = clk
+			cfg.Clock = clk.Now
 			e2, err := core.New(store, cfg)
 			must(t, err)
 			var r core.SweepReport
@@ -329,7 +330,7 @@ func TestNoScriptInALaterWave(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	clk := &manualClock{t: t0}
 	mr.SetTime(clk.t)
-	cfg := core.Config{UserBuckets: 1, Clock: clk}
+	cfg := core.Config{UserBuckets: 1, Clock: clk.Now}
 	e, err := core.New(goredis.New(c), cfg)
 	must(t, err)
 	users := make([]string, core.MaxBatch)
@@ -389,7 +390,7 @@ func TestChangeLogAppendIsBounded(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
 	store := &argCounter{Store: goredis.New(c)}
-	e, err := core.New(store, core.Config{Clock: clk, UserBuckets: 1, ChangeLog: 10_000, CoalesceWindow: -1})
+	e, err := core.New(store, core.Config{Clock: clk.Now, UserBuckets: 1, ChangeLog: 10_000, CoalesceWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -102,11 +103,11 @@ func newGateEngine(t *testing.T, cfg core.Config) (*core.Engine, *gateStore, *mi
 	mr.ClockTTL(true)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
-	for _, sc := range core.Scripts() {
+	for _, sc := range luascripts.All() {
 		must(t, c.ScriptLoad(context.Background(), sc.Source()).Err())
 	}
 	g := &gateStore{inner: goredis.New(c), entered: make(chan []core.Call, 100), release: make(chan struct{}, 100)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	if cfg.CoalesceWindow == 0 {
 		cfg.CoalesceWindow = -1 // a login's change is published at once: the next beat is steady
 	}

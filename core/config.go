@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // Config configures an Engine or a Model. The zero value of every field
@@ -105,9 +107,11 @@ type Config struct {
 	// last entry it saw (ChangeLogAfter). Default 0: no log.
 	ChangeLog int
 
-	// Clock supplies "now". Default nil: the Redis server's clock, read by
+	// Clock supplies "now": a function such as time.Now, a virtual clock's
+	// Now for tests and simulations, or adapters/serverclock's Now, which
+	// follows the server. Default nil: the Redis server's clock, read by
 	// each script, so that skewed hosts cannot move anyone on- or offline.
-	Clock Clock
+	Clock func() time.Time
 	// Rand supplies session tokens and sweep lock tokens. Default crypto/rand.
 	Rand io.Reader
 	// Metrics receives counters. Default none.
@@ -160,25 +164,13 @@ type ScopeClass struct {
 	Bucket time.Duration
 }
 
-// Clock supplies the current time. Inject one for tests and simulations in
-// virtual time.
-type Clock interface {
-	Now() time.Time
-}
-
-// ClockFunc adapts a function to Clock.
-type ClockFunc func() time.Time
-
-// Now calls f.
-func (f ClockFunc) Now() time.Time { return f() }
-
-// Limits of inputs (docs/design.md §3).
+// Limits of inputs (docs/design.md §3) that callers size their calls by.
+// The caps on IDs (1 to 128 bytes: CheckID) and on a device's metadata
+// (16 entries, 1,024 bytes) are in docs/design.md §3 and in the
+// *InputError that refuses what exceeds them.
 const (
-	MaxIDBytes       = 128  // user, device, gateway, scope and member IDs
-	MaxMetaEntries   = 16   // metadata entries of one device
-	MaxMetaBytes     = 1024 // keys and values of one device's metadata
 	MaxBatch         = 1000 // users of Statuses, beats of HeartbeatBatch, touches of TouchBatch
-	MaxPage          = 1000 // members of one page
+	MaxPage          = 1000 // members of one page, entries of one ChangeLogAfter
 	maxClassNameByte = 32
 	// maxBucketsPerWindow bounds an approx window: each count reads every
 	// bucket of the window in one script call.
@@ -284,7 +276,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s := &settings{cfg: cfg}
 	prefix := cfg.Prefix
 	if prefix == "" {
-		prefix = "presence"
+		prefix = keyspace.DefaultPrefix
 	}
 	for i := 0; i < len(prefix); i++ {
 		if c := prefix[i]; c == '{' || c == '}' || c < 0x20 || c == 0x7f {
@@ -364,7 +356,7 @@ func newSettings(cfg Config) (*settings, error) {
 	if !cfg.Policy.valid() {
 		return nil, invalid("Config.Policy", "unknown policy %d", cfg.Policy)
 	}
-	ub, sb := orInt(cfg.UserBuckets, 16), orInt(cfg.ScopeBuckets, 16)
+	ub, sb := orInt(cfg.UserBuckets, keyspace.DefaultBuckets), orInt(cfg.ScopeBuckets, keyspace.DefaultBuckets)
 	if ub < 1 || ub > 16384 {
 		return nil, invalid("Config.UserBuckets", "must be in [1, 16384], got %d", cfg.UserBuckets)
 	}
@@ -430,14 +422,14 @@ func (s *settings) precompute() {
 		s.intervalArgs[k] = itoa(iv)
 	}
 	s.users = make([]userBucketKeys, s.keys.userBuckets)
+	names := s.keys.space()
 	for b := range s.users {
-		base := s.keys.userBase(uint32(b))
-		s.users[b].pagePrefix = base + sufPage
-		s.users[b].counts = base + sufCounts
-		s.users[b].outbox = base + sufOutbox
-		s.users[b].sweep = []string{base + sufMeta, base + sufDue, base + sufBig, base + sufManual, base + sufLock}
+		s.users[b].pagePrefix = names.PagePrefix(b)
+		s.users[b].counts = names.Counts(b)
+		s.users[b].outbox = names.Outbox(b)
+		s.users[b].sweep = []string{names.Meta(b), names.Due(b), names.Big(b), names.Manual(b), names.Lock(b)}
 		s.users[b].keys = s.users[b].sweep[:4:4]
-		s.users[b].steady = []string{base + sufBig, base + sufMeta}
+		s.users[b].steady = []string{names.Big(b), names.Meta(b)}
 	}
 	// lua/heartbeat_steady.lua's LEFT_ fields: those before the seed, and
 	// those after it

@@ -6,8 +6,8 @@
 // The core is pure Go with no dependency outside the standard library, and it
 // builds for GOOS=wasip1 and GOOS=js. It starts no goroutines and reads no
 // hidden clock: time comes from the Redis server (the scripts read TIME) or
-// from an injected [Clock], and Redis is reached only through the small
-// [Store] interface that the adapters under adapters/ implement.
+// from an injected clock (Config.Clock), and Redis is reached only through
+// the small [Store] interface that the adapters under adapters/ implement.
 //
 // A minimal program builds an [Engine] over an adapter and sends heartbeats:
 //

@@ -79,7 +79,7 @@ func (e *Engine) nowArg() string {
 	if e.settings.cfg.Clock == nil {
 		return ""
 	}
-	return e.plans.nowText(e.settings.cfg.Clock.Now().UnixMilli())
+	return e.plans.nowText(e.settings.cfg.Clock().UnixMilli())
 }
 
 // nowText is ms as plans and scripts take it. The plans of one millisecond

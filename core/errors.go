@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"syscall"
+
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Sentinel errors that callers match with errors.Is.
@@ -39,8 +41,8 @@ var (
 	// ErrReply means a reply did not have the shape a script promises.
 	ErrReply = errors.New("presence: unexpected reply")
 	// ErrCrossSlot means a call's keys span more than one cluster slot; it is
-	// refused before it reaches a driver.
-	ErrCrossSlot = errors.New("presence: keys span cluster slots")
+	// refused before it reaches a driver, and an adapter refuses one too.
+	ErrCrossSlot = slot.ErrCrossSlot
 	// ErrLayout means the keys under the engine's prefix were written in
 	// another key layout (another version of presence): the engine refuses
 	// to read or change them rather than misread them. Point it at another

@@ -22,7 +22,7 @@ func exampleEngine(cfg core.Config) (*core.Engine, *manualClock, func()) {
 	clk := &manualClock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
 	mr.SetTime(clk.t)
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	eng, err := core.New(goredis.New(client), cfg)
 	if err != nil {
 		panic(err)
@@ -107,7 +107,7 @@ func ExampleEngine_Count() {
 func ExampleNewModel() {
 	ctx := context.Background()
 	clock := &manualClock{t: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
-	m, _ := core.NewModel(core.Config{Clock: clock})
+	m, _ := core.NewModel(core.Config{Clock: clock.Now})
 
 	m.Do(ctx, core.Heartbeat{User: "dana", Device: "web", Active: true})
 	m.Do(ctx, core.SetManual{User: "dana", Manual: core.ManualDND, TTL: time.Hour})

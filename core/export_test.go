@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/presencekit/presence/internal/keyspace"
+)
 
 // GroupQueued is how many calls wait in e's group commit queue.
 func GroupQueued(e *Engine) int {
@@ -21,15 +25,9 @@ const LogChunk = logChunk
 // Metrics by embedding it.
 type NopMetrics = nopMetrics
 
-// Meta is, for tests, the meta hash of user bucket b (0 ≤ b < UserBuckets): its
-// layout version and its pages' level and split pointer (lua/recordlib.lua).
-func (k KeyNames) Meta(b int) string { return k.engine.settings.users[b].keys[0] }
-
-// CompactIndex is, for tests, the due index of sc (see CompactMeta).
-func (k KeyNames) CompactIndex(sc Scope) (string, error) {
-	sk, err := k.selfSized(sc)
-	return sk.compactIndexKey(), err
-}
+// Keys is the key layout of e, as internal/keyspace names it: what a
+// tool that knows e's Config builds with keyspace.New.
+func Keys(e *Engine) keyspace.Layout { return e.settings.keys.space() }
 
 // NowArg formats t as plans and scripts take "now" (nowArg).
 func NowArg(t time.Time) string { return nowArg(t) }
@@ -54,3 +52,23 @@ const FeedMemory = feedMemory
 
 // Aggregate is the status others see (aggregate).
 func Aggregate(states []Status, manual Manual) Status { return aggregate(states, manual) }
+
+// MarshalChange is the JSON published for c, without an outbox ID
+// (marshalChange).
+func MarshalChange(c Change) []byte { return marshalChange(c, "") }
+
+// MarshalKick is the JSON published for k, without an outbox ID
+// (marshalKick).
+func MarshalKick(k Kick) []byte { return marshalKick(k, "") }
+
+// UnmarshalChange decodes a message of the change channel (unmarshalChange).
+func UnmarshalChange(b []byte) (Change, error) {
+	c, _, err := unmarshalChange(b)
+	return c, err
+}
+
+// UnmarshalKick decodes a message of a kick channel (unmarshalKick).
+func UnmarshalKick(b []byte) (Kick, error) {
+	k, _, err := unmarshalKick(b)
+	return k, err
+}

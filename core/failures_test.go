@@ -79,7 +79,7 @@ func TestCountServesLastGoodWhenUnavailable(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
 	fs := &failingStore{Store: goredis.New(c)}
-	e, err := core.New(fs, core.Config{Clock: clk})
+	e, err := core.New(fs, core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEventsArePublished(t *testing.T) {
 	mr.SetTime(clk.t)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk, CoalesceWindow: -1})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now, CoalesceWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

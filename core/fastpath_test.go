@@ -20,7 +20,7 @@ import (
 func TestSteadyBeatSkipsTheUserRead(t *testing.T) {
 	srv, c := realClient(t)
 	clk := &manualClock{t: t0}
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // TestLiveSessionStoresNoFence checks on a real redis-server that a device
@@ -24,7 +25,7 @@ func TestLiveSessionStoresNoFence(t *testing.T) {
 	_, c := realClient(t)
 	clk := &manualClock{t: t0}
 	engine := func(fence time.Duration) *core.Engine {
-		e, err := core.New(goredis.New(c), core.Config{Clock: clk, KickFence: fence})
+		e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now, KickFence: fence})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestLiveSessionStoresNoFence(t *testing.T) {
 	// record holds, and whether dev has a fence item.
 	items := func(user, dev string) (int, bool) {
 		t.Helper()
-		rec := staticRecord(ctx, t, c, e.Keys(), user)
+		rec := staticRecord(ctx, t, c, core.Keys(e), user)
 		if rec == "" {
 			return 0, false
 		}
@@ -139,7 +140,7 @@ func TestLiveSessionStoresNoFence(t *testing.T) {
 
 // staticRecord is user's static record (lua/recordlib.lua), from its page
 // or the big hash ("" none).
-func staticRecord(ctx context.Context, t *testing.T, c *redis.Client, k core.KeyNames, user string) string {
+func staticRecord(ctx context.Context, t *testing.T, c *redis.Client, k keyspace.Layout, user string) string {
 	t.Helper()
 	b := k.UserBucket(user)
 	meta := c.HGetAll(ctx, k.Meta(b)).Val()

@@ -12,7 +12,7 @@ import (
 // TestBatchItemFieldNames: a batch's bad item is named by its place, the
 // field of a field by its path, though valid input names none.
 func TestBatchItemFieldNames(t *testing.T) {
-	m, err := core.NewModel(core.Config{Clock: &manualClock{t: time.UnixMilli(1_700_000_000_000)}})
+	m, err := core.NewModel(core.Config{Clock: (&manualClock{t: time.UnixMilli(1_700_000_000_000)}).Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func runTable(t *testing.T, cfg core.Config, steps []step) {
 		t.Run(b.name, func(t *testing.T) {
 			clk := &manualClock{t: t0}
 			cfg := cfg
-			cfg.Clock = clk
+			cfg.Clock = clk.Now
 			p, move := b.open(t, cfg, clk)
 			e := &env{ctx: context.Background(), p: p, clk: clk, move: move, tokens: map[string]string{}}
 			for i, s := range steps {

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -11,11 +10,13 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
-// TestKeyNamesAreTheKeysWritten checks that KeyNames names exactly the
-// keys an engine writes for a user and for a scope of each layout: the
-// tools that inspect Redis read the engine's layout, not a copy of it.
+// TestKeyNamesAreTheKeysWritten checks that internal/keyspace names exactly
+// the keys an engine writes for a user and for a scope of each layout: the
+// tools that inspect Redis name them with the engine's layout, from the
+// Config they gave it (keyspace.New), not with a copy of it.
 func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 	mr := miniredis.RunT(t)
 	clk := &manualClock{t: t0}
@@ -23,7 +24,7 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
 	w := 10 * time.Minute
-	e, err := core.New(goredis.New(c), core.Config{Prefix: "kn", Clock: clk, Classes: map[string]core.ScopeClass{
+	e, err := core.New(goredis.New(c), core.Config{Prefix: "kn", Clock: clk.Now, Classes: map[string]core.ScopeClass{
 		"room": {Layout: core.LayoutExact, Window: w},
 		"hall": {Layout: core.LayoutCompact, Window: w, Shards: 4},
 		"wide": {Layout: core.LayoutCompact, Window: w, Shards: 4, Spread: true},
@@ -32,7 +33,10 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	k := e.Keys()
+	k := keyspace.New("kn", 0, 0)
+	if k != core.Keys(e) {
+		t.Fatalf("keyspace.New(%q, 0, 0) = %+v, the engine's layout %+v", "kn", k, core.Keys(e))
+	}
 	written := func() map[string]bool {
 		out := map[string]bool{}
 		for _, key := range mr.Keys() {
@@ -50,8 +54,8 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 			t.Errorf("user key %q not written; keys: %v", key, mr.Keys())
 		}
 	}
-	if k.UserBuckets() != 16 {
-		t.Errorf("UserBuckets %d, want the default 16", k.UserBuckets())
+	if k.UserBuckets != 16 {
+		t.Errorf("UserBuckets %d, want the default 16", k.UserBuckets)
 	}
 
 	room, hall, wide := core.Scope{Class: "room", ID: "r1"}, core.Scope{Class: "hall", ID: "h1"}, core.Scope{Class: "wide", ID: "w1"}
@@ -67,18 +71,17 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exact, err := k.Exact(room)
-	if err != nil || !written()[exact] {
-		t.Errorf("Exact(room) = %q, %v; keys: %v", exact, err, mr.Keys())
+	if exact := k.Exact(room.Class, room.ID); !written()[exact] {
+		t.Errorf("Exact(room) = %q; keys: %v", exact, mr.Keys())
 	}
 	for _, sc := range []core.Scope{hall, wide} {
+		shard := k.Shard
+		if sc == wide {
+			shard = k.SpreadShard
+		}
 		found := 0
 		for n := range 4 {
-			key, err := k.Shard(sc, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if written()[key] {
+			if written()[shard(sc.Class, sc.ID, n)] {
 				found++
 			}
 		}
@@ -87,30 +90,27 @@ func TestKeyNamesAreTheKeysWritten(t *testing.T) {
 		}
 		if sc == hall {
 			// a self-sized scope's meta and due index
-			for _, f := range []func(core.Scope) (string, error){k.CompactMeta, k.CompactIndex} {
-				if key, err := f(sc); err != nil || !written()[key] {
-					t.Errorf("%v: meta or index %q, %v not written; keys: %v", sc, key, err, mr.Keys())
+			for _, key := range []string{k.CompactMeta(sc.Class, sc.ID), k.CompactIndex(sc.Class, sc.ID)} {
+				if !written()[key] {
+					t.Errorf("%v: meta or index %q not written; keys: %v", sc, key, mr.Keys())
 				}
 			}
 		}
-		count, err := k.Count(sc)
-		if err != nil || !written()[count] {
-			t.Errorf("Count(%v) = %q, %v; keys: %v", sc, count, err, mr.Keys())
+		if count := k.Count(sc.Class, sc.ID); !written()[count] {
+			t.Errorf("Count(%v) = %q; keys: %v", sc, count, mr.Keys())
 		}
 	}
 
-	for name, err := range map[string]error{
-		"exact of a compact scope": errOf(k.Exact(hall)),
-		"shard of an exact scope":  errOf(k.Shard(room, 0)),
-		"shard out of range":       errOf(k.Shard(wide, 4)),
-		"self-sized out of range":  errOf(k.Shard(hall, 65536)),
-		"meta of a spread scope":   errOf(k.CompactMeta(wide)),
-		"unknown class":            errOf(k.Count(core.Scope{Class: "nope", ID: "x"})),
+	// Each name is of its own scope and kind: a wrong kind names no key.
+	for name, key := range map[string]string{
+		"exact of a compact scope":   k.Exact(hall.Class, hall.ID),
+		"self-sized shard of spread": k.Shard(wide.Class, wide.ID, 0),
+		"spread shard of self-sized": k.SpreadShard(hall.Class, hall.ID, 0),
+		"meta of a spread scope":     k.CompactMeta(wide.Class, wide.ID),
+		"count of an unknown class":  k.Count("nope", "x"),
 	} {
-		if !errors.Is(err, core.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		if written()[key] {
+			t.Errorf("%s: %q is a key the engine wrote", name, key)
 		}
 	}
 }
-
-func errOf(_ string, err error) error { return err }

@@ -2,108 +2,73 @@ package core
 
 import (
 	"crypto/sha1"
-	"strconv"
 
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/slot"
 )
 
-// Layout of keys (version 2 of the user keys: lua/recordlib.lua; version 2
-// of the scope keys: self-sized compact scopes under "c:", where version 1
-// kept a class's fixed number of shards under "h:", which spread classes
-// still do). Every key
-// is the prefix, a hash tag, and a suffix:
-//
-//	P:{uB}:m                hash   layout version, page level and split pointer of user bucket B
-//	P:{uB}:p:N              hash   user → record (devices, fences, published status, pending
-//	                               change) of page N, in listpack encoding; expires Config's
-//	                               longest window or fence, plus KeyGrace, after its last write
-//	P:{uB}:big              hash   user → record, for records too long for a page
-//	P:{uB}:man              hash   user → manual status and its expiry
-//	P:{uB}:due              zset   page or big-hash user → next instant it needs a sweep (or earlier)
-//	P:{uB}:cnt              hash   published status → number of users of the bucket in it
-//	P:{uB}:ob               hash   the bucket's outbox: events decided, not yet delivered
-//	P:{uB}:lock             string sweep lock of bucket B
-//	P:{sB}:z:CLASS:SCOPE    zset   member → last touch (exact layout)
-//	P:{sB}:c:CLASS:N:SCOPE  hash   member → last touch, shard N of a self-sized compact scope
-//	P:{sB}:c:CLASS:m:SCOPE  hash   its level L, split pointer s, members stored t, N → shard N's size
-//	P:{sB}:c:CLASS:i:SCOPE  zset   its due index: shard N → earliest instant a window passes (or earlier)
-//	P:{sB.N}:h:CLASS:N:SCOPE hash  member → last touch, shard N of a spread compact scope
-//	P:{sB}:x:CLASS:T:SCOPE  hll    members touched in the bucket starting at T (approx layout)
-//	P:{sB}:n:CLASS:SCOPE    string "count:asOf", refreshed by each sweep
-//	P:{sB}:reg              zset   CLASS:SCOPE → next sweep of the scope
-//	P:{sB}:rel              hash   CLASS:SCOPE → consecutive empty sweeps
-//	P:{sB}:lock             string sweep lock of bucket B
-//	P:log                   stream the change log (Config.ChangeLog)
-//
-// The user or scope ID is always the last part of a key and IDs never hold
-// control characters, so the mapping is injective whatever else the IDs hold;
-// the tag holds only the bucket number, so every key of one bucket (and so of
-// one script call) shares one cluster slot. Class names are checked to hold
-// no ':'; the prefix is checked to hold no braces.
+// The key layout (version 2 of the user keys, lua/recordlib.lua; version 2
+// of the scope keys) is written in internal/keyspace, whose doc lists every
+// key: the engine builds each name it sends through it.
 
+// keyLayout is the engine's key layout: keyspace.Layout, which writes
+// every name, with the buckets as the planner counts them.
 type keyLayout struct {
 	prefix       string
 	userBuckets  uint32
 	scopeBuckets uint32
 }
 
-// bucketOf returns the bucket of id: FNV-1a, stable across processes,
-// platforms and versions (a change would move every key).
+// space is l as keyspace names it.
+func (l keyLayout) space() keyspace.Layout {
+	return keyspace.Layout{Prefix: l.prefix, UserBuckets: int(l.userBuckets), ScopeBuckets: int(l.scopeBuckets)}
+}
+
+// bucketOf returns the bucket of id (keyspace.Bucket).
 func bucketOf(id string, n uint32) uint32 { return uint32(fnv64(id) % uint64(n)) }
 
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
+func fnv64(s string) uint64 { return keyspace.FNV64(s) }
 
-func (l keyLayout) userBase(bucket uint32) string {
-	return l.prefix + ":{u" + strconv.FormatUint(uint64(bucket), 10) + "}:"
-}
+func (l keyLayout) userBase(bucket uint32) string { return l.space().UserBase(int(bucket)) }
 
-func (l keyLayout) scopeBase(bucket uint32) string {
-	return l.prefix + ":{s" + strconv.FormatUint(uint64(bucket), 10) + "}:"
-}
+func (l keyLayout) scopeBase(bucket uint32) string { return l.space().ScopeBase(int(bucket)) }
 
 // spreadBase is the base of shard n of a spread compact scope in bucket b:
 // its own hash tag, so that shards land on different slots.
 func (l keyLayout) spreadBase(bucket uint32, n int) string {
-	return l.prefix + ":{s" + strconv.FormatUint(uint64(bucket), 10) + "." + strconv.Itoa(n) + "}:"
+	return l.space().SpreadBase(int(bucket), n)
 }
 
 func (l keyLayout) userBucket(user string) uint32 { return bucketOf(user, l.userBuckets) }
 
 func (l keyLayout) scopeBucket(s Scope) uint32 { return bucketOf(s.ref(), l.scopeBuckets) }
 
-// Suffixes of per-user keys and of per-bucket keys; scripts build per-user
-// keys from the bucket base and these, so the layout lives here only.
+// Suffixes of per-user keys and of per-bucket keys (keyspace's); scripts
+// build per-user keys from the bucket base and these, as the engine
+// passes them.
 const (
-	sufMeta     = "m"
-	sufPage     = "p:"
-	sufBig      = "big"
-	sufManual   = "man"
-	sufDue      = "due"
-	sufCounts   = "cnt"
-	sufOutbox   = "ob"
-	sufLock     = "lock"
-	sufExact    = "z:"
-	sufShard    = "h:"
-	sufCompact  = "c:"
-	sufHLL      = "x:"
-	sufCount    = "n:"
-	sufRegistry = "reg"
-	sufRelease  = "rel"
+	sufMeta     = keyspace.SufMeta
+	sufPage     = keyspace.SufPage
+	sufBig      = keyspace.SufBig
+	sufManual   = keyspace.SufManual
+	sufDue      = keyspace.SufDue
+	sufCounts   = keyspace.SufCounts
+	sufOutbox   = keyspace.SufOutbox
+	sufLock     = keyspace.SufLock
+	sufExact    = keyspace.SufExact
+	sufShard    = keyspace.SufShard
+	sufCompact  = keyspace.SufCompact
+	sufHLL      = keyspace.SufHLL
+	sufCount    = keyspace.SufCount
+	sufRegistry = keyspace.SufRegistry
+	sufRelease  = keyspace.SufRelease
 )
 
-// The meta hash and due index of a self-sized compact scope are its shards'
-// prefix, these, and its tail (scopelib.lua builds them so): shard numbers
-// are digits, so neither is a shard.
+// The meta hash and due index of a self-sized compact scope are its
+// shards' prefix, these, and its tail (keyspace.MetaKey, IndexKey).
 const (
-	compactMeta  = "m"
-	compactIndex = "i"
+	compactMeta  = keyspace.CompactMeta
+	compactIndex = keyspace.CompactIndex
 )
 
 // maxCompactShards bounds a self-sized scope's shards, as scopelib.lua's
@@ -128,24 +93,8 @@ func linearShard(h uint32, lv, sp int) int {
 	return n
 }
 
-func (l keyLayout) logKey() string { return l.prefix + ":log" }
+func (l keyLayout) logKey() string { return l.space().Log() }
 
-// SameSlot returns an error matching ErrCrossSlot unless every key maps to
-// one Redis Cluster hash slot.
-func SameSlot(keys []string) error {
-	for i := 1; i < len(keys); i++ {
-		if slot.Of(keys[i]) != slot.Of(keys[0]) {
-			return &slotError{keys: keys}
-		}
-	}
-	return nil
-}
-
-// slotError reports a call whose keys span slots, naming the first key.
-type slotError struct{ keys []string }
-
-func (e *slotError) Error() string {
-	return "presence: keys span cluster slots: " + strconv.Quote(e.keys[0]) + "…"
-}
-
-func (e *slotError) Is(target error) bool { return target == ErrCrossSlot }
+// sameSlot returns an error matching ErrCrossSlot unless every key maps to
+// one Redis Cluster hash slot (slot.Check, which the adapters run too).
+func sameSlot(keys []string) error { return slot.Check(keys) }

@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 	"github.com/presencekit/presence/internal/slot"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // nastyIDs hold what breaks naive key builders.
-var nastyIDs = []string{"a", "a:b", "a:", ":a", "{a}", "}", "{", "a}b{c", "*", "a b", "é", "{u0}", "d:", strings.Repeat("z", core.MaxIDBytes)}
+var nastyIDs = []string{"a", "a:b", "a:", ":a", "{a}", "}", "{", "a}b{c", "*", "a b", "é", "{u0}", "d:", strings.Repeat("z", limits.IDBytes)}
 
 // second is another device ID derived from id, within the length cap.
 func second(id string) string {
-	if len(id) == core.MaxIDBytes {
+	if len(id) == limits.IDBytes {
 		return id[:len(id)-1] + "2"
 	}
 	return id + "2"
@@ -64,7 +65,7 @@ func TestEveryCallStaysInOneSlot(t *testing.T) {
 		if len(c.Keys) == 0 {
 			t.Fatalf("%s call has no keys: a cluster cannot route it", scriptOf(c))
 		}
-		if err := core.SameSlot(c.Keys); err != nil {
+		if err := slot.Check(c.Keys); err != nil {
 			t.Fatalf("%s: %v", scriptOf(c), err)
 		}
 	}

@@ -36,11 +36,11 @@ func TestLayoutRefusesOtherVersions(t *testing.T) {
 func checkLayoutRefused(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := e.Keys()
+	k := core.Keys(e)
 	users := map[string]func(b int){
 		"future": func(b int) { c.HSet(ctx, k.Meta(b), "v", "3", "L", "0", "s", "0") },
 		"first": func(b int) {

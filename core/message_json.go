@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// This file writes and reads the JSON of ChangeMessage and KickMessage by
+// This file writes and reads the JSON of changeMessage and kickMessage by
 // hand, byte for byte as encoding/json's Marshal and Unmarshal do (the
 // tests compare them, and fuzz them against each other), so that the
 // core, and the WebAssembly builds with it, need neither encoding/json
@@ -69,7 +69,7 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // appendJSON appends m as encoding/json marshals it.
-func (m ChangeMessage) appendJSON(b []byte) []byte {
+func (m changeMessage) appendJSON(b []byte) []byte {
 	b = append(b, `{"user":`...)
 	b = appendJSONString(b, m.User)
 	b = append(b, `,"from":`...)
@@ -91,7 +91,7 @@ func appendID(b []byte, id string) []byte {
 }
 
 // appendJSON appends m as encoding/json marshals it.
-func (m KickMessage) appendJSON(b []byte) []byte {
+func (m kickMessage) appendJSON(b []byte) []byte {
 	b = append(b, `{"user":`...)
 	b = appendJSONString(b, m.User)
 	b = append(b, `,"device":`...)
@@ -120,14 +120,14 @@ func (m lossMessage) appendJSON(b []byte) []byte {
 
 // decodeJSON decodes b into m, and into more, fields besides m's: those of
 // a loss's message, which shares ChangeChannel (unmarshalChannelMessage).
-func (m *ChangeMessage) decodeJSON(b []byte, more ...jsonField) error {
+func (m *changeMessage) decodeJSON(b []byte, more ...jsonField) error {
 	return decodeJSONObject(b, append([]jsonField{
 		{name: "USER", str: &m.User}, {name: "FROM", str: &m.From}, {name: "TO", str: &m.To}, {name: "AT", num: &m.At},
 		{name: "ID", str: &m.ID},
 	}, more...))
 }
 
-func (m *KickMessage) decodeJSON(b []byte) error {
+func (m *kickMessage) decodeJSON(b []byte) error {
 	return decodeJSONObject(b, []jsonField{
 		{name: "USER", str: &m.User}, {name: "DEVICE", str: &m.Device}, {name: "KIND", str: &m.Kind},
 		{name: "GATEWAY", str: &m.Gateway}, {name: "AT", num: &m.At}, {name: "ID", str: &m.ID},

@@ -25,22 +25,22 @@ func TestMessageJSONMatchesEncodingJSON(t *testing.T) {
 
 func checkMarshal(t *testing.T, s string, at int64) {
 	t.Helper()
-	c := ChangeMessage{User: s, From: "ONLINE" + s, To: s + "x", At: at}
+	c := changeMessage{User: s, From: "ONLINE" + s, To: s + "x", At: at}
 	want, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.appendJSON(nil); !bytes.Equal(got, want) {
-		t.Fatalf("ChangeMessage %q: got %s, encoding/json %s", s, got, want)
+		t.Fatalf("changeMessage %q: got %s, encoding/json %s", s, got, want)
 	}
 	for _, gw := range []string{"", s, "gw"} {
-		k := KickMessage{User: s, Device: "d" + s, Kind: s, Gateway: gw, At: at}
+		k := kickMessage{User: s, Device: "d" + s, Kind: s, Gateway: gw, At: at}
 		want, err := json.Marshal(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := k.appendJSON(nil); !bytes.Equal(got, want) {
-			t.Fatalf("KickMessage %q: got %s, encoding/json %s", s, got, want)
+			t.Fatalf("kickMessage %q: got %s, encoding/json %s", s, got, want)
 		}
 	}
 }
@@ -73,22 +73,22 @@ func TestMessageJSONDecodeMatchesEncodingJSON(t *testing.T) {
 		checkUnmarshal(t, []byte(in))
 	}
 	for _, s := range jsonStrings {
-		checkUnmarshal(t, ChangeMessage{User: s, From: s, To: s}.appendJSON(nil))
-		checkUnmarshal(t, KickMessage{User: s, Device: s, Kind: s, Gateway: s}.appendJSON(nil))
+		checkUnmarshal(t, changeMessage{User: s, From: s, To: s}.appendJSON(nil))
+		checkUnmarshal(t, kickMessage{User: s, Device: s, Kind: s, Gateway: s}.appendJSON(nil))
 	}
 }
 
 func checkUnmarshal(t *testing.T, in []byte) {
 	t.Helper()
-	var want, got ChangeMessage
+	var want, got changeMessage
 	errWant, errGot := json.Unmarshal(in, &want), got.decodeJSON(in)
 	if (errWant == nil) != (errGot == nil) || errWant == nil && got != want {
-		t.Fatalf("ChangeMessage %q: got %+v, %v; encoding/json %+v, %v", in, got, errGot, want, errWant)
+		t.Fatalf("changeMessage %q: got %+v, %v; encoding/json %+v, %v", in, got, errGot, want, errWant)
 	}
-	var wantK, gotK KickMessage
+	var wantK, gotK kickMessage
 	errWant, errGot = json.Unmarshal(in, &wantK), gotK.decodeJSON(in)
 	if (errWant == nil) != (errGot == nil) || errWant == nil && gotK != wantK {
-		t.Fatalf("KickMessage %q: got %+v, %v; encoding/json %+v, %v", in, gotK, errGot, wantK, errWant)
+		t.Fatalf("kickMessage %q: got %+v, %v; encoding/json %+v, %v", in, gotK, errGot, wantK, errWant)
 	}
 }
 

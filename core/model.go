@@ -76,7 +76,7 @@ func NewModel(cfg Config) (*Model, error) {
 	return m, nil
 }
 
-func (m *Model) now() int64 { return m.settings.cfg.Clock.Now().UnixMilli() }
+func (m *Model) now() int64 { return m.settings.cfg.Clock().UnixMilli() }
 
 func (m *Model) token() (string, error) {
 	e := planner{rand: m.rand}

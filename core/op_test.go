@@ -24,7 +24,7 @@ func TestDoorsAgree(t *testing.T) {
 	}
 	e, clk, mr := newMiniEngine(t, cfg())
 	mcfg := cfg()
-	mcfg.Clock = clk
+	mcfg.Clock = clk.Now
 	m, err := core.NewModel(mcfg)
 	if err != nil {
 		t.Fatal(err)

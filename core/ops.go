@@ -221,7 +221,7 @@ func (p Ping) exec(ctx context.Context, e *Engine) (time.Time, error) {
 }
 func (p Ping) run(ctx context.Context, e *Engine) (any, error) { return p.exec(ctx, e) }
 func (p Ping) apply(_ context.Context, m *Model) (any, error) {
-	return m.settings.cfg.Clock.Now().Truncate(time.Millisecond), nil
+	return m.settings.cfg.Clock().Truncate(time.Millisecond), nil
 }
 
 // modelUnsupported is the model's error for what only Redis keeps.

@@ -101,7 +101,7 @@ func TestOutboxDelivery(t *testing.T) {
 	ctx := context.Background()
 	mr, clk, store := outboxRig(t)
 	pub := &flakyPublisher{Store: store}
-	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1})
+	e, err := core.New(pub, core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestOutboxRedeliveredOncePerPass(t *testing.T) {
 	ctx := context.Background()
 	mr, clk, store := outboxRig(t)
 	pub := &flakyPublisher{Store: store}
-	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1, SweepBatch: 1})
+	e, err := core.New(pub, core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1, SweepBatch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestOutboxBatchPublish(t *testing.T) {
 	ctx := context.Background()
 	mr, clk, store := outboxRig(t)
 	pub := &flakyPublisher{Store: store}
-	e, err := core.New(pub, core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1})
+	e, err := core.New(pub, core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1, UserBuckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

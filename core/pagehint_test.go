@@ -29,7 +29,7 @@ func TestPageHintsFollowSplits(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: addr(t)})
 			t.Cleanup(func() { c.Close() })
 			clk := &manualClock{t: t0}
-			cfg := core.Config{Clock: clk, UserBuckets: 1}
+			cfg := core.Config{Clock: clk.Now, UserBuckets: 1}
 			rec := &recorder{inner: goredis.New(c)}
 			stale, err := core.New(rec, cfg)
 			if err != nil {
@@ -112,7 +112,7 @@ func TestSteadyBeatsKeepTheirPageAlive(t *testing.T) {
 	clk := &manualClock{t: t0}
 	mr.SetTime(t0)
 	rec := &recorder{inner: goredis.New(c)}
-	e, err := core.New(rec, core.Config{Clock: clk, UserBuckets: 1})
+	e, err := core.New(rec, core.Config{Clock: clk.Now, UserBuckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestSteadyBeatsKeepTheirPageAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := e.Keys().Page(0, 0)
+	page := core.Keys(e).Page(0, 0)
 	const every, span = 25 * time.Second, 36 * time.Hour
 	moves, beats, full := 0, 0, 0
 	keep := mr.TTL(page) // as the login left it: KEEP

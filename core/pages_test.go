@@ -14,6 +14,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // TestUserPagesKeepTheirInvariants drives 100 users of one bucket through a
@@ -39,7 +40,7 @@ func checkPages(t *testing.T, c *redis.Client, move func(time.Time), encodings b
 	ctx := context.Background()
 	clk := &manualClock{t: t0}
 	move(clk.t)
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk, UserBuckets: 1})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now, UserBuckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +53,10 @@ func checkPages(t *testing.T, c *redis.Client, move func(time.Time), encodings b
 	if _, err := e.HeartbeatBatch(ctx, beats); err != nil {
 		t.Fatal(err)
 	}
-	if msg := pagesMismatch(ctx, t, c, e.Keys(), encodings); msg != "" {
+	if msg := pagesMismatch(ctx, t, c, core.Keys(e), encodings); msg != "" {
 		t.Fatalf("after 100 logins: %s", msg)
 	}
-	if level := c.HGet(ctx, e.Keys().Meta(0), "L").Val(); level < "2" {
+	if level := c.HGet(ctx, core.Keys(e).Meta(0), "L").Val(); level < "2" {
 		t.Fatalf("100 users in one bucket: page level %s, want the pages split to level 2 or more", level)
 	}
 	devices := []struct {
@@ -106,7 +107,7 @@ func checkPages(t *testing.T, c *redis.Client, move func(time.Time), encodings b
 				t.Fatal(err)
 			}
 		}
-		if msg := pagesMismatch(ctx, t, c, e.Keys(), encodings); msg != "" {
+		if msg := pagesMismatch(ctx, t, c, core.Keys(e), encodings); msg != "" {
 			t.Fatalf("step %d (%s of %s/%s at t0+%v): %s", step, what, u, d.id, clk.t.Sub(t0), msg)
 		}
 	}
@@ -119,7 +120,7 @@ var pageOf = core.PageOf
 
 // pagesMismatch checks bucket 0's user keys, and returns what is wrong
 // ("" when nothing is).
-func pagesMismatch(ctx context.Context, t *testing.T, c *redis.Client, k core.KeyNames, encodings bool) string {
+func pagesMismatch(ctx context.Context, t *testing.T, c *redis.Client, k keyspace.Layout, encodings bool) string {
 	t.Helper()
 	meta, err := c.HGetAll(ctx, k.Meta(0)).Result()
 	if err != nil {

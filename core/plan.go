@@ -384,7 +384,7 @@ func waves(costs []int) int {
 
 func checkSlots(calls []Call) error {
 	for _, c := range calls {
-		if err := SameSlot(c.Keys); err != nil {
+		if err := sameSlot(c.Keys); err != nil {
 			return err
 		}
 	}

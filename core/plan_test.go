@@ -16,6 +16,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // planNow is the "now" the machinery tests plan at.
@@ -201,14 +202,14 @@ func newRunRig(t *testing.T, cfg core.Config, warm bool) *runRig {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { c.Close() })
 	if warm {
-		for _, sc := range core.Scripts() {
+		for _, sc := range luascripts.All() {
 			if err := c.ScriptLoad(context.Background(), sc.Source()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	store := &countingStore{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	cfg.Rand = rand.NewChaCha8([32]byte{7})
 	e, err := core.New(store, cfg)
 	if err != nil {
@@ -440,13 +441,13 @@ func TestSweepAbortedBetweenSteps(t *testing.T) {
 			mr.SetTime(clk.t)
 			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { c.Close() })
-			for _, sc := range core.Scripts() { // no NOSCRIPT resends in the way
+			for _, sc := range luascripts.All() { // no NOSCRIPT resends in the way
 				must(t, c.ScriptLoad(bg, sc.Source()).Err())
 			}
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
 			store := &cancellingStore{inner: goredis.New(c), cancel: cancel, cancelAfter: 1}
-			cfg.Clock = clk
+			cfg.Clock = clk.Now
 			e2, err := core.New(store, cfg)
 			must(t, err)
 			var r core.SweepReport

@@ -7,11 +7,13 @@ import (
 	"time"
 )
 
-// ChangeMessage is the JSON form of a Change: the message the engine
-// publishes on ChangeChannel and appends to the change log, and what
-// presence serve's API and event streams carry. Statuses are spelled as
-// Status.String spells them, the instant in milliseconds since the epoch.
-type ChangeMessage struct {
+// changeMessage is the JSON form of a Change: the message the engine
+// publishes on ChangeChannel and appends to the change log (docs/design.md
+// §7), {"user":…,"from":"ONLINE","to":"AWAY","at":ms,"id":…}, which a Feed
+// decodes. Statuses are spelled as Status.String spells them, the instant
+// in milliseconds since the epoch. presence serve's API and event streams
+// carry the same JSON (cmd/internal/server's Change, held to it by a test).
+type changeMessage struct {
 	User string `json:"user"`
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -21,16 +23,18 @@ type ChangeMessage struct {
 	ID string `json:"id,omitempty"`
 }
 
-// KickMessage is the JSON form of a Kick, published on KickChannel(gateway)
-// and appended to the change log. Gateway is absent for a session that had
-// none (such a kick is logged, never published).
-type KickMessage struct {
+// kickMessage is the JSON form of a Kick, published on KickChannel(gateway)
+// and appended to the change log:
+// {"user":…,"device":…,"kind":"ios","gateway":…,"at":ms,"id":…}. Gateway is
+// absent for a session that had none (such a kick is logged, never
+// published).
+type kickMessage struct {
 	User    string `json:"user"`
 	Device  string `json:"device"`
 	Kind    string `json:"kind"`
 	Gateway string `json:"gateway,omitempty"`
 	At      int64  `json:"at"`
-	// ID is the kick's outbox ID, as ChangeMessage's.
+	// ID is the kick's outbox ID, as changeMessage's.
 	ID string `json:"id,omitempty"`
 }
 
@@ -54,7 +58,7 @@ func marshalLoss(l Loss, id string) []byte {
 // unmarshalChannelMessage decodes a message from ChangeChannel, in one
 // pass: a change or a loss, and its outbox ID.
 func unmarshalChannelMessage(b []byte) (Event, error) {
-	var c ChangeMessage
+	var c changeMessage
 	var event string
 	var until int64
 	if err := c.decodeJSON(b, jsonField{name: "EVENT", str: &event}, jsonField{name: "UNTIL", num: &until}); err != nil {
@@ -73,44 +77,21 @@ func unmarshalChannelMessage(b []byte) (Event, error) {
 	return Event{}, replyErr("change message: %s", b)
 }
 
-// Message returns the JSON form of c.
-func (c Change) Message() ChangeMessage {
-	return ChangeMessage{User: c.User, From: c.From.String(), To: c.To.String(), At: c.At.UnixMilli()}
-}
-
-// Message returns the JSON form of k.
-func (k Kick) Message() KickMessage {
-	return KickMessage{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: k.At.UnixMilli()}
-}
-
-// MarshalChange encodes a change as the JSON published on ChangeChannel:
-// {"user":…,"from":"ONLINE","to":"AWAY","at":ms}, and ,"id":… when the
-// engine publishes it.
-func MarshalChange(c Change) []byte {
-	return c.Message().appendJSON(nil)
-}
-
+// marshalChange encodes c as the JSON published on ChangeChannel, with its
+// outbox ID id ("" none).
 func marshalChange(c Change, id string) []byte {
-	w := c.Message()
-	w.ID = id
-	return w.appendJSON(nil)
+	return changeMessage{User: c.User, From: c.From.String(), To: c.To.String(), At: c.At.UnixMilli(), ID: id}.appendJSON(nil)
 }
 
+// marshalKick encodes k as the JSON published on KickChannel(k.Gateway),
+// with its outbox ID id ("" none).
 func marshalKick(k Kick, id string) []byte {
-	w := k.Message()
-	w.ID = id
-	return w.appendJSON(nil)
-}
-
-// UnmarshalChange decodes a message from ChangeChannel.
-func UnmarshalChange(b []byte) (Change, error) {
-	c, _, err := unmarshalChange(b)
-	return c, err
+	return kickMessage{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: k.At.UnixMilli(), ID: id}.appendJSON(nil)
 }
 
 // unmarshalChange decodes a message from ChangeChannel and its outbox ID.
 func unmarshalChange(b []byte) (Change, string, error) {
-	var w ChangeMessage
+	var w changeMessage
 	if err := w.decodeJSON(b); err != nil {
 		return Change{}, "", replyErr("change message: %v", err)
 	}
@@ -120,7 +101,7 @@ func unmarshalChange(b []byte) (Change, string, error) {
 
 // changeOf checks the change message w, decoded from b, and returns its
 // change.
-func changeOf(w ChangeMessage, b []byte) (Change, error) {
+func changeOf(w changeMessage, b []byte) (Change, error) {
 	from, ok1 := Parse[Status](w.From)
 	to, ok2 := Parse[Status](w.To)
 	if !ok1 || !ok2 || w.User == "" {
@@ -129,20 +110,9 @@ func changeOf(w ChangeMessage, b []byte) (Change, error) {
 	return Change{User: w.User, From: from, To: to, At: time.UnixMilli(w.At)}, nil
 }
 
-// MarshalKick encodes a kick as the JSON published on KickChannel(gateway).
-func MarshalKick(k Kick) []byte {
-	return k.Message().appendJSON(nil)
-}
-
-// UnmarshalKick decodes a message from a kick channel.
-func UnmarshalKick(b []byte) (Kick, error) {
-	k, _, err := unmarshalKick(b)
-	return k, err
-}
-
 // unmarshalKick decodes a message from a kick channel and its outbox ID.
 func unmarshalKick(b []byte) (Kick, string, error) {
-	var w KickMessage
+	var w kickMessage
 	if err := w.decodeJSON(b); err != nil {
 		return Kick{}, "", replyErr("kick message: %v", err)
 	}

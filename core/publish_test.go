@@ -31,8 +31,10 @@ func TestMessageBytes(t *testing.T) {
 }
 
 // TestMessagesCarryEveryField fails when Change or Kick gains a field that
-// its published message does not carry: add it to ChangeMessage or
-// KickMessage, Message and the decoder.
+// its published message does not carry: add it to changeMessage or
+// kickMessage, marshalChange or marshalKick, and the decoder (and to
+// cmd/internal/server's Change or Kick, which TestWireIsThePublishedJSON
+// holds to them).
 func TestMessagesCarryEveryField(t *testing.T) {
 	at := time.UnixMilli(1772366400123)
 	c := core.Change{User: "u", From: core.StatusAway, To: core.StatusDND, At: at}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // recorder is a Store that records every call and can act before each
@@ -44,9 +45,9 @@ func (r *recorder) count() int {
 
 // scriptOf names the script a call runs, by matching SHA or source.
 func scriptOf(c core.Call) string {
-	for _, s := range core.Scripts() {
-		if c.SHA == s.SHA() || c.Source == s.Source() {
-			return s.Name()
+	for _, s := range luascripts.All() {
+		if c.SHA == s.SHA || c.Source == s.Source() {
+			return s.Name
 		}
 	}
 	return "?"

@@ -27,7 +27,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 	_, c := realClient(t)
 	clk := &manualClock{t: t0}
 	cfg := scopeConfigSpread(2, false)
-	cfg.SweepBudget, cfg.Clock = 16, clk
+	cfg.SweepBudget, cfg.Clock = 16, clk.Now
 	e, err := core.New(goredis.New(c), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,10 +115,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 		t.Fatalf("members: %d listed, want the model's %d", len(got), len(want))
 	}
 
-	meta, err := e.Keys().CompactMeta(video)
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta := core.Keys(e).CompactMeta(video.Class, video.ID)
 	m, err := c.HGetAll(ctx, meta).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +125,7 @@ func TestCompactResizeUnderConcurrency(t *testing.T) {
 	shards := 1<<level + split
 	var recorded, stored int64
 	for n := range shards {
-		key, err := e.Keys().Shard(video, n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		key := core.Keys(e).Shard(video.Class, video.ID, n)
 		size, _ := strconv.ParseInt(m[strconv.Itoa(n)], 10, 64)
 		recorded += size
 		l, err := c.HLen(ctx, key).Result()

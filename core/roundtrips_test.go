@@ -13,6 +13,7 @@ import (
 
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // tripLog is a Store that counts round trips: each Eval, Publish and
@@ -75,12 +76,12 @@ func TestRoundTrips(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 			t.Cleanup(func() { client.Close() })
 			store := &tripLog{Store: goredis.New(client)}
-			e, err := core.New(store, core.Config{Clock: clk, CoalesceWindow: -1, ChangeLog: log})
+			e, err := core.New(store, core.Config{Clock: clk.Now, CoalesceWindow: -1, ChangeLog: log})
 			if err != nil {
 				t.Fatal(err)
 			}
 			// warm: every script loaded, so that no step pays NOSCRIPT
-			for _, s := range core.Scripts() {
+			for _, s := range luascripts.All() {
 				if err := client.ScriptLoad(ctx, s.Source()).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -160,11 +161,11 @@ func TestBatchLeftBeats(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { client.Close() })
 	store := &tripLog{Store: goredis.New(client)}
-	e, err := core.New(store, core.Config{Clock: clk, CoalesceWindow: -1, UserBuckets: 1, GroupCommit: -1})
+	e, err := core.New(store, core.Config{Clock: clk.Now, CoalesceWindow: -1, UserBuckets: 1, GroupCommit: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range core.Scripts() { // warm: no step pays NOSCRIPT
+	for _, s := range luascripts.All() { // warm: no step pays NOSCRIPT
 		if err := client.ScriptLoad(ctx, s.Source()).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // The state rules live in Go (rules.go) and in Lua (userlib.lua, and inline

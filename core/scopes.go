@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // scopeKeys are the keys and arguments that locate one scope's data.
@@ -26,17 +28,17 @@ func (p *planner) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 	l := p.settings.keys
 	b := l.scopeBucket(sc)
 	base := l.scopeBase(b)
-	k := scopeKeys{layout: l, scope: sc, cls: cls, bucket: b, count: base + sufCount + sc.ref()}
+	k := scopeKeys{layout: l, scope: sc, cls: cls, bucket: b, count: keyspace.CountKey(base, sc.Class, sc.ID)}
 	switch cls.layout {
 	case LayoutExact:
-		k.data = base + sufExact + sc.ref()
+		k.data = keyspace.ExactKey(base, sc.Class, sc.ID)
 	case LayoutCompact:
-		k.data, k.tail = base+sufCompact+sc.Class+":", ":"+sc.ID
+		k.data, k.tail = keyspace.CompactHead(base, sc.Class), keyspace.Tail(sc.ID)
 		if cls.spread {
-			k.data = base + sufShard + sc.Class + ":"
+			k.data = keyspace.SpreadHead(base, sc.Class)
 		}
 	case LayoutApprox:
-		k.data, k.tail = base+sufHLL+sc.Class+":", ":"+sc.ID
+		k.data, k.tail = keyspace.HLLHead(base, sc.Class), keyspace.Tail(sc.ID)
 	}
 	return k, nil
 }
@@ -44,13 +46,13 @@ func (p *planner) scopeKeys(field string, sc Scope) (scopeKeys, error) {
 // shardPrefix is the key of compact shard n up to the shard number.
 func (k scopeKeys) shardPrefix(n int) string {
 	if k.cls.spread {
-		return k.layout.spreadBase(k.bucket, n) + sufShard + k.scope.Class + ":"
+		return keyspace.SpreadHead(k.layout.spreadBase(k.bucket, n), k.scope.Class)
 	}
 	return k.data
 }
 
 // shardKeyN is the key of compact shard n.
-func (k scopeKeys) shardKeyN(n int) string { return k.shardPrefix(n) + strconv.Itoa(n) + k.tail }
+func (k scopeKeys) shardKeyN(n int) string { return keyspace.ShardKey(k.shardPrefix(n), n, k.tail) }
 
 // shardKey is the spread compact shard holding member: stable hash mod
 // shards.
@@ -66,13 +68,13 @@ func (k scopeKeys) shardIndex(member string) int {
 
 // compactMetaKey and compactIndexKey are a self-sized compact scope's meta
 // hash and due index (scopelib.lua).
-func (k scopeKeys) compactMetaKey() string  { return k.data + compactMeta + k.tail }
-func (k scopeKeys) compactIndexKey() string { return k.data + compactIndex + k.tail }
+func (k scopeKeys) compactMetaKey() string  { return keyspace.MetaKey(k.data, k.tail) }
+func (k scopeKeys) compactIndexKey() string { return keyspace.IndexKey(k.data, k.tail) }
 
 // scopeBucketKeys are the registry, release counters and lock of bucket b.
 func (p *planner) scopeBucketKeys(b uint32) []string {
-	base := p.settings.keys.scopeBase(b)
-	return []string{base + sufRegistry, base + sufRelease, base + sufLock}
+	registry, release, lock := p.settings.keys.space().BucketKeys(int(b))
+	return []string{registry, release, lock}
 }
 
 // readCount runs a ReadCount: the scope's member count: live for exact and approx scopes;

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/presencekit/presence/core/internal/luabuild"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // The user scripts name their ARGV positions, and the statuses, manual
@@ -92,7 +93,7 @@ func (r *argRecorder) Eval(_ context.Context, calls []Call) []Result {
 }
 
 // argsOf returns the arguments of the first call of script sc.
-func (r *argRecorder) argsOf(t *testing.T, sc *Script) []string {
+func (r *argRecorder) argsOf(t *testing.T, sc *script) []string {
 	t.Helper()
 	for _, c := range r.calls {
 		if c.SHA == sc.sha {
@@ -112,7 +113,7 @@ func TestLuaArgNames(t *testing.T) {
 		IdleAfter: 301 * time.Second, PushWindow: 602 * time.Second, LeaveDelay: 15003 * time.Millisecond,
 		CoalesceWindow: 1004 * time.Millisecond, KeyGrace: 10005 * time.Millisecond, MaxDevices: 17,
 		MaxSkew: 299 * time.Second, KickFence: 3607 * time.Second, UserBuckets: 1, ScopeBuckets: 1,
-		Clock: fixedClock(time.UnixMilli(1772366400123)), ChangeLog: 100, CountTTL: 611 * time.Second,
+		Clock: fixedClock(time.UnixMilli(1772366400123)).Now, ChangeLog: 100, CountTTL: 611 * time.Second,
 		Classes: map[string]ScopeClass{"video": {Layout: LayoutCompact, Window: 601 * time.Second, ShardSize: 8,
 			SweepInterval: 7 * time.Second}, "live": {Layout: LayoutCompact, Window: 603 * time.Second, Shards: 4,
 			ShardSize: 5, SweepInterval: 9 * time.Second, Spread: true}},
@@ -187,7 +188,7 @@ func TestLuaArgNames(t *testing.T) {
 	change := marshalChange(Change{User: "alice", From: StatusOffline, To: StatusDND, At: time.UnixMilli(now)}, outboxID)
 	meta := "=" + encodeMeta(map[string]string{"k": "v"})
 	cases := []struct {
-		sc     *Script
+		sc     *script
 		files  []string
 		want   map[string]string
 		items  string // the position of the first repeated item ("" none)
@@ -534,7 +535,7 @@ func luaCode(line string) string {
 // numbers) would otherwise reach Redis as a global, which a script may
 // not read.
 func TestLuaConstantsDefined(t *testing.T) {
-	for _, s := range Scripts() {
+	for _, s := range luascripts.All() {
 		declared := map[string]bool{"KEYS": true, "ARGV": true}
 		lines := strings.Split(s.Source(), "\n")
 		for _, line := range lines {
@@ -549,7 +550,7 @@ func TestLuaConstantsDefined(t *testing.T) {
 		for i, line := range lines {
 			for _, w := range luaWord.FindAllString(luaCode(line), -1) {
 				if !declared[w] {
-					t.Errorf("%s:%d reads %s, which it does not declare: %q", s.Name(), i+1, w, line)
+					t.Errorf("%s:%d reads %s, which it does not declare: %q", s.Name, i+1, w, line)
 				}
 			}
 		}

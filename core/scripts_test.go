@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core/internal/luabuild"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // luaFiles are the Lua files as written, for the tests that read them.
@@ -41,29 +42,31 @@ func inlineLua(t testing.TB, src string) string {
 	return luabuild.Inline(src, luabuild.LuaConsts(enums))
 }
 
-// TestScriptsGenerated fails when scripts_gen.go is not what the Lua files
-// and status.go make: run go generate ./core. (TestGenerated in
-// internal/genscripts checks every file go generate writes.)
+// TestScriptsGenerated fails when internal/luascripts/scripts_gen.go is
+// not what the Lua files and status.go make: run go generate ./core.
+// (TestGenerated in internal/genscripts checks every file go generate
+// writes.)
 func TestScriptsGenerated(t *testing.T) {
 	want, err := luabuild.Generate(os.DirFS("."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("scripts_gen.go")
+	got, err := os.ReadFile("../internal/luascripts/scripts_gen.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("core/scripts_gen.go is out of date: run go generate ./core")
+		t.Fatal("internal/luascripts/scripts_gen.go is out of date: run go generate ./core")
 	}
 }
 
-// TestScriptSources checks that each script's source, its files' texts as
-// scripts.go joins them, has the SHA1 that the generator computed for the
-// files it joins, and that the scripts' SHA1s differ.
+// TestScriptSources checks that each script the engine sends, its files'
+// texts as scripts.go joins them, has the SHA1 that the generator computed
+// for the files it joins, that the scripts' SHA1s differ, and that the
+// engine's set holds every generated script, under its name.
 func TestScriptSources(t *testing.T) {
 	seen := map[string]string{}
-	for _, s := range Scripts() {
+	for _, s := range engineScripts().all() {
 		sum := sha1.Sum([]byte(s.Source()))
 		if got := hex.EncodeToString(sum[:]); got != s.SHA() {
 			t.Errorf("%s: the source's SHA1 is %s, the generated one %s: go generate ./core", s.Name(), got, s.SHA())
@@ -75,5 +78,14 @@ func TestScriptSources(t *testing.T) {
 	}
 	if len(seen) != len(engineScripts().bySHA) {
 		t.Errorf("%d scripts, %d by SHA1", len(seen), len(engineScripts().bySHA))
+	}
+	generated := luascripts.All()
+	for _, g := range generated {
+		if name, ok := seen[g.SHA]; !ok || name != g.Name {
+			t.Errorf("generated script %s (%s) is not the engine's (%q)", g.Name, g.SHA, name)
+		}
+	}
+	if len(generated) != len(seen) {
+		t.Errorf("%d generated scripts, %d in the engine's set", len(generated), len(seen))
 	}
 }

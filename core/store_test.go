@@ -30,7 +30,7 @@ func engineOn(tb testing.TB, mr *miniredis.Miniredis, clk *manualClock, cfg core
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(goredis.New(c), cfg)
 	if err != nil {
 		tb.Fatal(err)

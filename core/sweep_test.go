@@ -24,7 +24,7 @@ func newRecordedEngine(tb testing.TB, cfg core.Config) (*core.Engine, *recorder,
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	tb.Cleanup(func() { c.Close() })
 	rec := &recorder{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(rec, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -204,7 +204,7 @@ func newRecordedRealEngine(tb testing.TB, cfg core.Config, clk *manualClock) (*c
 	tb.Helper()
 	_, c := realClient(tb)
 	rec := &recorder{inner: goredis.New(c)}
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(rec, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -343,7 +343,7 @@ func TestUserSweepStepsAreBounded(t *testing.T) {
 func TestSweepBigHashUserTakesTwoVisits(t *testing.T) {
 	ctx := context.Background()
 	e, _, clk, mr := newRecordedEngine(t, core.Config{UserBuckets: 1, LeaveDelay: 15 * time.Second, CoalesceWindow: -1})
-	k := e.Keys()
+	k := core.Keys(e)
 	const user, device = "u", "0000002a-0000-4000-8000-000000052a56"
 	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: user, Device: device, Kind: core.KindWeb, Active: true}); err != nil {
 		t.Fatal(err)

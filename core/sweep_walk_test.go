@@ -43,7 +43,7 @@ func TestCompactSweepSeesChangesMidSweep(t *testing.T) {
 			_, c := realClient(t)
 			clk := &manualClock{t: t0}
 			cfg := scopeConfigSpread(tt.size, false)
-			cfg.SweepBudget, cfg.ReleaseAfter, cfg.Clock = budget, 1, clk
+			cfg.SweepBudget, cfg.ReleaseAfter, cfg.Clock = budget, 1, clk.Now
 			newEngine := func(s core.Store) *core.Engine {
 				e, err := core.New(s, cfg)
 				if err != nil {
@@ -52,7 +52,7 @@ func TestCompactSweepSeesChangesMidSweep(t *testing.T) {
 				return e
 			}
 			mcfg := cfg
-			mcfg.Clock, mcfg.Rand = clk, nil
+			mcfg.Clock, mcfg.Rand = clk.Now, nil
 			model, err := core.NewModel(mcfg)
 			if err != nil {
 				t.Fatal(err)

@@ -5,10 +5,12 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/presencekit/presence/internal/limits"
 )
 
-// checkID applies the ID rule of docs/design.md §3: 1 to MaxIDBytes bytes
-// of valid UTF-8 holding no invisible character that would make two IDs
+// checkID applies the ID rule of docs/design.md §3: 1 to limits.IDBytes
+// (128) bytes of valid UTF-8 holding no invisible character that would make two IDs
 // look alike: no control character (Unicode Cc), no format character (Cf:
 // the byte order mark U+FEFF, bidirectional controls, zero-width space…)
 // except the zero-width non-joiner and joiner (U+200C, U+200D) between
@@ -19,8 +21,8 @@ func checkID(field, id string) error {
 	if id == "" {
 		return invalid(field, "must not be empty")
 	}
-	if len(id) > MaxIDBytes {
-		return invalid(field, "is %d bytes, at most %d allowed", len(id), MaxIDBytes)
+	if len(id) > limits.IDBytes {
+		return invalid(field, "is %d bytes, at most %d allowed", len(id), limits.IDBytes)
 	}
 	for i := 0; i < len(id); {
 		b := id[i]
@@ -90,8 +92,8 @@ func checkGateway(field, gw string) error {
 
 // checkMeta applies the metadata caps of docs/design.md §3.
 func checkMeta(field string, m map[string]string) error {
-	if len(m) > MaxMetaEntries {
-		return invalid(field, "has %d entries, at most %d allowed", len(m), MaxMetaEntries)
+	if len(m) > limits.MetaEntries {
+		return invalid(field, "has %d entries, at most %d allowed", len(m), limits.MetaEntries)
 	}
 	total := 0
 	for k, v := range m {
@@ -106,8 +108,8 @@ func checkMeta(field string, m map[string]string) error {
 		}
 		total += len(k) + len(v)
 	}
-	if total > MaxMetaBytes {
-		return invalid(field, "holds %d bytes, at most %d allowed", total, MaxMetaBytes)
+	if total > limits.MetaBytes {
+		return invalid(field, "holds %d bytes, at most %d allowed", total, limits.MetaBytes)
 	}
 	return nil
 }
@@ -138,11 +140,11 @@ func within(prefix string, err error) error {
 }
 
 // CheckID applies the ID rule of docs/design.md §3 to id, for services
-// that take IDs from outside before they reach the engine: 1 to MaxIDBytes
-// bytes of valid UTF-8 without control characters (Cc), format characters
-// (Cf; U+200C and U+200D only between two other characters), line or
-// paragraph separators (Zl, Zp), and without white space at either end. It
-// returns an *InputError naming field.
+// that take IDs from outside before they reach the engine: 1 to 128 bytes
+// of valid UTF-8 without control characters (Cc), format characters (Cf;
+// U+200C and U+200D only between two other characters), line or paragraph
+// separators (Zl, Zp), and without white space at either end. It returns
+// an *InputError naming field.
 func CheckID(field, id string) error { return checkID(field, id) }
 
 // checkTouch checks the arguments of a single touch, naming them as the

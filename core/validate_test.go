@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -15,9 +16,9 @@ import (
 // gets an *InputError naming the field, and no command is sent.
 func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 	ctx := context.Background()
-	long := strings.Repeat("x", core.MaxIDBytes+1)
+	long := strings.Repeat("x", limits.IDBytes+1)
 	bigMeta := map[string]string{}
-	for i := 0; i < core.MaxMetaEntries+1; i++ {
+	for i := 0; i < limits.MetaEntries+1; i++ {
 		bigMeta[string(rune('a'+i))] = "v"
 	}
 	bad := core.Policy(9)
@@ -118,7 +119,7 @@ func TestBadInputIsRefusedBeforeRedis(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, rec, _, _ := newRecordedEngine(t, scopeConfig(4))
-			m, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}, Classes: scopeConfig(4).Classes})
+			m, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now, Classes: scopeConfig(4).Classes})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,20 +145,20 @@ func TestCapsAreInclusive(t *testing.T) {
 	ctx := context.Background()
 	e, _, _, _ := newRecordedEngine(t, core.Config{})
 	meta := map[string]string{}
-	for i := 0; i < core.MaxMetaEntries; i++ {
-		meta[string(rune('a'+i))] = strings.Repeat("v", core.MaxMetaBytes/core.MaxMetaEntries-1)
+	for i := 0; i < limits.MetaEntries; i++ {
+		meta[string(rune('a'+i))] = strings.Repeat("v", limits.MetaBytes/limits.MetaEntries-1)
 	}
-	id := strings.Repeat("é", core.MaxIDBytes/2)
+	id := strings.Repeat("é", limits.IDBytes/2)
 	if _, err := e.Heartbeat(ctx, core.Heartbeat{User: id, Device: id, Meta: meta}); err != nil {
 		t.Fatalf("at the caps: %v", err)
 	}
 	st, err := e.Status(ctx, id)
-	if err != nil || len(st.Devices) != 1 || len(st.Devices[0].Meta) != core.MaxMetaEntries {
+	if err != nil || len(st.Devices) != 1 || len(st.Devices[0].Meta) != limits.MetaEntries {
 		t.Fatalf("status %+v, %v: want the device with all its metadata", st, err)
 	}
 	users := make([]string, core.MaxBatch)
 	for i := range users {
-		users[i] = strings.Repeat("u", i%core.MaxIDBytes+1)
+		users[i] = strings.Repeat("u", i%limits.IDBytes+1)
 	}
 	if out, err := e.Statuses(ctx, users); err != nil || len(out) != core.MaxBatch {
 		t.Fatalf("a full batch: %d statuses, %v", len(out), err)
@@ -208,12 +209,12 @@ func TestIDRule(t *testing.T) {
 		{"inner space", "Alice Smith", ""},
 		{"e-mail", "alice.smith+presence@example.com", ""},
 		{"UUID", "3f2b8c1e-9a4d-4e6b-8f0a-2c5d7e9b1a3f", ""},
-		{"two-byte runes at the cap", strings.Repeat("é", core.MaxIDBytes/2), ""},
+		{"two-byte runes at the cap", strings.Repeat("é", limits.IDBytes/2), ""},
 		{"U+FFFD sent as itself", "bad\ufffd", ""},
 		{"joiner inside an emoji sequence", "👩\u200d💻", ""},
 		{"non-joiner inside a word", "می\u200cخواهم", ""},
 		{"empty", "", "must not be empty"},
-		{"over the cap", strings.Repeat("x", core.MaxIDBytes+1), "at most 128"},
+		{"over the cap", strings.Repeat("x", limits.IDBytes+1), "at most 128"},
 		{"byte 0xFF", "bad\xff", "not valid UTF-8 (byte 3)"},
 		{"byte 0xFE", "bad\xfe", "not valid UTF-8 (byte 3)"},
 		{"a surrogate encoded in UTF-8", "bad\xed\xa0\x80", "not valid UTF-8 (byte 3)"},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 	"github.com/presencekit/presence/internal/opdo"
 )
 
@@ -22,7 +23,7 @@ func backends(t *testing.T, cfg core.Config) ([]core.Presence, *recorder) {
 	t.Helper()
 	m := newMini(t, t0)
 	e := m.engine(t, cfg)
-	cfg.Clock = m.clk
+	cfg.Clock = m.clk.Now
 	mod, err := core.NewModel(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -57,8 +58,8 @@ func refused(t *testing.T, what string, err error, field, limit string, rec *rec
 // TestBoundsIDs: every ID field takes 128 bytes (ASCII or multi-byte runes)
 // and refuses 129 bytes and, where it is required, the empty string.
 func TestBoundsIDs(t *testing.T) {
-	if got := len(idOf(core.MaxIDBytes)); got != 128 || core.MaxIDBytes != 128 {
-		t.Fatalf("MaxIDBytes = %d (id of %d bytes), docs/design.md §3 says 128", core.MaxIDBytes, got)
+	if got := len(idOf(limits.IDBytes)); got != 128 || limits.IDBytes != 128 {
+		t.Fatalf("limits.IDBytes = %d (id of %d bytes), docs/design.md §3 says 128", limits.IDBytes, got)
 	}
 	ctx := context.Background()
 	sc := func(id string) core.Scope { return core.Scope{Class: "room", ID: id} }
@@ -131,13 +132,13 @@ func TestBoundsIDs(t *testing.T) {
 	ps, rec := backends(t, core.Config{})
 	for _, r := range requests {
 		for i, p := range ps {
-			for _, id := range []string{idOf(core.MaxIDBytes), strings.Repeat("y", core.MaxIDBytes)} {
+			for _, id := range []string{idOf(limits.IDBytes), strings.Repeat("y", limits.IDBytes)} {
 				if err := r.do(p, id); err != nil {
 					t.Errorf("%d: %s of %d bytes: %v", i, r.field, len(id), err)
 				}
 			}
 			before := rec.count()
-			refused(t, fmt.Sprintf("%d: %s of 129 bytes", i, r.field), r.do(p, idOf(core.MaxIDBytes+1)), r.field, "128", rec, before)
+			refused(t, fmt.Sprintf("%d: %s of 129 bytes", i, r.field), r.do(p, idOf(limits.IDBytes+1)), r.field, "128", rec, before)
 			if !r.optional {
 				refused(t, fmt.Sprintf("%d: empty %s", i, r.field), r.do(p, ""), r.field, "empty", rec, before)
 			}
@@ -148,8 +149,8 @@ func TestBoundsIDs(t *testing.T) {
 // TestBoundsMeta: metadata of 16 entries and 1,024 bytes round-trips; 17
 // entries or 1,025 bytes are refused.
 func TestBoundsMeta(t *testing.T) {
-	if core.MaxMetaEntries != 16 || core.MaxMetaBytes != 1024 {
-		t.Fatalf("MaxMetaEntries %d, MaxMetaBytes %d; docs/design.md §3 says 16 and 1 KiB", core.MaxMetaEntries, core.MaxMetaBytes)
+	if limits.MetaEntries != 16 || limits.MetaBytes != 1024 {
+		t.Fatalf("limits.MetaEntries %d, limits.MetaBytes %d; docs/design.md §3 says 16 and 1 KiB", limits.MetaEntries, limits.MetaBytes)
 	}
 	ctx := context.Background()
 	entries := func(n, bytes int) map[string]string {
@@ -332,7 +333,7 @@ func TestBoundsConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, errE := core.New(scriptedStore{}, tt.cfg)
-		tt.cfg.Clock = &manualClock{t: t0}
+		tt.cfg.Clock = (&manualClock{t: t0}).Now
 		_, errM := core.NewModel(tt.cfg)
 		for i, err := range []error{errE, errM} {
 			if tt.field == "" {

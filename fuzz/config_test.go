@@ -98,7 +98,7 @@ func FuzzConfig(f *testing.F) {
 
 		m := newMini(t, t0)
 		ecfg := cfg
-		ecfg.Clock = m.clk
+		ecfg.Clock = m.clk.Now
 		_, errE := core.New(m.rec, ecfg)
 		_, errM := core.NewModel(ecfg)
 		if errName(errE) != errName(errM) {

@@ -60,9 +60,9 @@
 //     boundary and back: they arrive unchanged, and the core's verdict on a
 //     request is the same natively and through the ABI.
 //
-// The bounds of docs/design.md §3 and core's constants (MaxIDBytes,
-// MaxMetaEntries, MaxMetaBytes, MaxDevices, MaxBatch, MaxPage and the
-// Config ranges) are plain tests in bounds_test.go: at the cap accepted, one
+// The bounds of docs/design.md §3 and their constants (internal/limits'
+// IDBytes, MetaEntries and MetaBytes, core's MaxBatch and MaxPage,
+// MaxDevices and the Config ranges) are plain tests in bounds_test.go: at the cap accepted, one
 // over refused with a clear error. Bugs the targets found in core are
 // regression tests in regressions_test.go, with the input that showed each;
 // one still open in core is skipped until fixed (FUZZ_KNOWN_BUGS=1 runs it),

@@ -70,9 +70,9 @@ func (s *source) int64() int64 {
 // pick returns one of xs, chosen by the source.
 func pick[T any](s *source, xs ...T) T { return xs[s.intn(len(xs))] }
 
-// manualClock is an injected core.Clock that tests move by hand. It is safe
-// for concurrent use because the reply target reads it from a watchdog
-// goroutine's engine call.
+// manualClock is an injected clock (its Now is a core.Config.Clock) that
+// tests move by hand. It is safe for concurrent use because the reply
+// target reads it from a watchdog goroutine's engine call.
 type manualClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -215,7 +215,7 @@ func (m *mini) set(t time.Time) {
 // the server's.
 func (m *mini) engine(tb testing.TB, cfg core.Config) *core.Engine {
 	tb.Helper()
-	cfg.Clock = m.clk
+	cfg.Clock = m.clk.Now
 	e, err := core.New(m.rec, cfg)
 	if err != nil {
 		tb.Fatalf("core.New: %v", err)

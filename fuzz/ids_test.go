@@ -47,7 +47,7 @@ func FuzzIdentifiers(f *testing.F) {
 		ctx := context.Background()
 		m := newMini(t, t0)
 		eng := m.engine(t, core.Config{Classes: testClasses()})
-		model, err := core.NewModel(core.Config{Classes: testClasses(), Clock: m.clk})
+		model, err := core.NewModel(core.Config{Classes: testClasses(), Clock: m.clk.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -82,11 +83,11 @@ func TestSlotVectors(t *testing.T) {
 	if slot.Of("{user1000}.following") != slot.Of("{user1000}.followers") {
 		t.Error("keys with one hash tag map to different slots")
 	}
-	if err := core.SameSlot([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
-		t.Errorf("SameSlot of one tag: %v", err)
+	if err := slot.Check([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
+		t.Errorf("slot.Check of one tag: %v", err)
 	}
-	if err := core.SameSlot([]string{"{a}x", "{b}x"}); err == nil {
-		t.Error("SameSlot of two tags: no error")
+	if err := slot.Check([]string{"{a}x", "{b}x"}); err == nil {
+		t.Error("slot.Check of two tags: no error")
 	}
 }
 
@@ -264,9 +265,9 @@ func checkIsolation(t *testing.T, cfg core.Config, prefix string, t1, t2 tuple) 
 
 var scriptNames = func() map[string]string {
 	out := map[string]string{}
-	for _, s := range core.Scripts() {
-		out[s.SHA()] = s.Name()
-		out[s.Source()] = s.Name()
+	for _, s := range luascripts.All() {
+		out[s.SHA] = s.Name
+		out[s.Source()] = s.Name
 	}
 	return out
 }()
@@ -288,7 +289,7 @@ func checkSlots(t *testing.T, prefix string, c core.Call) {
 		t.Errorf("%s call without keys: a cluster cannot route it", name)
 		return
 	}
-	if err := core.SameSlot(c.Keys); err != nil {
+	if err := slot.Check(c.Keys); err != nil {
 		t.Errorf("%s: %v", name, err)
 	}
 	want := slot.Of(c.Keys[0])

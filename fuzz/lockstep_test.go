@@ -196,7 +196,7 @@ type pair struct {
 // and the configuration error.
 func newPair(t testing.TB, cfg core.Config, users []string) (*pair, error) {
 	m := newMini(t, t0)
-	cfg.Clock = m.clk
+	cfg.Clock = m.clk.Now
 	ecfg, mcfg := cfg, cfg
 	ecfg.Rand, mcfg.Rand = &detRand{}, &detRand{}
 	eng, err := core.New(m.rec, ecfg)

@@ -51,7 +51,7 @@ func TestRegressionModelRefusalPrunes(t *testing.T) {
 	for i, name := range []string{"engine", "model"} {
 		ctx := context.Background()
 		m := newMini(t, t0)
-		cfg := core.Config{Clock: m.clk}
+		cfg := core.Config{Clock: m.clk.Now}
 		var p core.Presence = m.engine(t, cfg)
 		if name == "model" {
 			mod, err := core.NewModel(cfg)
@@ -145,7 +145,7 @@ func (s scriptedStore) Eval(ctx context.Context, calls []core.Call) []core.Resul
 
 func scriptedEngine(t *testing.T, replies scriptedStore) *core.Engine {
 	t.Helper()
-	e, err := core.New(replies, core.Config{Clock: &manualClock{t: t0}, Classes: testClasses()})
+	e, err := core.New(replies, core.Config{Clock: (&manualClock{t: t0}).Now, Classes: testClasses()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRegressionMembersCursor(t *testing.T) {
 // Cause: model.go Model.beat, "d > skew || -d > skew".
 func TestRegressionModelSkewOverflow(t *testing.T) {
 	clk := &manualClock{t: t0}
-	mod, err := core.NewModel(core.Config{Clock: clk})
+	mod, err := core.NewModel(core.Config{Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestRegressionAtWraps(t *testing.T) {
 	at := time.Unix(secs, 0)
 	ctx := context.Background()
 	m := newMini(t, t0)
-	mod, err := core.NewModel(core.Config{Clock: m.clk})
+	mod, err := core.NewModel(core.Config{Clock: m.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ type replyLog struct {
 	broken   bool     // Eval returned the wrong number of results
 	refusal  error    // the refusal a valid reply's result code asks for
 	unknown  bool     // a script without a contract here was called
-	unlisted bool     // a script missing from core.Scripts was called
+	unlisted bool     // a script missing from luascripts.All was called
 	flaws    []string // why the invalid replies are invalid
 	soft     bool     // a reply was flawed only where the engine need not look
 	calls    int
@@ -88,7 +88,7 @@ func (f *fakeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	for i, c := range calls {
 		name := scriptName(c)
 		if name == "" {
-			f.log.unlisted = true // core.Scripts promises every script
+			f.log.unlisted = true // luascripts.All promises every script
 		}
 		switch mode := f.s.intn(16); {
 		case mode == 0 && c.Source == "":
@@ -970,7 +970,7 @@ func runReplies(t testing.TB, data []byte) {
 		store = cachedFakeStore{fs}
 	}
 	clk := &manualClock{t: t0}
-	cfg := core.Config{Clock: clk, UserBuckets: 2, ScopeBuckets: 2, Classes: testClasses(), Rand: &detRand{}}
+	cfg := core.Config{Clock: clk.Now, UserBuckets: 2, ScopeBuckets: 2, Classes: testClasses(), Rand: &detRand{}}
 	e, err := core.New(store, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -1022,7 +1022,7 @@ func judgeReply(t testing.TB, name string, err error, problems []string, stale b
 	var se *core.StoreError
 	isStoreErr := errors.As(err, &se)
 	if log.unlisted {
-		t.Errorf("%s ran a script that core.Scripts does not list", name)
+		t.Errorf("%s ran a script that luascripts.All does not list", name)
 	}
 	switch {
 	case errors.Is(err, core.ErrInvalid) || errors.Is(err, core.ErrUnsupported):

@@ -69,7 +69,7 @@ func FuzzTimes(f *testing.F) {
 
 		ctx := context.Background()
 		m := newMini(t, now.Add(-1234*time.Millisecond))
-		cfg := core.Config{MaxSkew: skew, Clock: m.clk, Classes: testClasses()}
+		cfg := core.Config{MaxSkew: skew, Clock: m.clk.Now, Classes: testClasses()}
 		eng, errE := core.New(m.rec, cfg)
 		mod, errM := core.NewModel(cfg)
 		if bad := skew != 0 && skew < time.Millisecond; bad {

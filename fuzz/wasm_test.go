@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/opdo"
 	"github.com/presencekit/presence/wasm/abi"
 	"github.com/presencekit/presence/wasm/guest"
@@ -70,9 +71,9 @@ func FuzzWasmABI(f *testing.F) {
 		}
 
 		// Script calls and their replies, as the module and host trade them.
-		scripts := core.Scripts()
+		scripts := luascripts.All()
 		sc := scripts[int(sel)%len(scripts)]
-		calls := []core.Call{{SHA: sc.SHA(), Keys: []string{s1, s2}, Args: []string{s3, strconv.FormatInt(n, 10), ""}}, {Source: sc.Source(), Args: []string{s1}}}
+		calls := []core.Call{{SHA: sc.SHA, Keys: []string{s1, s2}, Args: []string{s3, strconv.FormatInt(n, 10), ""}}, {Source: sc.Source(), Args: []string{s1}}}
 		resp, err := abi.DecodeResponse(abi.OpStatus, abi.EncodeResponse(abi.Response{Plan: 1 + n&0xff, Calls: calls}))
 		back := resp.Calls
 		if err != nil || fmt.Sprintf("%q", back) != fmt.Sprintf("%q", calls) {
@@ -154,7 +155,7 @@ func decodeRaw(t *testing.T, raw []byte, sel uint8, n int) {
 // ABI lets in, so it may refuse, but only with a typed error.
 func runDecoded(t *testing.T, req abi.Request) {
 	t.Helper()
-	mod, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}, Classes: testClasses()})
+	mod, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now, Classes: testClasses()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func runDecoded(t *testing.T, req abi.Request) {
 	case *abi.Config:
 		cfg, cerr := a.Core()
 		if cerr == nil {
-			cfg.Clock = &manualClock{t: t0}
+			cfg.Clock = (&manualClock{t: t0}).Now
 			_, err = core.NewModel(cfg)
 		}
 	default:
@@ -200,7 +201,7 @@ func sameVerdict(t *testing.T, what string, orig, got func(core.Presence) error)
 	t.Helper()
 	var verdict [2]string
 	for i, run := range []func(core.Presence) error{orig, got} {
-		mod, err := core.NewModel(core.Config{Clock: &manualClock{t: t0}})
+		mod, err := core.NewModel(core.Config{Clock: (&manualClock{t: t0}).Now})
 		if err != nil {
 			t.Fatal(err)
 		}

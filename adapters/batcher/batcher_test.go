@@ -26,7 +26,7 @@ type gate struct {
 
 func newGate(t *testing.T) *gate {
 	t.Helper()
-	m, err := core.NewModel(core.Config{Clock: fixedClock{}})
+	m, err := core.NewModel(core.Config{Clock: (fixedClock{}).Now})
 	if err != nil {
 		t.Fatal(err)
 	}

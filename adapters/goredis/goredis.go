@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Interface checks.
@@ -70,7 +71,7 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	}
 	slab := make([]any, n)
 	for i := range calls {
-		if err := core.SameSlot(calls[i].Keys); err != nil {
+		if err := slot.Check(calls[i].Keys); err != nil {
 			results[i].Err = err
 			continue
 		}

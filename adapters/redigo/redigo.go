@@ -11,6 +11,7 @@ import (
 	"github.com/mna/redisc"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Interface checks.
@@ -57,7 +58,7 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	results := make([]core.Result, len(calls))
 	var send []int
 	for i, call := range calls {
-		if err := core.SameSlot(call.Keys); err != nil {
+		if err := slot.Check(call.Keys); err != nil {
 			results[i].Err = err
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Interface checks.
@@ -91,7 +92,7 @@ func (s *Store) Eval(ctx context.Context, calls []core.Call) []core.Result {
 	results := make([]core.Result, len(calls))
 	idx := make([]int, 0, len(calls))
 	for i, call := range calls {
-		if err := core.SameSlot(call.Keys); err != nil {
+		if err := slot.Check(call.Keys); err != nil {
 			results[i].Err = err
 			continue
 		}

@@ -32,8 +32,9 @@ type Config struct {
 // ErrNotSynced is returned by Offset before the first successful Sync.
 var ErrNotSynced = errors.New("serverclock: not synced yet")
 
-// Clock is a core.Clock that follows the Redis server's clock. Before its
-// first Sync it runs on the client's clock. It is safe for concurrent use.
+// Clock follows the Redis server's clock: its Now is a core.Config.Clock.
+// Before its first Sync it runs on the client's clock. It is safe for
+// concurrent use.
 type Clock struct {
 	cfg Config
 
@@ -48,8 +49,6 @@ type reading struct {
 	server, local time.Time
 	rtt           time.Duration
 }
-
-var _ core.Clock = (*Clock)(nil)
 
 // New returns a Clock, or an *core.InputError for a bad Config.
 func New(cfg Config) (*Clock, error) {

@@ -4,7 +4,7 @@
 // takes "now" as an argument instead of reading TIME itself:
 //
 //	clk, err := serverclock.New(serverclock.Config{})
-//	eng, err := core.New(store, core.Config{Clock: clk})
+//	eng, err := core.New(store, core.Config{Clock: clk.Now})
 //	err = clk.Sync(ctx, eng)  // before the first call that needs the time
 //	go clk.Run(ctx, eng, nil) // re-reads it every Config.Every
 //

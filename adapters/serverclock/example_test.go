@@ -28,7 +28,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	eng, err := core.New(goredis.New(client), core.Config{Clock: clk})
+	eng, err := core.New(goredis.New(client), core.Config{Clock: clk.Now})
 	if err != nil {
 		panic(err)
 	}

@@ -39,7 +39,7 @@ is given; on a real server it writes its keys under a fresh prefix
 	prefix := "presence-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	eng, err := core.New(be.store, core.Config{
 		Prefix: prefix,
-		Clock:  clock,
+		Clock:  clock.Now,
 		Classes: map[string]core.ScopeClass{
 			"video-exact":   {Layout: core.LayoutExact, Window: 10 * time.Minute, SweepInterval: time.Minute},
 			"video-compact": {Layout: core.LayoutCompact, Window: 10 * time.Minute, SweepInterval: time.Minute},

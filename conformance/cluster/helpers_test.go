@@ -14,6 +14,7 @@ import (
 	"github.com/presencekit/presence/conformance"
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/slot"
 	"github.com/presencekit/presence/internal/testtier"
 )
 
@@ -43,7 +44,7 @@ func scaledDur(d time.Duration) time.Duration { return time.Duration(float64(d) 
 func scaledBound(d time.Duration) time.Duration { return time.Duration(float64(d) * max(1, scale())) }
 
 // slotGuard wraps Stores and records every call that would be a cluster
-// error: keys of one call in more than one slot (checked with core.SameSlot
+// error: keys of one call in more than one slot (checked with slot.Check
 // before the call goes out), and any reply that says CROSSSLOT, or that a
 // script touched a key outside its slot (scripts build some keys from their
 // arguments, which only the server can check).
@@ -62,7 +63,7 @@ func (g *slotGuard) wrap(s core.Store) core.Store {
 func (g *slotGuard) eval(ctx context.Context, calls []core.Call, next func(context.Context, []core.Call) []core.Result) []core.Result {
 	var bad []string
 	for _, c := range calls {
-		if err := core.SameSlot(c.Keys); err != nil {
+		if err := slot.Check(c.Keys); err != nil {
 			bad = append(bad, fmt.Sprintf("keys in several slots: %q", c.Keys))
 		}
 	}

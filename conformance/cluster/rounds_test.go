@@ -72,7 +72,7 @@ func goredisRounds(t testing.TB, c *redistest.ClusterInstance) {
 	cc.OnNewNode(func(rdb *goredis.Client) {
 		rdb.AddHook(nodeHook{p: counter, addr: rdb.Options().Addr})
 	})
-	eng, err := core.New(goredisadapter.New(cc), spreadConfig("rounds", true, newVClock()))
+	eng, err := core.New(goredisadapter.New(cc), spreadConfig("rounds", true, newVClock().Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ const longGrace = time.Hour + time.Millisecond
 // spreadConfig is the configuration of the spread comparison: one compact
 // class whose shards share a slot per scope (spread false) or each have one
 // (spread true); small sweep steps.
-func spreadConfig(prefix string, spread bool, clk core.Clock) core.Config {
+func spreadConfig(prefix string, spread bool, clk func() time.Time) core.Config {
 	return core.Config{
 		Prefix:       prefix,
 		ScopeBuckets: spreadBuckets,
@@ -202,7 +202,7 @@ func runSpreadSequence(t testing.TB, store core.Store, prefix string, spread boo
 	t.Helper()
 	ctx := context.Background()
 	clk := vclockAt(t0)
-	cfg := spreadConfig(prefix, spread, clk)
+	cfg := spreadConfig(prefix, spread, clk.Now)
 	model, err := core.NewModel(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestSpreadRoundPerNode(t *testing.T) {
 			for _, spread := range []bool{false, true} {
 				var log batchLog
 				clk := newVClock()
-				eng, err := core.New(log.wrap(be.Store), spreadConfig("round-"+tg.Adapter+"-"+strconv.FormatBool(spread), spread, clk))
+				eng, err := core.New(log.wrap(be.Store), spreadConfig("round-"+tg.Adapter+"-"+strconv.FormatBool(spread), spread, clk.Now))
 				if err != nil {
 					t.Fatal(err)
 				}

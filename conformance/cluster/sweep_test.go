@@ -49,7 +49,7 @@ func TestSweepVisitsEveryMaster(t *testing.T) {
 				},
 				KeyGrace: longGrace,
 				CountTTL: longGrace,
-				Clock:    clk,
+				Clock:    clk.Now,
 			}
 			eng, err := core.New(guard.wrap(log.wrap(be.Store)), cfg)
 			if err != nil {

@@ -156,7 +156,7 @@ func TestEngineClockSteps(t *testing.T) {
 			rig.CheckLeaks(t)
 			srv := redistest.Server(t)
 			clk := rig.NewClock(rig.T0)
-			r := &clockRun{t: t, eng: rig.Engine(t, a.Open(t, srv.Addr), core.Config{Clock: clk}), clk: clk, ctx: bounded(t, settle), tokens: map[string]string{}}
+			r := &clockRun{t: t, eng: rig.Engine(t, a.Open(t, srv.Addr), core.Config{Clock: clk.Now}), clk: clk, ctx: bounded(t, settle), tokens: map[string]string{}}
 			const step = 3 * time.Minute
 			// tick advances real time by 5 s; steady beats every 20 s.
 			elapsed := time.Duration(0)

@@ -142,8 +142,8 @@ func TestMaxmemoryNoeviction(t *testing.T) {
 			lim := redistest.Server(t, "--maxmemory-policy", "noeviction")
 			ref := redistest.Server(t)
 			clk := rig.NewClock(rig.T0)
-			engLim := rig.Engine(t, a.Open(t, lim.Addr), core.Config{Clock: clk, Rand: &seqRand{}})
-			engRef := rig.Engine(t, a.Open(t, ref.Addr), core.Config{Clock: clk, Rand: &seqRand{}})
+			engLim := rig.Engine(t, a.Open(t, lim.Addr), core.Config{Clock: clk.Now, Rand: &seqRand{}})
+			engRef := rig.Engine(t, a.Open(t, ref.Addr), core.Config{Clock: clk.Now, Rand: &seqRand{}})
 			ctx := bounded(t, settle)
 			both := func(what string, f func(ctx context.Context, e *core.Engine) error) {
 				t.Helper()

@@ -26,7 +26,7 @@ import (
 
 // outboxConfig publishes changes at once, on a clock the test moves.
 func outboxConfig(clk *rig.Clock) core.Config {
-	return core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1}
+	return core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1}
 }
 
 // subscriber is a Feed on a direct connection to srv (no fault proxy).
@@ -87,7 +87,7 @@ func TestLostReplyChangeDeliveredOnce(t *testing.T) {
 			if _, err := eng.Status(ctx, "warm"); err != nil { // the client's connection, first
 				t.Fatal(err)
 			}
-			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
+			p.LoseReplyTo([]byte(script(t, "beat").SHA))
 			var returned []core.Change
 			untilDone(t, func() error {
 				ack, err := eng.Heartbeat(ctx, core.Heartbeat{User: "u", Device: "web", Kind: core.KindWeb, Active: true})

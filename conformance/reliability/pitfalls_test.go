@@ -24,7 +24,7 @@ import (
 func pitfallEngine(t *testing.T, a rig.Adapter, srv *redistest.Instance, cfg core.Config) (*core.Engine, *rig.Clock, context.Context) {
 	t.Helper()
 	clk := rig.NewClock(rig.T0)
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	return rig.Engine(t, a.Open(t, srv.Addr), cfg), clk, bounded(t, settle)
 }
 

@@ -213,7 +213,7 @@ func loggedEvents(t *testing.T, entries []core.LoggedChange) []string {
 func replayConfig(prefix string, clk *rig.Clock) core.Config {
 	classes := core.DefaultClasses()
 	classes["uv"] = core.ScopeClass{Layout: core.LayoutApprox, Window: 10 * time.Minute}
-	return core.Config{Prefix: prefix, Clock: clk, Rand: &seqRand{}, ChangeLog: 100, Classes: classes}
+	return core.Config{Prefix: prefix, Clock: clk.Now, Rand: &seqRand{}, ChangeLog: 100, Classes: classes}
 }
 
 // TestRepeatedScriptsChangeNothingMore runs the same calls on two engines
@@ -293,7 +293,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			srv := redistest.Server(t)
 			p := faultproxy.Start(t, srv.Addr)
 			clk := rig.NewClock(rig.T0)
-			eng := rig.Engine(t, a.Open(t, p.Addr()), core.Config{Clock: clk, CoalesceWindow: -1, LeaveDelay: -1})
+			eng := rig.Engine(t, a.Open(t, p.Addr()), core.Config{Clock: clk.Now, CoalesceWindow: -1, LeaveDelay: -1})
 			ctx := bounded(t, settle)
 			// retry calls f until it succeeds or fails with a non-retryable
 			// error, as a caller would.
@@ -327,7 +327,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 
 			// A first heartbeat: an implicit login that publishes ONLINE,
 			// decided by the steady beat's call.
-			p.LoseReplyTo([]byte(script(t, "beat").SHA()))
+			p.LoseReplyTo([]byte(script(t, "beat").SHA))
 			var token string
 			var published []core.Change
 			n := retry("heartbeat", func() error {
@@ -348,7 +348,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 
 			// A login: its retry, with the same Login.Token, must not leave
 			// two sessions, nor kick the device's own new session.
-			p.LoseReplyTo([]byte(script(t, "login").SHA()))
+			p.LoseReplyTo([]byte(script(t, "login").SHA))
 			var loginTokens []string
 			var kicked []core.Kick
 			n2 := retry("login", func() error {
@@ -368,7 +368,7 @@ func TestReplyLostAfterApply(t *testing.T) {
 			}
 
 			// A logout of the last device: OFFLINE at once.
-			p.LoseReplyTo([]byte(script(t, "logout").SHA()))
+			p.LoseReplyTo([]byte(script(t, "logout").SHA))
 			var ended []core.Change
 			retry("logout", func() error {
 				r, err := eng.Logout(ctx, "u", "web", token)

@@ -12,26 +12,25 @@ import (
 
 	"github.com/presencekit/presence/conformance/reliability/internal/rig"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
 // script returns the engine's script named name.
-func script(tb testing.TB, name string) *core.Script {
+func script(tb testing.TB, name string) luascripts.Script {
 	tb.Helper()
-	for _, s := range core.Scripts() {
-		if s.Name() == name {
-			return s
-		}
+	s, ok := luascripts.Named(name)
+	if !ok {
+		tb.Fatalf("no script %q", name)
 	}
-	tb.Fatalf("no script %q", name)
-	return nil
+	return s
 }
 
 // loadScripts loads every script of the engine, so that no call in the
 // test meets NOSCRIPT (which would add a second round trip).
 func loadScripts(tb testing.TB, srv *redistest.Instance) {
 	tb.Helper()
-	for _, s := range core.Scripts() {
+	for _, s := range luascripts.All() {
 		rig.Do(tb, srv, "SCRIPT", "LOAD", s.Source())
 	}
 }
@@ -53,8 +52,8 @@ type stallStore struct {
 
 // newStallStore holds the at-th batch that calls sc; a test that ends
 // early releases it with an error.
-func newStallStore(tb testing.TB, s core.Store, sc *core.Script, at int) *stallStore {
-	st := &stallStore{Store: s, sha: sc.SHA(), source: sc.Source(), at: at, stalled: make(chan struct{}), release: make(chan error, 1)}
+func newStallStore(tb testing.TB, s core.Store, sc luascripts.Script, at int) *stallStore {
+	st := &stallStore{Store: s, sha: sc.SHA, source: sc.Source(), at: at, stalled: make(chan struct{}), release: make(chan error, 1)}
 	tb.Cleanup(func() {
 		select {
 		case st.release <- errors.New("test over"):
@@ -103,7 +102,7 @@ func (s *stallStore) waitStalled(tb testing.TB) {
 // lockConfig makes every user share one bucket, sweeps settle two users a
 // step, the lock lives 300 ms of real time, and changes publish at once.
 // Each engine draws its tokens from its own seed.
-func lockConfig(clk core.Clock, seed uint64) core.Config {
+func lockConfig(clk func() time.Time, seed uint64) core.Config {
 	return core.Config{Clock: clk, UserBuckets: 1, SweepBatch: 2, LockLease: 300 * time.Millisecond,
 		LeaveDelay: -1, CoalesceWindow: -1, Rand: &seqRand{n: seed << 32}}
 }
@@ -130,14 +129,14 @@ func TestStaleSweeperCannotReleaseLock(t *testing.T) {
 				sweep := script(t, "sweep_users")
 				stale := newStallStore(t, a.Open(t, srv.Addr), sweep, 2)
 				fresh := newStallStore(t, a.Open(t, srv.Addr), sweep, 2)
-				engStale := rig.Engine(t, stale, lockConfig(clk, 1))
+				engStale := rig.Engine(t, stale, lockConfig(clk.Now, 1))
 				// Only the first sweeper's lease must run out; the second's lasts
 				// the whole case, so that a slow machine cannot let it lapse
 				// between the checks below.
-				freshCfg := lockConfig(clk, 2)
+				freshCfg := lockConfig(clk.Now, 2)
 				freshCfg.LockLease = settle
 				engFresh := rig.Engine(t, fresh, freshCfg)
-				engFresh2 := rig.Engine(t, a.Open(t, srv.Addr), lockConfig(clk, 3))
+				engFresh2 := rig.Engine(t, a.Open(t, srv.Addr), lockConfig(clk.Now, 3))
 				ctx := bounded(t, settle)
 				const users = 10
 				for i := range users {
@@ -255,7 +254,7 @@ func TestSweepersRaceHeartbeats(t *testing.T) {
 			seed := uint64(0)
 			cfg := func() core.Config {
 				seed++
-				c := lockConfig(clk, seed)
+				c := lockConfig(clk.Now, seed)
 				c.UserBuckets, c.LockLease = 4, 50*time.Millisecond
 				return c
 			}

@@ -1,9 +1,39 @@
-// Package slot computes Redis Cluster hash slots, for the core's check
-// that every key of a call shares one (core.SameSlot) and for the tests
-// and tools that place keys on nodes.
+// Package slot computes Redis Cluster hash slots, for the check that every
+// key of a call shares one (Check: the core's before a call leaves, the
+// adapters' before they send one) and for the tests and tools that place
+// keys on nodes.
 package slot
 
-import "strings"
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// ErrCrossSlot means a call's keys span more than one cluster slot. It is
+// core.ErrCrossSlot, defined here so that Check's errors match it without
+// this package importing core.
+var ErrCrossSlot = errors.New("presence: keys span cluster slots")
+
+// Check returns an error matching ErrCrossSlot, naming the first key,
+// unless every key maps to one Redis Cluster hash slot.
+func Check(keys []string) error {
+	for i := 1; i < len(keys); i++ {
+		if Of(keys[i]) != Of(keys[0]) {
+			return &crossError{keys: keys}
+		}
+	}
+	return nil
+}
+
+// crossError reports a call whose keys span slots, naming the first key.
+type crossError struct{ keys []string }
+
+func (e *crossError) Error() string {
+	return "presence: keys span cluster slots: " + strconv.Quote(e.keys[0]) + "…"
+}
+
+func (e *crossError) Is(target error) bool { return target == ErrCrossSlot }
 
 // Of returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
 // hash tag, or of the whole key when it has no tag, modulo 16384.

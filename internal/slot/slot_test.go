@@ -1,6 +1,9 @@
 package slot
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestOf checks the CRC16 slot function against Redis Cluster's examples.
 func TestOf(t *testing.T) {
@@ -23,6 +26,24 @@ func TestOf(t *testing.T) {
 	}
 	if Of("{user1000}.following") == Of("foo") {
 		t.Error("distinct tags should differ here")
+	}
+}
+
+// TestCheck: keys of one tag pass, keys of two fail with an error that
+// matches ErrCrossSlot and names the first key.
+func TestCheck(t *testing.T) {
+	if err := Check([]string{"{a}x", "{a}y", "z{a}"}); err != nil {
+		t.Errorf("one tag: %v", err)
+	}
+	if err := Check(nil); err != nil {
+		t.Errorf("no keys: %v", err)
+	}
+	err := Check([]string{"{a}x", "{b}x"})
+	if !errors.Is(err, ErrCrossSlot) {
+		t.Fatalf("two tags: %v, want ErrCrossSlot", err)
+	}
+	if want := `presence: keys span cluster slots: "{a}x"…`; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
 	}
 }
 

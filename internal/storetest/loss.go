@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/redistest"
 )
 
@@ -26,9 +27,10 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 	ctx := context.Background()
 	var mu sync.Mutex
 	now := time.UnixMilli(1_772_366_400_000)
-	clock := core.ClockFunc(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	e, err := core.New(s, core.Config{Prefix: "loss" + unique(t), Clock: clock, ChangeLog: 100})
+	cfg := core.Config{Prefix: "loss" + unique(t), Clock: clock, ChangeLog: 100}
+	e, err := core.New(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +63,9 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 		}
 	}
 	advance(20 * time.Second)
-	wiped := clock.Now()
-	wipe(t, e.Keys().Due(e.Keys().UserBucket(user(0))))
+	wiped := clock()
+	keys := keyspace.New(cfg.Prefix, cfg.UserBuckets, cfg.ScopeBuckets)
+	wipe(t, keys.Due(keys.UserBucket(user(0))))
 
 	feed, hasFeed := subscribe(t, e)
 	lost := 0
@@ -79,7 +82,7 @@ func RunLoss(t *testing.T, s core.Store, whole bool, wipe func(t *testing.T, key
 		if i < 5 && ack.Reassert {
 			ttl := time.Duration(0)
 			if i < 2 {
-				ttl = dndUntil.Sub(clock.Now())
+				ttl = dndUntil.Sub(clock())
 			}
 			changes, err := e.SetManual(ctx, user(i), core.ManualDND, ttl)
 			if err != nil || len(changes) > 0 {

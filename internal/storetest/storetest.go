@@ -15,6 +15,7 @@ import (
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/internal/redistest"
+	"github.com/presencekit/presence/internal/slot"
 )
 
 // Timeout bounds every wait of the checks: one Eval, one message.
@@ -249,8 +250,8 @@ func crossSlot(t *testing.T, s core.Store) {
 		if !errors.Is(r.Err, core.ErrCrossSlot) {
 			t.Fatalf("cross-slot call: got %v %v, want ErrCrossSlot", r.Value, r.Err)
 		}
-		if want := core.SameSlot(calls[1+n].Keys); r.Err.Error() != want.Error() {
-			t.Fatalf("cross-slot error %q is not core.SameSlot's (%q)", r.Err, want)
+		if want := slot.Check(calls[1+n].Keys); r.Err.Error() != want.Error() {
+			t.Fatalf("cross-slot error %q is not slot.Check's (%q)", r.Err, want)
 		}
 	}
 	got := EvalOne(t, s, core.Call{Source: "return redis.call('GET', KEYS[1])", Keys: []string{"{slot-a}" + k}})

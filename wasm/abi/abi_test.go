@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/slot"
 	"github.com/presencekit/presence/wasm/abi"
 )
 
@@ -160,7 +161,7 @@ func TestErrorsRoundTrip(t *testing.T) {
 		&core.StoreError{Op: "heartbeat", Unavailable: true, Err: fmt.Errorf("%w: dial tcp: refused", core.ErrUnavailable)},
 		&core.StoreError{Op: "count", Err: errors.New("ERR boom")},
 		fmt.Errorf("%w: NOSCRIPT No matching script", core.ErrNoScript),
-		core.SameSlot([]string{"{a}", "{b}"}),
+		slot.Check([]string{"{a}", "{b}"}),
 		&abi.DecodeError{What: "request", Field: "op", Reason: "x"},
 		errors.New("something else"),
 	} {

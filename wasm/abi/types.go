@@ -385,8 +385,8 @@ type PlanRef struct {
 
 // Message is a message an ended plan asks the host to publish
 // (core.Publication): a status change (Kind "change") or a kick ("kick"),
-// whose Payload is the JSON a native engine publishes (core.ChangeMessage,
-// core.KickMessage) on Channel.
+// whose Payload is the JSON a native engine publishes on Channel
+// (docs/design.md §7).
 //
 // ID is the event's outbox ID (also in Payload): once the message is out,
 // the host acknowledges it with an "ack" request, or a sweep delivers it

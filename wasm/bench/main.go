@@ -181,7 +181,7 @@ func record(ctx context.Context) (map[string]string, map[string]core.Result, err
 	rec := &recorder{inner: goredis.New(c), results: map[string]core.Result{}}
 	clk := &clock{ms: t0}
 	cfg := settings
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(rec, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -277,7 +277,7 @@ func (c *clock) Now() time.Time { return time.UnixMilli(c.ms) }
 func measureNative(ctx context.Context, results map[string]core.Result, n int) (single, batch float64) {
 	clk := &clock{ms: t0}
 	cfg := settings
-	cfg.Clock = clk
+	cfg.Clock = clk.Now
 	e, err := core.New(replay(results), cfg)
 	if err != nil {
 		panic(err)

@@ -124,7 +124,7 @@ func benchHeartbeat(b *testing.B, open func(tb testing.TB, store core.Store, clk
 // BenchmarkHeartbeatWASM.
 func BenchmarkHeartbeatNative(b *testing.B) {
 	benchHeartbeat(b, func(tb testing.TB, store core.Store, clk *clock) runner {
-		e, err := core.New(store, core.Config{Clock: clk, UserBuckets: 1})
+		e, err := core.New(store, core.Config{Clock: clk.Now, UserBuckets: 1})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func BenchmarkHeartbeatWASMJSON(b *testing.B) {
 
 // wasmRunner configures an engine in the instance in and drives it.
 func wasmRunner(tb testing.TB, in *host.Instance, clk *clock) runner {
-	e, err := in.Configure(context.Background(), core.Config{Clock: clk, UserBuckets: 1}, host.EngineOptions{})
+	e, err := in.Configure(context.Background(), core.Config{Clock: clk.Now, UserBuckets: 1}, host.EngineOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

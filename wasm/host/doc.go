@@ -14,7 +14,7 @@
 //	rt, err := host.NewRuntime(ctx, wasmBytes, host.Options{})
 //	defer rt.Close(ctx)
 //	in, err := rt.NewInstance(ctx, goredis.New(client))
-//	eng, err := in.Configure(ctx, core.Config{Clock: clock}, host.EngineOptions{})
+//	eng, err := in.Configure(ctx, core.Config{Clock: clock.Now}, host.EngineOptions{})
 //	v, err := eng.Do(ctx, core.Heartbeat{User: "alice", Device: "web", Kind: core.KindWeb})
 //	ack := v.(core.Ack)
 //

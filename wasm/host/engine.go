@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/presencekit/presence/core"
 	"github.com/presencekit/presence/wasm/abi"
@@ -28,7 +29,7 @@ type EngineOptions struct {
 // *ModuleError when the module itself fails.
 type Engine struct {
 	in    *Instance
-	clock core.Clock
+	clock func() time.Time
 }
 
 var _ core.Presence = (*Engine)(nil)
@@ -63,7 +64,7 @@ func (e *Engine) now() int64 {
 	if e.clock == nil {
 		return 0
 	}
-	return e.clock.Now().UnixMilli()
+	return e.clock().UnixMilli()
 }
 
 func (e *Engine) do(ctx context.Context, op string, args any) (any, error) {

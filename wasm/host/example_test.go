@@ -49,7 +49,7 @@ func Example() {
 		panic(err)
 	}
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	eng, err := in.Configure(ctx, core.Config{Clock: core.ClockFunc(func() time.Time { return now })}, host.EngineOptions{})
+	eng, err := in.Configure(ctx, core.Config{Clock: func() time.Time { return now }}, host.EngineOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -19,7 +19,7 @@ func TestEngineBasics(t *testing.T) {
 	ctx := context.Background()
 	store, mr := miniStore(t, t0)
 	clk := &clock{t: t0}
-	eng, err := instanceT(t, store).Configure(ctx, core.Config{Clock: clk}, host.EngineOptions{Seed: "basics"})
+	eng, err := instanceT(t, store).Configure(ctx, core.Config{Clock: clk.Now}, host.EngineOptions{Seed: "basics"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestMalformedRequestsAreErrors(t *testing.T) {
 		}
 	}
 	// The instance is still usable.
-	if _, err := in.Configure(ctx, core.Config{Clock: &clock{t: t0}}, host.EngineOptions{}); err != nil {
+	if _, err := in.Configure(ctx, core.Config{Clock: (&clock{t: t0}).Now}, host.EngineOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// An op without now on the host clock is refused.
@@ -101,7 +101,7 @@ func TestBadResumesAreErrors(t *testing.T) {
 	ctx := context.Background()
 	store, _ := miniStore(t, t0)
 	in := instanceT(t, store)
-	if _, err := in.Configure(ctx, core.Config{Clock: &clock{t: t0}}, host.EngineOptions{}); err != nil {
+	if _, err := in.Configure(ctx, core.Config{Clock: (&clock{t: t0}).Now}, host.EngineOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	now := t0.UnixMilli()
@@ -139,7 +139,7 @@ func TestBadResumesAreErrors(t *testing.T) {
 	if resp.Error == nil || !errors.Is(resp.Error.Err(), core.ErrReply) {
 		t.Fatalf("garbage reply: %+v", resp.Error)
 	}
-	eng, err := in.Configure(ctx, core.Config{Clock: &clock{t: t0}}, host.EngineOptions{})
+	eng, err := in.Configure(ctx, core.Config{Clock: (&clock{t: t0}).Now}, host.EngineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestRunPipelinesPlans(t *testing.T) {
 	var ops []*host.Op
 	var native []string
 	nstore, _ := miniStore(t, t0)
-	neng, err := core.New(nstore, core.Config{Clock: &clock{t: t0}, Rand: abi.SeededRand("run")})
+	neng, err := core.New(nstore, core.Config{Clock: (&clock{t: t0}).Now, Rand: abi.SeededRand("run")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRunPipelinesPlans(t *testing.T) {
 	}
 	store, _ := miniStore(t, t0)
 	cs := &countingStore{Store: store}
-	eng, err := instanceT(t, cs).Configure(ctx, core.Config{Clock: &clock{t: t0}}, host.EngineOptions{Seed: "run"})
+	eng, err := instanceT(t, cs).Configure(ctx, core.Config{Clock: (&clock{t: t0}).Now}, host.EngineOptions{Seed: "run"})
 	if err != nil {
 		t.Fatal(err)
 	}

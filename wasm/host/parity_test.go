@@ -35,7 +35,7 @@ var (
 		{Class: "video", ID: "v{2}"}, {Class: "hll", ID: "h1"}}
 )
 
-func parityConfig(r *rand.Rand, clk core.Clock) core.Config {
+func parityConfig(r *rand.Rand, clk func() time.Time) core.Config {
 	cfg := core.Config{Clock: clk, Classes: map[string]core.ScopeClass{
 		"room":  {Layout: core.LayoutExact},
 		"video": {Layout: core.LayoutCompact, Window: 10 * time.Minute, Shards: 1 + r.IntN(8), SweepInterval: time.Minute},
@@ -378,7 +378,7 @@ func TestParity(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(seed), 0x9a71))
 			start := t0.Add(time.Duration(r.IntN(1_000_000)) * time.Millisecond)
 			clk := &clock{t: start}
-			cfg := parityConfig(r, clk)
+			cfg := parityConfig(r, clk.Now)
 			tokenSeed := "parity-" + strconv.Itoa(seed)
 
 			channels := []string{"presence:changes", "presence:kick:gw0", "presence:kick:gw1", "presence:kick:gw2"}

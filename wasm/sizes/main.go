@@ -24,13 +24,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/presencekit/presence/internal/luascripts"
+	"github.com/presencekit/presence/wasm"
+	"github.com/presencekit/presence/wasm/internal/wasmsize"
 	"os"
 	"os/exec"
 	"path/filepath"
-
-	"github.com/presencekit/presence/core"
-	"github.com/presencekit/presence/wasm"
-	"github.com/presencekit/presence/wasm/internal/wasmsize"
 )
 
 func main() {
@@ -86,7 +85,7 @@ func report(t wasm.Target, n int) error {
 		}
 	}
 	var scripts []string
-	for _, s := range core.Scripts() {
+	for _, s := range luascripts.All() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(stripped, scripts)

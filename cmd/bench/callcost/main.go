@@ -182,7 +182,7 @@ func run(args []string) error {
 // their devices expire and counts the two sweeps that settle them.
 func sweep(ctx context.Context, store core.Store, users []string, device func(int) string, buckets int, instrument func(bool) error) error {
 	clk := &manualClock{t: time.Now()}
-	e, err := core.New(store, core.Config{Prefix: "callcost", Clock: clk, UserBuckets: buckets})
+	e, err := core.New(store, core.Config{Prefix: "callcost", Clock: clk.Now, UserBuckets: buckets})
 	if err != nil {
 		return err
 	}

@@ -467,7 +467,7 @@ func (c *comparison) memory(ctx context.Context) error {
 	}
 	// warm the script caches of every design first
 	clk := benchkit.NewVirtualClock(time.Now())
-	warm, err := core.New(c.conns[benchkit.AdapterGoRedis].Store, core.Config{Prefix: c.prefix("warm"), Clock: clk})
+	warm, err := core.New(c.conns[benchkit.AdapterGoRedis].Store, core.Config{Prefix: c.prefix("warm"), Clock: clk.Now})
 	if err != nil {
 		return err
 	}
@@ -481,7 +481,7 @@ func (c *comparison) memory(ctx context.Context) error {
 		return err
 	}
 	ep := c.prefix("mem-engine")
-	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: ep, Clock: clk, UserBuckets: c.o.userBuckets})
+	e, err := core.New(benchkit.Quiet(c.conns[benchkit.AdapterGoRedis].Store), core.Config{Prefix: ep, Clock: clk.Now, UserBuckets: c.o.userBuckets})
 	if err != nil {
 		return err
 	}

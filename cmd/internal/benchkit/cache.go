@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // cacheReads bounds each loop of the cache workload.
@@ -38,10 +39,7 @@ func (r *runner) cache(ctx context.Context) error {
 	if err := SweepAhead(ctx, conn.Store, cfg); err != nil { // writes the count key
 		return err
 	}
-	key, err := e.Keys().Count(sc)
-	if err != nil {
-		return err
-	}
+	key := keyspace.New(cfg.Prefix, cfg.UserBuckets, cfg.ScopeBuckets).Count(sc.Class, sc.ID)
 	d := min(r.st.Duration, 2*time.Second)
 	loops := []struct {
 		name string

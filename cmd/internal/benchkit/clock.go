@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// VirtualClock is a core.Clock that moves only when told, so that a
-// workload can age a backlog instantly instead of waiting for it to expire.
-// It is safe for concurrent use.
+// VirtualClock is a clock that moves only when told, so that a workload
+// can age a backlog instantly instead of waiting for it to expire. Its Now
+// is a core.Config.Clock. It is safe for concurrent use.
 type VirtualClock struct{ ms atomic.Int64 }
 
 // NewVirtualClock returns a clock standing at t (to the millisecond).

@@ -32,7 +32,7 @@ func NewEngine(ctx context.Context, store core.Store, cfg core.Config, mode stri
 		if clk, err = serverclock.New(serverclock.Config{}); err != nil {
 			return nil, err
 		}
-		cfg.Clock = clk
+		cfg.Clock = clk.Now
 	default:
 		return nil, fmt.Errorf("benchkit: unknown clock %q (want %s or %s)", mode, ClockServer, ClockScript)
 	}

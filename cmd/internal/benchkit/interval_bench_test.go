@@ -30,7 +30,7 @@ func BenchmarkBeatAtTheInterval(b *testing.B) {
 	defer c.Close()
 	ctx := context.Background()
 	clk := benchkit.NewVirtualClock(time.UnixMilli(1_764_590_000_000))
-	e, err := core.New(goredis.New(c), core.Config{Clock: clk})
+	e, err := core.New(goredis.New(c), core.Config{Clock: clk.Now})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 func (r *runner) memory(ctx context.Context) error {
@@ -103,25 +104,19 @@ func (r *runner) warmScripts(ctx context.Context, store core.Store) error {
 }
 
 // compactShards names the shards a self-sized compact scope has now, as
-// its meta says (2^L + s of them).
-func (r *runner) compactShards(ctx context.Context, e *core.Engine, sc core.Scope) ([]string, error) {
-	meta, err := e.Keys().CompactMeta(sc)
-	if err != nil {
-		return nil, err
-	}
-	v, err := r.admin.Client().HMGet(ctx, meta, "L", "s").Result()
+// its meta says (2^L + s of them), the engine's keys being keys.
+func (r *runner) compactShards(ctx context.Context, keys keyspace.Layout, sc core.Scope) ([]string, error) {
+	v, err := r.admin.Client().HMGet(ctx, keys.CompactMeta(sc.Class, sc.ID), "L", "s").Result()
 	if err != nil {
 		return nil, err
 	}
 	level, _ := strconv.Atoi(fmt.Sprint(v[0]))
 	split, _ := strconv.Atoi(fmt.Sprint(v[1]))
-	keys := make([]string, 1<<level+split)
-	for i := range keys {
-		if keys[i], err = e.Keys().Shard(sc, i); err != nil {
-			return nil, err
-		}
+	shards := make([]string, 1<<level+split)
+	for i := range shards {
+		shards[i] = keys.Shard(sc.Class, sc.ID, i)
 	}
-	return keys, nil
+	return shards, nil
 }
 
 // settleMemory returns the data memory and key count once steady.
@@ -132,7 +127,7 @@ func (r *runner) settleMemory(ctx context.Context) (int64, int64, error) {
 func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error {
 	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk})
+	e, err := core.New(Quiet(store), core.Config{Prefix: prefix, Clock: clk.Now})
 	if err != nil {
 		return err
 	}
@@ -156,9 +151,9 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 	}
 	row := MemoryRow{Workload: "user-device", Items: n, Bytes: after - before, Keys: int(keys1 - keys0),
 		BytesPerItem: round(float64(after-before)/float64(n), 1), SampleBytes: map[string]int64{}}
-	keys := e.Keys()
+	keys := keyspace.New(prefix, 0, 0)
 	var sample []string
-	for b := range keys.UserBuckets() {
+	for b := range keys.UserBuckets {
 		sample = append(sample, keys.Big(b), keys.Due(b))
 		// the pages there are (linear hashing: their number follows the users)
 		for n := range 4096 {
@@ -185,7 +180,7 @@ func (r *runner) memoryUsers(ctx context.Context, store core.Store, n int) error
 func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class string, shards, n int, member func(int) string) error {
 	prefix := r.memoryPrefix()
 	clk := NewVirtualClock(time.Now())
-	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk, Classes: BenchClasses(shards, r.st.ShardSize)})
+	e, err := core.New(store, core.Config{Prefix: prefix, Clock: clk.Now, Classes: BenchClasses(shards, r.st.ShardSize)})
 	if err != nil {
 		return err
 	}
@@ -208,7 +203,7 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		BytesPerItem: round(float64(after-before)/float64(n), 1)}
 	switch class {
 	case ClassCompact:
-		keys, err := r.compactShards(ctx, e, sc)
+		keys, err := r.compactShards(ctx, keyspace.New(prefix, 0, 0), sc)
 		if err != nil {
 			return err
 		}
@@ -217,10 +212,7 @@ func (r *runner) memoryScope(ctx context.Context, store core.Store, name, class 
 		}
 		row.Note = "member IDs like " + member(0) + "; " + strconv.Itoa(len(keys)) + " shards (self-sized), meta and due index included"
 	case ClassExact:
-		key, err := e.Keys().Exact(sc)
-		if err != nil {
-			return err
-		}
+		key := keyspace.New(prefix, 0, 0).Exact(sc.Class, sc.ID)
 		if row.Encodings, err = r.admin.Encodings(ctx, []string{key}); err != nil {
 			return err
 		}

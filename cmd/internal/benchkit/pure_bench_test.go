@@ -14,6 +14,7 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/benchkit"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 	"github.com/presencekit/presence/internal/slot"
 )
 
@@ -182,10 +183,7 @@ func BenchmarkTouchBatch(b *testing.B) {
 func BenchmarkCountCached(b *testing.B) {
 	sc := core.Scope{Class: "video", ID: "10086"}
 	e, r := recorded(b, core.Config{Prefix: "p"}, func(e *core.Engine) error { return nil })
-	key, err := e.Keys().Count(sc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	key := keyspace.New("p", 0, 0).Count(sc.Class, sc.ID)
 	r.cache[key] = core.Value{Kind: core.ValueString, Str: "12345:1700000000000"}
 	ctx := context.Background()
 	b.ReportAllocs()

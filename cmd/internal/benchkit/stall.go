@@ -80,7 +80,7 @@ func (r *runner) stallSweep(ctx context.Context, store core.Store, kind string, 
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	clk := NewVirtualClock(time.Now())
-	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay,
+	cfg := core.Config{Prefix: r.prefix("stall-" + kind), Clock: clk.Now, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay,
 		Classes: BenchClasses(shards, r.st.ShardSize)}
 	e, err := core.New(Quiet(store), cfg)
 	if err != nil {

@@ -369,7 +369,7 @@ func SweepAhead(ctx context.Context, store core.Store, cfg core.Config) error {
 	for _, c := range cfg.Classes {
 		ahead = max(ahead, c.SweepInterval+time.Second)
 	}
-	cfg.Clock = NewVirtualClock(time.Now().Add(ahead))
+	cfg.Clock = NewVirtualClock(time.Now().Add(ahead)).Now
 	e, err := core.New(store, cfg)
 	if err != nil {
 		return err

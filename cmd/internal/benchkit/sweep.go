@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // sweepTimeout bounds one sweep workload (fill and sweep).
@@ -89,7 +90,7 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 	// A long key grace keeps the backlog in Redis however long the fill
 	// takes in real time: only the sweep may remove it.
 	prefix := r.prefix("sweep-" + kind)
-	cfg := core.Config{Prefix: prefix, Clock: clk, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay, Classes: BenchClasses(shards, r.st.ShardSize)}
+	cfg := core.Config{Prefix: prefix, Clock: clk.Now, KeyGrace: time.Hour, LeaveDelay: SweepLeaveDelay, Classes: BenchClasses(shards, r.st.ShardSize)}
 	// The fill publishes nothing (a million ONLINE messages would dominate
 	// it); the measured sweep publishes as an application's would.
 	e, err := core.New(Quiet(store), cfg)
@@ -125,7 +126,7 @@ func (r *runner) sweepOne(ctx context.Context, store core.Store, kind string, n,
 
 	row := SweepRow{Workload: workload, Backlog: n, FillMillis: round(float64(fill.Microseconds())/1e3, 1)}
 	if kind == "scope-compact" && !r.s.Miniredis {
-		keys, err := r.compactShards(ctx, e, core.Scope{Class: ClassCompact, ID: "10086"})
+		keys, err := r.compactShards(ctx, keyspace.New(prefix, 0, 0), core.Scope{Class: ClassCompact, ID: "10086"})
 		if err != nil {
 			return err
 		}

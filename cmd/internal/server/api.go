@@ -208,7 +208,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, p Principal) *Err
 	s.users.note(user)
 	kicked := make([]Kick, 0, len(res.Kicked))
 	for _, k := range res.Kicked {
-		kicked = append(kicked, k.Message())
+		kicked = append(kicked, wireKick(k, ""))
 	}
 	writeJSON(w, http.StatusOK, LoginResponse{Token: res.Token, Kicked: kicked, Changes: wireChanges(res.Changes)})
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 )
 
 // ErrNoSecret is returned by New when neither a JWT secret nor a JWKS URL
@@ -287,8 +288,8 @@ func (a *authenticator) authenticate(r *http.Request, queryToken bool) (Principa
 		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "invalid token: %v", err)
 	}
 	sub, err := claims.GetSubject()
-	if err != nil || sub == "" || len(sub) > core.MaxIDBytes {
-		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", core.MaxIDBytes)
+	if err != nil || sub == "" || len(sub) > limits.IDBytes {
+		return Principal{}, apiErr(http.StatusUnauthorized, CodeUnauthenticated, "the token's subject must be a user ID of 1 to %d bytes", limits.IDBytes)
 	}
 	if e := rawSubject(raw); e != nil {
 		return Principal{}, e

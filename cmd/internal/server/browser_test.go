@@ -21,6 +21,7 @@ import (
 	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/limits"
 )
 
 // chromium returns the first Chromium-like browser on PATH, and skips the
@@ -149,8 +150,8 @@ var wallIDs = []string{
 // It saves a screenshot of each state as an artifact.
 func TestDashboardWallInBrowser(t *testing.T) {
 	bin := chromium(t)
-	if len(wallIDs[3]) != core.MaxIDBytes {
-		t.Fatalf("the long ID has %d bytes; want %d", len(wallIDs[3]), core.MaxIDBytes)
+	if len(wallIDs[3]) != limits.IDBytes {
+		t.Fatalf("the long ID has %d bytes; want %d", len(wallIDs[3]), limits.IDBytes)
 	}
 	m := miniredis.RunT(t)
 	cfg := testConfig()
@@ -227,7 +228,7 @@ func TestDashboardWallInBrowser(t *testing.T) {
 		if !r.BadgeWhole || !r.TimeWhole || r.BadgeH > 24 {
 			t.Errorf("the row of %q cuts or wraps its badge (%v, %.1f px) or time (%v)", r.User, r.BadgeWhole, r.BadgeH, r.TimeWhole)
 		}
-		if len(r.User) == core.MaxIDBytes && !r.Cut {
+		if len(r.User) == limits.IDBytes && !r.Cut {
 			t.Errorf("the 128-byte ID is not cut with an ellipsis")
 		}
 	}

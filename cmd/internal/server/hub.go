@@ -41,13 +41,9 @@ func logEvent(e core.LoggedChange) event {
 		return event{id: e.ID, kind: EventLoss, data: LossEvent{At: e.Loss.At.UnixMilli(), Until: e.Loss.Until.UnixMilli(), ID: e.EventID}}
 	}
 	if e.Kick != nil {
-		m := e.Kick.Message()
-		m.ID = e.EventID
-		return event{id: e.ID, kind: EventKick, data: m, user: e.Kick.User, gateway: e.Kick.Gateway}
+		return event{id: e.ID, kind: EventKick, data: wireKick(*e.Kick, e.EventID), user: e.Kick.User, gateway: e.Kick.Gateway}
 	}
-	m := e.Change.Message()
-	m.ID = e.EventID
-	return event{id: e.ID, kind: EventChange, data: m, user: e.Change.User}
+	return event{id: e.ID, kind: EventChange, data: wireChange(e.Change, e.EventID), user: e.Change.User}
 }
 
 // filter says which events a subscriber wants.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // outboxLen reads one outbox's length. The Store carries script calls
@@ -14,10 +15,10 @@ const outboxLen = "return redis.call('HLEN', KEYS[1])"
 // outboxWaiting returns the events waiting in the outboxes of every user
 // bucket (docs/design.md §7): written by the script that decided them and
 // not yet acknowledged as delivered. An outbox holds two bookkeeping
-// fields beside its events (core.KeyNames.Outbox); a missing one holds
+// fields beside its events (keyspace.Layout.Outbox); a missing one holds
 // nothing. The buckets are read in one Eval, pipelined where the store can.
-func outboxWaiting(ctx context.Context, store core.Store, keys core.KeyNames) (int64, error) {
-	calls := make([]core.Call, keys.UserBuckets())
+func outboxWaiting(ctx context.Context, store core.Store, keys keyspace.Layout) (int64, error) {
+	calls := make([]core.Call, keys.UserBuckets)
 	for b := range calls {
 		calls[b] = core.Call{Source: outboxLen, Keys: []string{keys.Outbox(b)}}
 	}
@@ -41,7 +42,8 @@ func outboxWaiting(ctx context.Context, store core.Store, keys core.KeyNames) (i
 func (s *Server) readOutbox(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	n, err := outboxWaiting(ctx, s.store, s.eng.Keys())
+	e := s.cfg.Engine
+	n, err := outboxWaiting(ctx, s.store, keyspace.New(e.Prefix, e.UserBuckets, e.ScopeBuckets))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.DebugContext(ctx, "presence: reading the outboxes failed", "err", err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
 )
 
 // lenStore answers every call with the next of its replies, and records
@@ -28,11 +29,10 @@ func (s *lenStore) Eval(_ context.Context, calls []core.Call) []core.Result {
 // its two bookkeeping fields, floored at 0 (a missing outbox), summed;
 // every bucket's outbox is read; a failed read is an error, not a figure.
 func TestOutboxWaitingSums(t *testing.T) {
-	eng, err := core.New(&lenStore{}, core.Config{Prefix: "ob", UserBuckets: 4})
-	if err != nil {
+	if _, err := core.New(&lenStore{}, core.Config{Prefix: "ob", UserBuckets: 4}); err != nil {
 		t.Fatal(err)
 	}
-	keys := eng.Keys()
+	keys := keyspace.New("ob", 4, 0)
 	n := func(v int64) core.Result { return core.Result{Value: core.Value{Kind: core.ValueInt, Int: v}} }
 	st := &lenStore{replies: []core.Result{n(0), n(2), n(7), n(3)}}
 	got, err := outboxWaiting(context.Background(), st, keys)

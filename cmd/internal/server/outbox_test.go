@@ -15,6 +15,8 @@ import (
 	"github.com/presencekit/presence/adapters/goredis"
 	"github.com/presencekit/presence/cmd/internal/server"
 	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/keyspace"
+	"github.com/presencekit/presence/internal/luascripts"
 )
 
 // refusingPublisher is a go-redis store whose deliveries (the calls of
@@ -45,13 +47,12 @@ func (p *refusingPublisher) Eval(ctx context.Context, calls []core.Call) []core.
 // delivers reports whether c runs lua/outbox_ack.lua with messages to
 // publish (its events as seq, channel, payload from ARGV[2]).
 func delivers(c core.Call) bool {
-	for _, s := range core.Scripts() {
-		if s.Name() == "outbox_ack" && (c.SHA == s.SHA() || c.Source == s.Source()) {
-			for k := 1; k+2 < len(c.Args); k += 3 {
-				if c.Args[k+1] != "" {
-					return true
-				}
-			}
+	if s := luascripts.OutboxAck; c.SHA != s.SHA && c.Source != s.Source() {
+		return false
+	}
+	for k := 1; k+2 < len(c.Args); k += 3 {
+		if c.Args[k+1] != "" {
+			return true
 		}
 	}
 	return false
@@ -70,13 +71,13 @@ func TestOutboxWaitingGauge(t *testing.T) {
 		// core.RedeliverAfter lets the server's sweeper redeliver.
 		var skew atomic.Int64
 		cfg := testConfig()
-		cfg.Engine.Clock = core.ClockFunc(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+		cfg.Engine.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 		in := startServer(t, store, cfg)
 		users := []string{"alice", "bob", "carol", "dave"}
 		buckets := map[int]bool{}
 		for _, u := range users {
 			in.as(t, token(t, u)).must("POST", "/v1/heartbeat", server.HeartbeatRequest{Device: "web"}, nil)
-			buckets[in.srv.Engine().Keys().UserBucket(u)] = true
+			buckets[keyspace.New(cfg.Engine.Prefix, cfg.Engine.UserBuckets, 0).UserBucket(u)] = true
 		}
 		if len(buckets) < 2 {
 			t.Fatalf("users %v share one bucket; pick users of several", users)

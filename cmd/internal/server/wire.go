@@ -155,13 +155,41 @@ type Device struct {
 	Meta       map[string]string `json:"meta,omitempty"`
 }
 
-// Change is a published status change, in the form the engine publishes
-// it (core.ChangeMessage).
-type Change = core.ChangeMessage
+// Change is a published status change, in the JSON the engine publishes
+// on its change channel and logs (docs/design.md §7): statuses by name,
+// the instant in milliseconds since the epoch.
+type Change struct {
+	User string `json:"user"`
+	From string `json:"from"`
+	To   string `json:"to"`
+	At   int64  `json:"at"`
+	// ID is the change's outbox ID (docs/design.md §7): the same in every
+	// delivery of the change, so that a reader drops repeats.
+	ID string `json:"id,omitempty"`
+}
 
 // Kick is a session removed by a login, addressed to its gateway, in the
-// form the engine publishes it (core.KickMessage).
-type Kick = core.KickMessage
+// JSON the engine publishes on the gateway's kick channel and logs.
+// Gateway is absent for a session that had none.
+type Kick struct {
+	User    string `json:"user"`
+	Device  string `json:"device"`
+	Kind    string `json:"kind"`
+	Gateway string `json:"gateway,omitempty"`
+	At      int64  `json:"at"`
+	// ID is the kick's outbox ID, as Change's.
+	ID string `json:"id,omitempty"`
+}
+
+// wireChange is c's JSON form, with its outbox ID id ("" none).
+func wireChange(c core.Change, id string) Change {
+	return Change{User: c.User, From: c.From.String(), To: c.To.String(), At: c.At.UnixMilli(), ID: id}
+}
+
+// wireKick is k's JSON form, with its outbox ID id ("" none).
+func wireKick(k core.Kick, id string) Kick {
+	return Kick{User: k.User, Device: k.Device, Kind: k.Kind.String(), Gateway: k.Gateway, At: k.At.UnixMilli(), ID: id}
+}
 
 // MemberRequest is the body of touch and leave; Member defaults to the
 // token's subject.
@@ -238,7 +266,7 @@ func millis(t time.Time) int64 {
 func wireChanges(cs []core.Change) []Change {
 	out := make([]Change, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, c.Message())
+		out = append(out, wireChange(c, ""))
 	}
 	return out
 }

@@ -58,7 +58,7 @@ type edge struct {
 
 // config is the engine configuration of every edge.
 func (w *world) config() core.Config {
-	return core.Config{Prefix: w.cfg.Prefix, Clock: w.clock, UserBuckets: 1, ScopeBuckets: 1,
+	return core.Config{Prefix: w.cfg.Prefix, Clock: w.clock.Now, UserBuckets: 1, ScopeBuckets: 1,
 		Classes: map[string]core.ScopeClass{videoClass: {Layout: core.LayoutCompact, Window: videoWindow,
 			Shards: videoShards, SweepInterval: videoSweep}}}
 }

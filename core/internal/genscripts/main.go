@@ -1,8 +1,9 @@
 // Command genscripts writes what the scripts, the dashboard and the
-// browser client's declarations take from package core: core/scripts_gen.go,
-// the engine's Lua scripts as Redis runs them and their SHA1s
-// (luabuild.Generate); the names of the statuses, manual statuses, kinds,
-// policies and layouts by number (luabuild.JavaScript), as the ES modules
+// browser client's declarations take from package core:
+// internal/luascripts/scripts_gen.go, the engine's Lua scripts as Redis
+// runs them and their SHA1s (luabuild.Generate), which core sends; the
+// names of the statuses, manual statuses, kinds, policies and layouts by
+// number (luabuild.JavaScript), as the ES modules
 // cmd/internal/server/dashboard/enums.js for the dashboard and
 // wasm/js/enums.mjs for the JavaScript hosts; and the generated part of
 // clients/js/presence.d.ts (luabuild.TypeScript). Run it with
@@ -59,7 +60,7 @@ func outputs(dir string) ([]output, error) {
 		return nil, fmt.Errorf("%s: %w", dtsPath, err)
 	}
 	return []output{
-		{filepath.Join(dir, "scripts_gen.go"), scripts},
+		{filepath.Join(dir, "..", "internal", "luascripts", "scripts_gen.go"), scripts},
 		{filepath.Join(dir, "..", "cmd", "internal", "server", "dashboard", "enums.js"), js},
 		{filepath.Join(dir, "..", "wasm", "js", "enums.mjs"), js},
 		{dtsPath, dts},

@@ -13,15 +13,18 @@ import (
 
 // script is one script of the engine: its file, the helper files joined
 // before it and the files joined after it, in order, each named without
-// ".lua".
+// ".lua", and the name tests and tools know it by (Script.Name): its
+// file's, but for the two heartbeat scripts.
 type script struct {
 	file  string
 	libs  []string
 	after []string
+	name  string
 }
 
 // scriptList returns every script of the engine, with the files joined
-// before and after it; scripts_gen.go lists them as parts<Name>. The
+// before and after it; scripts_gen.go holds each as the variable <Name>
+// (its file's name in camel case). The
 // steady beat builds on recordlib.lua alone, because whatever a prepended
 // file defines, the script builds on every call; the full path of the
 // beats it leaves (userlib.lua, heartbeat_full.lua) follows it inside a
@@ -30,44 +33,51 @@ type script struct {
 func scriptList() []script {
 	user := []string{"recordlib", "userlib"}
 	scope := []string{"recordlib", "userlib", "scopelib"}
-	return []script{
-		{"heartbeat_steady", []string{"recordlib"}, []string{"userlib", "heartbeat_full", "heartbeat_left"}},
-		{"heartbeat_full", user, nil},
-		{"login", user, nil},
-		{"logout", user, nil},
-		{"manual", user, nil},
-		{"status", user, nil},
-		{"sweep_users", user, nil},
-		{"unlock", nil, nil},
-		{"touch", scope, nil},
-		{"leave", scope, nil},
-		{"count", scope, nil},
-		{"members", scope, nil},
-		{"active", scope, nil},
-		{"sweep_scopes", scope, nil},
-		{"log_append", nil, nil},
-		{"log_read", nil, nil},
-		{"outbox_ack", nil, nil},
-		{"shard_touch", user, nil},
-		{"shard_len", nil, nil},
-		{"shard_sweep", scope, nil},
-		{"shard_drop", nil, nil},
-		{"scope_finish", scope, nil},
-		{"counts", nil, nil},
-		{"ping", nil, nil},
+	list := []script{
+		{"heartbeat_steady", []string{"recordlib"}, []string{"userlib", "heartbeat_full", "heartbeat_left"}, "beat"},
+		{"heartbeat_full", user, nil, "heartbeat"},
+		{"login", user, nil, ""},
+		{"logout", user, nil, ""},
+		{"manual", user, nil, ""},
+		{"status", user, nil, ""},
+		{"sweep_users", user, nil, ""},
+		{"unlock", nil, nil, ""},
+		{"touch", scope, nil, ""},
+		{"leave", scope, nil, ""},
+		{"count", scope, nil, ""},
+		{"members", scope, nil, ""},
+		{"active", scope, nil, ""},
+		{"sweep_scopes", scope, nil, ""},
+		{"log_append", nil, nil, ""},
+		{"log_read", nil, nil, ""},
+		{"outbox_ack", nil, nil, ""},
+		{"shard_touch", user, nil, ""},
+		{"shard_len", nil, nil, ""},
+		{"shard_sweep", scope, nil, ""},
+		{"shard_drop", nil, nil, ""},
+		{"scope_finish", scope, nil, ""},
+		{"counts", nil, nil, ""},
+		{"ping", nil, nil, ""},
 	}
+	for i := range list {
+		if list[i].name == "" {
+			list[i].name = list[i].file
+		}
+	}
+	return list
 }
 
-// Generate returns the source of core/scripts_gen.go from the files of
-// core (package core's directory): the Lua files under lua/ and the
-// enumerations of TableFile. Each script is its helper files and its file,
-// each followed by a newline, with the named constants written as numbers
-// (Inline). The file holds that text once per Lua file, as the constant
-// lua<Name> (lua_name.lua's name in camel case), because a helper file
-// reads the same in every script that uses it (Generate fails if one does
-// not), and the SHA1 of each whole script as sha<Name>: the scripts whole
-// would hold each helper file again for every script that uses it, in
-// every binary and WebAssembly module.
+// Generate returns the source of internal/luascripts/scripts_gen.go from
+// the files of core (package core's directory): the Lua files under lua/
+// and the enumerations of TableFile. Each script is its helper files and
+// its file, each followed by a newline, with the named constants written
+// as numbers (Inline). The file holds that text once per Lua file, as the
+// constant lua<Name> (lua_name.lua's name in camel case), because a helper
+// file reads the same in every script that uses it (Generate fails if one
+// does not), and each script as the variable <Name>: its name, the SHA1
+// of the whole script and the texts it joins (the scripts whole would hold
+// each helper file again for every script that uses it, in every binary
+// and WebAssembly module), with All listing them.
 func Generate(core fs.FS) (_ []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil { // Inline's, on a constant defined out of place
@@ -85,14 +95,14 @@ func Generate(core fs.FS) (_ []byte, err error) {
 	}
 	texts := map[string]string{} // each file as the scripts hold it
 	var order []string           // the files, in the order of first use
-	var shas, parts bytes.Buffer
+	var vars bytes.Buffer
+	var all []string
 	for _, s := range scriptList() {
 		files := append(append(append([]string(nil), s.libs...), s.file), s.after...)
 		names := make([]string, 0, len(files))
 		for _, f := range files {
 			names = append(names, "lua"+camel(f))
 		}
-		fmt.Fprintf(&parts, "\tparts%s = []string{%s}\n", camel(s.file), strings.Join(names, ", "))
 		var joined []byte
 		prev := ""
 		for _, f := range files {
@@ -115,15 +125,17 @@ func Generate(core fs.FS) (_ []byte, err error) {
 			prev = full
 		}
 		sum := sha1.Sum([]byte(prev))
-		fmt.Fprintf(&shas, "\tsha%s = %q\n", camel(s.file), hex.EncodeToString(sum[:]))
+		fmt.Fprintf(&vars, "\t%s = Script{Name: %q, SHA: %q, Parts: []string{%s}}\n",
+			camel(s.file), s.name, hex.EncodeToString(sum[:]), strings.Join(names, ", "))
+		all = append(all, camel(s.file))
 	}
 	var out bytes.Buffer
 	out.WriteString(`// Code generated by go generate ./core (core/internal/luabuild); DO NOT EDIT.
 
-package core
+package luascripts
 
 // The Lua files as the scripts hold them: each script sends its helper
-// files' texts and then its own, joined (scripts.go).
+// files' texts and then its own, joined (Script.Source).
 const (
 `)
 	for _, f := range order {
@@ -131,17 +143,18 @@ const (
 	}
 	out.WriteString(`)
 
-// The SHA1 of each script, as EVALSHA takes it.
-const (
-`)
-	out.Write(shas.Bytes())
-	out.WriteString(`)
-
-// The texts each script joins, in order: its helper files, then its own.
+// The engine's scripts: each one's name, its SHA1 as EVALSHA takes it, and
+// the texts it joins, in order: its helper files, then its own.
 var (
 `)
-	out.Write(parts.Bytes())
-	out.WriteString(")\n")
+	out.Write(vars.Bytes())
+	out.WriteString(`)
+
+// All returns every script of the engine, in the order of its script set.
+func All() []Script {
+	return []Script{`)
+	out.WriteString(strings.Join(all, ", "))
+	out.WriteString("}\n}\n")
 	return format.Source(out.Bytes())
 }
 

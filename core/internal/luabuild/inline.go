@@ -1,9 +1,9 @@
 // Package luabuild builds the Lua scripts of package core as Redis runs
 // them, from the files of core/lua: the helper files a script builds on
 // and the script, joined, with their named constants written as numbers
-// (Inline). go generate ./core writes the result into core/scripts_gen.go
-// (Generate), so that an engine takes its scripts and their SHA1s as
-// they are, without building them.
+// (Inline). go generate ./core writes the result into
+// internal/luascripts/scripts_gen.go (Generate), so that an engine takes
+// its scripts and their SHA1s as they are, without building them.
 //
 // The statuses, manual statuses, kinds, policies and layouts are defined
 // once, in core/status.go (Enums reads them): the scripts take their

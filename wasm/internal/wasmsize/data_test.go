@@ -2,13 +2,12 @@ package wasmsize_test
 
 import (
 	"errors"
-	"strings"
-	"testing"
-
-	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/internal/luascripts"
 	"github.com/presencekit/presence/internal/wasmtest"
 	"github.com/presencekit/presence/wasm"
 	"github.com/presencekit/presence/wasm/internal/wasmsize"
+	"strings"
+	"testing"
 )
 
 // TestDataOfTheReactor breaks the reactor's data section down and checks
@@ -19,7 +18,7 @@ func TestDataOfTheReactor(t *testing.T) {
 		t.Skip("builds the reactor; skipped with -short")
 	}
 	var scripts []string
-	for _, s := range core.Scripts() {
+	for _, s := range luascripts.All() {
 		scripts = append(scripts, s.Source())
 	}
 	parts, err := wasmsize.Data(wasmtest.Module(t, wasm.WASI), scripts)

@@ -8,8 +8,9 @@ import (
 // T0 is the first instant of the injected clocks: 2023-11-14 22:13:20 UTC.
 var T0 = time.UnixMilli(1_700_000_000_000)
 
-// Clock is a core.Clock that only moves when told: forwards, or backwards
-// as a stepped clock would. It is safe for concurrent use.
+// Clock is a clock that only moves when told: forwards, or backwards as a
+// stepped clock would. Its Now is a core.Config.Clock. It is safe for
+// concurrent use.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
