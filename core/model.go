@@ -516,7 +516,7 @@ func (m *Model) sweepUsers(ctx context.Context) (SweepReport, error) {
 func (m *Model) online(ctx context.Context) (map[Status]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
+	out := publishedCounts()
 	for _, u := range m.users {
 		if u.state.pub != StatusOffline {
 			out[u.state.pub]++

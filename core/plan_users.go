@@ -722,7 +722,7 @@ func (p *planner) online(now string) *plan[map[Status]int64] {
 }
 
 func (op *onlinePlan) next(vals []Value) (*round, error) {
-	out := map[Status]int64{StatusOnline: 0, StatusAway: 0, StatusDND: 0, StatusPushOnline: 0}
+	out := publishedCounts()
 	for _, v := range vals {
 		flat, err := v.asArray(-1)
 		if err != nil || len(flat)%2 != 0 {

@@ -22,6 +22,16 @@ const (
 
 var statusNames = [...]string{"OFFLINE", "PUSH_ONLINE", "AWAY", "ONLINE", "DND"}
 
+// publishedCounts returns a count of 0 for every status but StatusOffline:
+// ReadOnline's outcome before the counts are added.
+func publishedCounts() map[Status]int64 {
+	out := make(map[Status]int64, len(statusNames)-1)
+	for s := StatusOffline + 1; int(s) < len(statusNames); s++ {
+		out[s] = 0
+	}
+	return out
+}
+
 // String returns the status name as docs/design.md spells it, such as "PUSH_ONLINE".
 func (s Status) String() string {
 	return enumName(statusNames[:], int(s), "Status")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,18 +16,13 @@ import (
 
 	"github.com/presencekit/presence/cmd/history"
 	"github.com/presencekit/presence/cmd/internal/server"
-	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/cmd/internal/shown"
 )
 
 // historyStatuses are the table's status columns: every status but
 // OFFLINE, those at the screen first.
 var historyStatuses = func() []string {
-	order := []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline}
-	for s := core.StatusOffline + 1; s <= core.StatusDND; s++ {
-		if !slices.Contains(order, s) {
-			order = append(order, s)
-		}
-	}
+	order := shown.Statuses()
 	names := make([]string, len(order))
 	for i, s := range order {
 		names[i] = s.String()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/presencekit/presence/cmd/internal/shown"
 	"github.com/presencekit/presence/core"
 )
 
@@ -147,7 +148,7 @@ func (t *userTracker) overview(recent int) UsersOverview {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := UsersOverview{ByStatus: map[string]int{}, Tracked: len(t.users), Pending: len(t.pending), ReconciledAt: millis(t.asOf)}
-	for _, s := range []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline} {
+	for _, s := range shown.Statuses() {
 		out.ByStatus[s.String()] = 0
 	}
 	all := make([]UserStatus, 0, len(t.users))

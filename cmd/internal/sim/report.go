@@ -105,7 +105,7 @@ func (w *world) sweep(census bool) error {
 		return fmt.Errorf("sim: online: %w", err)
 	}
 	row.Engine = online
-	for _, s := range []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline} {
+	for _, s := range statusCols {
 		if online[s] != published[s] {
 			w.violation("Online says %d %s, the published changes make %d", online[s], s, published[s])
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/presencekit/presence/core"
+	"github.com/presencekit/presence/cmd/internal/shown"
 )
 
 // ErrDisagreement is matched by every *DisagreementError.
@@ -63,7 +63,8 @@ func (r *Result) Err() error {
 	return &DisagreementError{Count: r.Stats.Violations, Examples: r.Violations}
 }
 
-var statusCols = []core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline}
+// statusCols are the statuses a run reports, in the order they are shown.
+var statusCols = shown.Statuses()
 
 // WriteCSV writes the time series, one row per sweep.
 func (r *Result) WriteCSV(out io.Writer) error {
