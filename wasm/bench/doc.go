@@ -20,8 +20,10 @@
 // "single_ratio" and "batch_ratio" (CPU per beat of one heartbeat, and of
 // a heartbeat_batch of 100, to the native engine's in the same round),
 // "first_request_cpu_ms" (a fresh process or isolate, with the module
-// compiled: instantiating it, configuring, one heartbeat), "configure_ms"
-// (the CPU of that first configure), "reconfigure_ms" (of a second
+// compiled: instantiating it, configuring, one heartbeat) and its three
+// parts, "init_ms" (instantiating the module and initialising Go's
+// runtime), "configure_ms" (the first configure) and "first_beat_ms" (the
+// first heartbeat), "reconfigure_ms" (of a second
 // configure after the heartbeat, when the code it runs is compiled: in
 // workerd less the cost of an empty request, so it can come out a little
 // below zero), the CPU per beat in µs, the commit and the load average.

@@ -71,7 +71,9 @@ func main() {
 // round is one runtime's figures in one round.
 type round struct {
 	FirstRequestMS float64 `json:"first_request_cpu_ms"`
+	InitMS         float64 `json:"init_ms"`
 	ConfigureMS    float64 `json:"configure_ms"`
+	FirstBeatMS    float64 `json:"first_beat_ms"`
 	ReconfigureMS  float64 `json:"reconfigure_ms"`
 	SingleNS       float64 `json:"single_cpu_ns"`
 	BatchNS        float64 `json:"batch_cpu_ns"`
@@ -154,7 +156,9 @@ func run(runs, n int, runtimes []string, keep string) error {
 			"single_ratio":         round1(pick(func(r round) float64 { return r.SingleNS }, ratios)),
 			"batch_ratio":          round1(pick(func(r round) float64 { return r.BatchNS }, ratios)),
 			"first_request_cpu_ms": round1(pick(func(r round) float64 { return r.FirstRequestMS }, rs)),
+			"init_ms":              round1(pick(func(r round) float64 { return r.InitMS }, rs)),
 			"configure_ms":         round1(pick(func(r round) float64 { return r.ConfigureMS }, rs)),
+			"first_beat_ms":        round1(pick(func(r round) float64 { return r.FirstBeatMS }, rs)),
 			"reconfigure_ms":       round2(pick(func(r round) float64 { return r.ReconfigureMS }, rs)),
 			"single_cpu_us":        round1(pick(func(r round) float64 { return r.SingleNS }, rs) / 1e3),
 			"batch_cpu_us":         round1(pick(func(r round) float64 { return r.BatchNS }, rs) / 1e3),
@@ -410,7 +414,9 @@ func runWorkerd(ctx context.Context, wasmDir, tmp string, n int) (round, error) 
 	}
 	// One request's own cost stays in: three requests did what one would.
 	r.FirstRequestMS = (initNS + configure + beat - 2*noop) / 1e6
+	r.InitMS = (initNS - noop) / 1e6
 	r.ConfigureMS = (configure - noop) / 1e6
+	r.FirstBeatMS = (beat - noop) / 1e6
 	r.ReconfigureMS = (reconfigure - noop) / 1e6
 	for _, m := range []struct {
 		op    string
