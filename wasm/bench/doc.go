@@ -32,6 +32,15 @@
 // more). Each figure is the median of its rounds. CPU is read from /proc,
 // every thread of the process: Linux only.
 //
+// With -phases it measures instead an isolate's first request part by
+// part in Node.js and Deno (phases.mjs), for the module and for a reactor
+// of Go's runtime alone (wasm/internal/sizefloor/bare): the bytes of
+// WebAssembly that V8 compiles in each part (--trace-wasm-compilation-times,
+// a count the load does not move: V8 compiles a function on its first
+// call) and each part's CPU, the median of -runs fresh processes:
+//
+//	npm run --prefix wasm bench -- -phases -runs 5
+//
 // With -keep DIR it leaves the module and the recorded replies in DIR, so
 // that run.mjs can be profiled by hand:
 //

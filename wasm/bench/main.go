@@ -60,9 +60,10 @@ func main() {
 	runs := flag.Int("runs", 3, "rounds of every runtime; each figure is the median of its rounds")
 	n := flag.Int("n", 2000, "single heartbeats a round (and n/100 batches of 100)")
 	only := flag.String("runtimes", "node,deno,workerd", "the runtimes to measure, comma-separated")
+	phases := flag.Bool("phases", false, "instead, measure a first request's parts in node and deno: the bytes of WebAssembly each compiles, and its CPU, beside Go's runtime alone")
 	keep := flag.String("keep", "", "a directory to keep presence.wasm and replies.json in, for profiling run.mjs by hand")
 	flag.Parse()
-	if err := run(*runs, *n, strings.Split(*only, ","), *keep); err != nil {
+	if err := run(*runs, *n, strings.Split(*only, ","), *keep, *phases); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -79,7 +80,7 @@ type round struct {
 	BatchNS        float64 `json:"batch_cpu_ns"`
 }
 
-func run(runs, n int, runtimes []string, keep string) error {
+func run(runs, n int, runtimes []string, keep string, phases bool) error {
 	ctx := context.Background()
 	wasmDir, err := wasmDir()
 	if err != nil {
@@ -105,6 +106,9 @@ func run(runs, n int, runtimes []string, keep string) error {
 	repliesFile := filepath.Join(tmp, "replies.json")
 	if err := writeJSON(repliesFile, replies); err != nil {
 		return err
+	}
+	if phases {
+		return runPhases(ctx, runs, runtimes, wasmDir, module, repliesFile)
 	}
 
 	native := map[string][]float64{}
