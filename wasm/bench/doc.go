@@ -33,8 +33,9 @@
 // every thread of the process: Linux only.
 //
 // With -phases it measures instead an isolate's first request part by
-// part in Node.js and Deno (phases.mjs), for the module and for a reactor
-// of Go's runtime alone (wasm/internal/sizefloor/bare): the bytes of
+// part in Node.js and Deno (phases.mjs), for the module and for reactors of
+// Go's runtime alone and with crypto/sha1 (wasm/internal/sizefloor's bare
+// and sha1): the bytes of
 // WebAssembly that V8 compiles in each part (--trace-wasm-compilation-times,
 // a count the load does not move: V8 compiles a function on its first
 // call) and each part's CPU, the median of -runs fresh processes:

@@ -22,16 +22,20 @@ import (
 var phaseNames = []string{"init", "configure", "first_beat"}
 
 // runPhases measures an isolate's first request part by part in Node.js
-// and Deno (phases.mjs), for the module and for the bare reactor of
-// wasm/internal/sizefloor/bare: under V8's --trace-wasm-compilation-times,
+// and Deno (phases.mjs), for the module and for two reactors of
+// wasm/internal/sizefloor, Go's runtime alone (bare) and with crypto/sha1
+// (sha1, which brings Go's FIPS 140 module and package time with it):
+// under V8's --trace-wasm-compilation-times,
 // once stopping after each part, to count the bytes of WebAssembly that
 // each part compiles (a count, which the load does not move), and then
 // runs times in fresh processes for each part's CPU. It prints one JSON
 // line per runtime and module.
 func runPhases(ctx context.Context, runs int, runtimes []string, wasmDir, module, replies string) error {
-	floor := filepath.Join(filepath.Dir(module), "bare.wasm")
-	if err := buildFloor(ctx, floor); err != nil {
-		return err
+	dir := filepath.Dir(module)
+	for _, f := range []string{"bare", "sha1"} {
+		if err := buildFloor(ctx, f, filepath.Join(dir, f+".wasm")); err != nil {
+			return err
+		}
 	}
 	commit, load := gitCommit(wasmDir), loadAverage()
 	for _, rt := range runtimes {
@@ -41,7 +45,7 @@ func runPhases(ctx context.Context, runs int, runtimes []string, wasmDir, module
 		for _, m := range []struct {
 			name, file string
 			floor      bool
-		}{{"presence", module, false}, {"bare", floor, true}} {
+		}{{"presence", module, false}, {"bare", filepath.Join(dir, "bare.wasm"), true}, {"sha1", filepath.Join(dir, "sha1.wasm"), true}} {
 			compiled := map[string]int{}
 			before := 0
 			for _, p := range phaseNames {
@@ -136,14 +140,14 @@ func phasesOnce(ctx context.Context, rt, wasmDir, module, replies string, floor 
 	return compiled, cpu, nil
 }
 
-// buildFloor builds wasm/internal/sizefloor/bare into out as wasm.Build
+// buildFloor builds wasm/internal/sizefloor/<name> into out as wasm.Build
 // builds the reactor.
-func buildFloor(ctx context.Context, out string) error {
+func buildFloor(ctx context.Context, name, out string) error {
 	cmd := exec.CommandContext(ctx, wasm.GoCommand(), "build", "-trimpath", "-ldflags=-s -w", "-buildmode=c-shared", "-o", out,
-		"github.com/presencekit/presence/wasm/internal/sizefloor/bare")
+		"github.com/presencekit/presence/wasm/internal/sizefloor/"+name)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the bare reactor: %v\n%s", err, msg)
+		return fmt.Errorf("building the %s reactor: %v\n%s", name, err, msg)
 	}
 	return nil
 }

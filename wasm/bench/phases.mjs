@@ -11,8 +11,8 @@
 // (--trace-wasm-compilation-times) in runs that stop after each part, as
 // V8 prints its trace through a buffer of its own, which does not keep its
 // order with this script's output. With --floor the module is a reactor
-// with nothing of ours (wasm/internal/sizefloor/bare), of which only the
-// first part runs.
+// with nothing of ours (wasm/internal/sizefloor), of which only the first
+// part runs.
 import fs from "node:fs";
 import process from "node:process";
 import { parseArgs } from "node:util";
