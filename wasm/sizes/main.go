@@ -15,8 +15,8 @@
 //
 // With -floor it first prints the size of reactors built the same way that
 // hold nothing of the module (wasm/internal/sizefloor): Go's runtime alone
-// (bare), with crypto/sha1, crypto/sha256 or crypto/rand alone (sha1,
-// sha256, rand), and with all three (crypto).
+// (bare), with package time (time), with crypto/sha1, crypto/sha256 or
+// crypto/rand alone (sha1, sha256, rand), and with all three (crypto).
 package main
 
 import (
@@ -51,7 +51,7 @@ func main() {
 		}
 	}
 	if *floor {
-		for _, pkg := range []string{"bare", "sha1", "sha256", "rand", "crypto"} {
+		for _, pkg := range []string{"bare", "time", "sha1", "sha256", "rand", "crypto"} {
 			if err := reportFloor(pkg); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
