@@ -121,21 +121,24 @@ func phasesOnce(ctx context.Context, rt, wasmDir, module, replies string, floor 
 		return 0, nil, fmt.Errorf("%v\n%s", err, stderr.String())
 	}
 	compiled := 0
-	var cpu map[string]float64
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		if m := liftoffLine.FindStringSubmatch(line); m != nil {
+		if m := liftoffLine.FindStringSubmatch(sc.Text()); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			compiled += n
-		} else if strings.HasPrefix(line, "{") {
+		}
+	}
+	var cpu map[string]float64
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "{") {
 			if err := json.Unmarshal([]byte(line), &cpu); err != nil {
 				return 0, nil, fmt.Errorf("phases.mjs printed %q: %v", line, err)
 			}
 		}
 	}
 	if cpu == nil {
-		return 0, nil, fmt.Errorf("phases.mjs printed no figures:\n%s", out)
+		return 0, nil, fmt.Errorf("phases.mjs printed no figures:\n%s", stderr.String())
 	}
 	return compiled, cpu, nil
 }

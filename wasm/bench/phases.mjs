@@ -6,11 +6,12 @@
 //   node phases.mjs --wasm presence.wasm --replies replies.json [--until init|configure]
 //   node phases.mjs --wasm bare.wasm --floor
 //
-// Prints one JSON line: each part's CPU in ms (getrusage, every thread).
-// --until stops after that part: main.go counts the functions V8 compiles
-// (--trace-wasm-compilation-times) in runs that stop after each part, as
-// V8 prints its trace through a buffer of its own, which does not keep its
-// order with this script's output. With --floor the module is a reactor
+// Prints one JSON line on stderr: each part's CPU in ms (getrusage, every
+// thread). stdout is left to V8's trace of what it compiles
+// (--trace-wasm-compilation-times), which it prints through a buffer of
+// its own that a line of this script's would land in the middle of; for
+// the same reason main.go counts what each part compiles in runs that
+// stop after it (--until). With --floor the module is a reactor
 // with nothing of ours (wasm/internal/sizefloor), of which only the first
 // part runs.
 import fs from "node:fs";
@@ -62,4 +63,4 @@ if (opt.floor) {
     if (!resp.startsWith('{"v":2,"result"')) throw new Error(`bench: ${resp}`);
   }
 }
-console.log(JSON.stringify(out));
+console.error(JSON.stringify(out));
