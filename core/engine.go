@@ -1,8 +1,6 @@
 package core
 
 import (
-	"crypto/rand"
-
 	"io"
 	"sync"
 	"time"
@@ -57,9 +55,6 @@ func New(store Store, cfg Config) (*Engine, error) {
 	e.comb.lanes = s.lanes
 	return e, nil
 }
-
-// cryptoRand is the token source when Config.Rand is nil.
-var cryptoRand = rand.Reader
 
 // Planner returns a planner of this engine's configuration, whose plans
 // draw tokens from the engine's source: for driving plans elsewhere, or

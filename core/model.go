@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
 	"io"
 	"maps"
 	"sort"
@@ -71,7 +70,7 @@ func NewModel(cfg Config) (*Model, error) {
 	m := &Model{settings: s, rand: cfg.Rand, users: map[string]*modelUser{}, due: map[string]int64{},
 		scopes: map[Scope]*modelScope{}, registry: map[Scope]int64{}, releases: map[Scope]modelRelease{}}
 	if m.rand == nil {
-		m.rand = rand.Reader
+		m.rand = cryptoRand
 	}
 	return m, nil
 }

@@ -249,7 +249,17 @@ func DecodeRequest(b []byte) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	args := NewArgs(req.Op)
+	// A configure request is read without NewArgs and decodeArgs, and its
+	// result written without appendResult: a JavaScript engine compiles a
+	// WebAssembly function whole on its first call, configure is an
+	// isolate's first request, and those switches over every message type
+	// are 20 kB of code it does not need.
+	var args any
+	if req.Op == OpConfigure {
+		args = new(Config)
+	} else {
+		args = NewArgs(req.Op)
+	}
 	if args == nil {
 		return Request{}, &DecodeError{What: what, Field: "op", Reason: "unknown operation " + truncate(req.Op)}
 	}
@@ -260,7 +270,13 @@ func DecodeRequest(b []byte) (Request, error) {
 		ar := newReader(what, b[argsAt:argsEnd])
 		ar.path = append(ar.path, pathElem{key: "args"})
 		if !ar.null() {
-			if err := decodeArgs(args, ar); err != nil {
+			var err error
+			if c, ok := args.(*Config); ok {
+				err = readConfig(c, ar)
+			} else {
+				err = decodeArgs(args, ar)
+			}
+			if err != nil {
 				return Request{}, err
 			}
 		}
@@ -268,6 +284,12 @@ func DecodeRequest(b []byte) (Request, error) {
 	req.Args = args
 	return req, nil
 }
+
+// readConfig reads configure's arguments. It is not inlined, so that
+// DecodeRequest and decodeArgs share one copy of the decoder.
+//
+//go:noinline
+func readConfig(c *Config, r *reader) error { return c.decodeJSON(r) }
 
 // Response is a module's answer to a request: the end of an operation (a
 // result, with the messages to publish, or an error), or the script calls
@@ -311,8 +333,13 @@ func AppendResponse(b []byte, r Response) []byte {
 	if e == nil {
 		at := len(w.b)
 		w.key("result")
-		var ok bool
-		if w.b, ok = appendResult(w.b, r.Result); !ok {
+		ok := true
+		if c, isConfigured := r.Result.(*Configured); isConfigured {
+			w.b = c.appendJSON(w.b) // as DecodeRequest reads configure's arguments
+		} else {
+			w.b, ok = appendResult(w.b, r.Result)
+		}
+		if !ok {
 			w.b = w.b[:at]
 			e = &Error{Code: CodeInternal, Message: "presence/abi: encoding a result: not an ABI type"}
 		}

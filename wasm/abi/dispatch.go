@@ -13,7 +13,7 @@ package abi
 func decodeArgs(args any, r *reader) error {
 	switch a := args.(type) {
 	case *Config:
-		return a.decodeJSON(r)
+		return readConfig(a, r)
 	case *Heartbeat:
 		return a.decodeJSON(r)
 	case *HeartbeatBatch:

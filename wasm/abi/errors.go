@@ -141,6 +141,9 @@ type Error struct {
 
 // EncodeError returns the wire form of err, or nil for a nil err.
 func EncodeError(err error) *Error {
+	if err == nil { // here, inlined: a success never calls (and compiles) encodeError
+		return nil
+	}
 	return encodeError(err, 0)
 }
 

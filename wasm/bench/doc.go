@@ -20,8 +20,10 @@
 // "single_ratio" and "batch_ratio" (CPU per beat of one heartbeat, and of
 // a heartbeat_batch of 100, to the native engine's in the same round),
 // "first_request_cpu_ms" (a fresh process or isolate, with the module
-// compiled: instantiating it, configuring, one heartbeat), "configure_ms"
-// (the CPU of that first configure), "reconfigure_ms" (of a second
+// compiled: instantiating it, configuring, one heartbeat) and its three
+// parts, "init_ms" (instantiating the module and initialising Go's
+// runtime), "configure_ms" (the first configure) and "first_beat_ms" (the
+// first heartbeat), "reconfigure_ms" (of a second
 // configure after the heartbeat, when the code it runs is compiled: in
 // workerd less the cost of an empty request, so it can come out a little
 // below zero), the CPU per beat in µs, the commit and the load average.
@@ -29,6 +31,16 @@
 // 20,000 heartbeats and 1,000 batches (or half of what it measures, if
 // more). Each figure is the median of its rounds. CPU is read from /proc,
 // every thread of the process: Linux only.
+//
+// With -phases it measures instead an isolate's first request part by
+// part in Node.js and Deno (phases.mjs), for the module and for reactors of
+// Go's runtime alone and with crypto/sha1 (wasm/internal/sizefloor's bare
+// and sha1): the bytes of
+// WebAssembly that V8 compiles in each part (--trace-wasm-compilation-times,
+// a count the load does not move: V8 compiles a function on its first
+// call) and each part's CPU, the median of -runs fresh processes:
+//
+//	npm run --prefix wasm bench -- -phases -runs 5
 //
 // With -keep DIR it leaves the module and the recorded replies in DIR, so
 // that run.mjs can be profiled by hand:

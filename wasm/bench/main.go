@@ -60,9 +60,10 @@ func main() {
 	runs := flag.Int("runs", 3, "rounds of every runtime; each figure is the median of its rounds")
 	n := flag.Int("n", 2000, "single heartbeats a round (and n/100 batches of 100)")
 	only := flag.String("runtimes", "node,deno,workerd", "the runtimes to measure, comma-separated")
+	phases := flag.Bool("phases", false, "instead, measure a first request's parts in node and deno: the bytes of WebAssembly each compiles, and its CPU, beside Go's runtime alone")
 	keep := flag.String("keep", "", "a directory to keep presence.wasm and replies.json in, for profiling run.mjs by hand")
 	flag.Parse()
-	if err := run(*runs, *n, strings.Split(*only, ","), *keep); err != nil {
+	if err := run(*runs, *n, strings.Split(*only, ","), *keep, *phases); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -71,13 +72,15 @@ func main() {
 // round is one runtime's figures in one round.
 type round struct {
 	FirstRequestMS float64 `json:"first_request_cpu_ms"`
+	InitMS         float64 `json:"init_ms"`
 	ConfigureMS    float64 `json:"configure_ms"`
+	FirstBeatMS    float64 `json:"first_beat_ms"`
 	ReconfigureMS  float64 `json:"reconfigure_ms"`
 	SingleNS       float64 `json:"single_cpu_ns"`
 	BatchNS        float64 `json:"batch_cpu_ns"`
 }
 
-func run(runs, n int, runtimes []string, keep string) error {
+func run(runs, n int, runtimes []string, keep string, phases bool) error {
 	ctx := context.Background()
 	wasmDir, err := wasmDir()
 	if err != nil {
@@ -103,6 +106,9 @@ func run(runs, n int, runtimes []string, keep string) error {
 	repliesFile := filepath.Join(tmp, "replies.json")
 	if err := writeJSON(repliesFile, replies); err != nil {
 		return err
+	}
+	if phases {
+		return runPhases(ctx, runs, runtimes, wasmDir, module, repliesFile)
 	}
 
 	native := map[string][]float64{}
@@ -154,7 +160,9 @@ func run(runs, n int, runtimes []string, keep string) error {
 			"single_ratio":         round1(pick(func(r round) float64 { return r.SingleNS }, ratios)),
 			"batch_ratio":          round1(pick(func(r round) float64 { return r.BatchNS }, ratios)),
 			"first_request_cpu_ms": round1(pick(func(r round) float64 { return r.FirstRequestMS }, rs)),
+			"init_ms":              round1(pick(func(r round) float64 { return r.InitMS }, rs)),
 			"configure_ms":         round1(pick(func(r round) float64 { return r.ConfigureMS }, rs)),
+			"first_beat_ms":        round1(pick(func(r round) float64 { return r.FirstBeatMS }, rs)),
 			"reconfigure_ms":       round2(pick(func(r round) float64 { return r.ReconfigureMS }, rs)),
 			"single_cpu_us":        round1(pick(func(r round) float64 { return r.SingleNS }, rs) / 1e3),
 			"batch_cpu_us":         round1(pick(func(r round) float64 { return r.BatchNS }, rs) / 1e3),
@@ -410,7 +418,9 @@ func runWorkerd(ctx context.Context, wasmDir, tmp string, n int) (round, error) 
 	}
 	// One request's own cost stays in: three requests did what one would.
 	r.FirstRequestMS = (initNS + configure + beat - 2*noop) / 1e6
+	r.InitMS = (initNS - noop) / 1e6
 	r.ConfigureMS = (configure - noop) / 1e6
+	r.FirstBeatMS = (beat - noop) / 1e6
 	r.ReconfigureMS = (reconfigure - noop) / 1e6
 	for _, m := range []struct {
 		op    string

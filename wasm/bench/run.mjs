@@ -82,7 +82,9 @@ console.log(
   JSON.stringify({
     compile_cpu_ms: (c1 - c0) / 1e6,
     first_request_cpu_ms: (c4 - c1) / 1e6,
+    init_ms: (c2 - c1) / 1e6,
     configure_ms: (c3 - c2) / 1e6,
+    first_beat_ms: (c4 - c3) / 1e6,
     reconfigure_ms: (c5 - c4) / 1e6,
     single_cpu_ns: singleNs,
     batch_cpu_ns: batchNs,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,4 +230,32 @@ func TestRunPipelinesPlans(t *testing.T) {
 		t.Errorf("%d round trips for %d plans in flight together", cs.evals, len(ops))
 	}
 	t.Logf("%d plans, %d round trips", len(ops), cs.evals)
+}
+
+// TestUnseededTokens: without a seed the module draws its tokens from the
+// WASI random source (core's cryptoRand on wasip1): two instances that run
+// the same operations issue different tokens, each 11 characters of
+// base64url (8 random bytes).
+func TestUnseededTokens(t *testing.T) {
+	ctx := context.Background()
+	var tokens []string
+	for range 2 {
+		store, _ := miniStore(t, t0)
+		eng, err := instanceT(t, store).Configure(ctx, core.Config{}, host.EngineOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := opdo.Do[core.LoginResult](ctx, eng, core.Login{User: "alice", Device: "web", Kind: core.KindWeb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		if len(res.Token) != 11 || strings.Trim(res.Token, alphabet) != "" {
+			t.Fatalf("token %q: want 11 characters of base64url", res.Token)
+		}
+		tokens = append(tokens, res.Token)
+	}
+	if tokens[0] == tokens[1] {
+		t.Fatalf("two unseeded instances issued the same token %q", tokens[0])
+	}
 }

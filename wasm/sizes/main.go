@@ -5,6 +5,7 @@
 //	go run ./wasm/sizes            # both builds, the 25 largest packages
 //	go run ./wasm/sizes -n 0 wasip1 # the reactor, every package
 //	go run ./wasm/sizes -floor      # and the reactors that hold nothing of ours
+//	go run ./wasm/sizes -funcs 40 wasip1 # and the 40 largest functions
 //
 // The sizes it reports first are those of the stripped builds that
 // wasm.Build makes, and so is the breakdown of their data section (the
@@ -12,10 +13,10 @@
 // the code comes from a second build that keeps the "name" section,
 // which is what the function names are read from.
 //
-// With -floor it first prints the size of two reactors built the same way
-// that hold nothing of the module: Go's runtime alone
-// (wasm/internal/sizefloor/bare), and with the standard library's crypto
-// as the core uses it (wasm/internal/sizefloor/crypto).
+// With -floor it first prints the size of reactors built the same way that
+// hold nothing of the module (wasm/internal/sizefloor): Go's runtime alone
+// (bare), with package time (time), with crypto/sha1, crypto/sha256 or
+// crypto/rand alone (sha1, sha256, rand), and with all three (crypto).
 package main
 
 import (
@@ -34,9 +35,10 @@ import (
 
 func main() {
 	n := flag.Int("n", 25, "packages to list, largest first (0: all)")
+	funcs := flag.Int("funcs", 0, "then list the N largest functions")
 	floor := flag.Bool("floor", false, "first print the size of reactors that hold nothing of the module")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./wasm/sizes [-n N] [-floor] [wasip1|js ...]")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./wasm/sizes [-n N] [-funcs N] [-floor] [wasip1|js ...]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -48,7 +50,7 @@ func main() {
 		}
 	}
 	if *floor {
-		for _, pkg := range []string{"bare", "crypto"} {
+		for _, pkg := range []string{"bare", "time", "sha1", "sha256", "rand", "crypto"} {
 			if err := reportFloor(pkg); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
@@ -60,14 +62,14 @@ func main() {
 		if i > 0 {
 			fmt.Println()
 		}
-		if err := report(t, *n); err != nil {
+		if err := report(t, *n, *funcs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
 }
 
-func report(t wasm.Target, n int) error {
+func report(t wasm.Target, n, funcs int) error {
 	ctx := context.Background()
 	stripped, err := wasm.BuildBytes(ctx, t)
 	if err != nil {
@@ -115,6 +117,15 @@ func report(t wasm.Target, n int) error {
 			break
 		}
 		fmt.Printf("    %9d  %5.1f%%  %5d funcs  %s\n", p.Size, pct(p.Size, code), p.Funcs, p.Path)
+	}
+	if funcs > 0 {
+		fmt.Printf("  the %d largest functions:\n", funcs)
+		for i, f := range rep.Funcs {
+			if i == funcs {
+				break
+			}
+			fmt.Printf("    %9d  %s\n", f.Size, f.Name)
+		}
 	}
 	return nil
 }

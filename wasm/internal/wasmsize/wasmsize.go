@@ -33,11 +33,19 @@ type Package struct {
 	Size  int // bytes of function bodies, with their size prefixes
 }
 
+// Func is the code of one function.
+type Func struct {
+	Name    string // as the linker wrote it, in the name section
+	Package string // import path, or Other
+	Size    int    // bytes of its body, with its size prefix
+}
+
 // Report is the breakdown of a module.
 type Report struct {
 	Total    int
 	Sections []Section // in file order
 	Packages []Package // largest first
+	Funcs    []Func    // largest first
 }
 
 // Section returns the size of the named section, 0 if absent.
@@ -176,7 +184,9 @@ func Parse(b []byte, paths []string) (*Report, error) {
 	match := newMatcher(paths)
 	byPath := map[string]*Package{}
 	for i, size := range bodies {
-		path := match.packageOf(names[importedFuncs+i])
+		name := names[importedFuncs+i]
+		path := match.packageOf(name)
+		rep.Funcs = append(rep.Funcs, Func{Name: name, Package: path, Size: size})
 		p := byPath[path]
 		if p == nil {
 			p = &Package{Path: path}
@@ -195,6 +205,7 @@ func Parse(b []byte, paths []string) (*Report, error) {
 		}
 		return a.Path < b.Path
 	})
+	sort.SliceStable(rep.Funcs, func(i, j int) bool { return rep.Funcs[i].Size > rep.Funcs[j].Size })
 	return rep, nil
 }
 

@@ -62,6 +62,16 @@ func TestParse(t *testing.T) {
 			t.Fatalf("packages %+v, want %+v", rep.Packages, want)
 		}
 	}
+	wantFuncs := []Func{{"github.com_x_y.F", "github.com/x/y", 202}, {"slices.Sort_go.shape.int_", "slices", 31},
+		{"github.com_x_y_z.(_T).M", "github.com/x/y/z", 11}, {"type_.eq.main.T", Other, 6}}
+	if len(rep.Funcs) != len(wantFuncs) {
+		t.Fatalf("funcs %+v, want %+v", rep.Funcs, wantFuncs)
+	}
+	for i := range wantFuncs {
+		if rep.Funcs[i] != wantFuncs[i] {
+			t.Fatalf("funcs %+v, want %+v", rep.Funcs, wantFuncs)
+		}
+	}
 	if rep.Total != len(b) || rep.Section("code") == 0 || rep.Section("custom:name") == 0 || rep.Section("import") == 0 {
 		t.Fatalf("report %+v", rep)
 	}
