@@ -46,12 +46,13 @@ func (e *Engine) beatAlone(ctx context.Context, hb Heartbeat, checked bool) (Ack
 }
 
 // beatsAlone drives the plan of beats, on a plan the engine reuses, and
-// returns its outcome, whose acks are the caller's.
+// returns its outcome, the acks a copy of the plan's.
 func (e *Engine) beatsAlone(ctx context.Context, beats []Heartbeat) ([]Ack, error) {
 	bp := e.plans.pools.beatsPlan()
 	e.plans.startBeats(bp, e.nowArg(), beats, false)
 	e.drive(ctx, &bp.plan)
 	acks, err := bp.plan.Outcome()
+	acks = slices.Clone(acks) // the caller's: the plan's are reused
 	e.plans.pools.release(bp)
 	return acks, err
 }

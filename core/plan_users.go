@@ -154,7 +154,7 @@ func (p *planner) startBeats(bp *beatsPlan, now string, beats []Heartbeat, check
 		m.fail(err)
 		return
 	}
-	bp.acks = make([]Ack, n) // the outcome: the caller's
+	bp.acks = grown(bp.acks, n) // the outcome: read before the plan is reused
 	bp.bucket = grown(bp.bucket, n)
 	bp.seed = grown(bp.seed, n)
 	bp.pos = grown(bp.pos, n)

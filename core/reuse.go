@@ -35,15 +35,17 @@ func (pp *planPools) release(b body) {
 	case *beatPlan:
 		pp.beat.Put(bp)
 	case *beatsPlan:
-		bp.plan.out, bp.beats, bp.acks = nil, nil, nil // the caller's
+		clear(bp.acks)
+		bp.plan.out, bp.beats = nil, nil
 		pp.beats.Put(bp)
 	}
 }
 
 // Release hands back a plan of this planner that has ended and whose
-// outcome and messages its driver has read: a later plan may be made in
-// its room, so a driver stepping many heartbeats allocates little. The
-// plan must not be used after. A plan that has not ended is left alone.
+// outcome and messages its driver is done with: a later plan may be made
+// in its room, so a driver stepping many heartbeats allocates little.
+// Neither the plan nor its outcome (a batch's []Ack) may be used after. A
+// plan that has not ended is left alone.
 func (pl *Planner) Release(s Stepper) {
 	if m := s.machine(); m.done {
 		pl.p.pools.release(m.body)

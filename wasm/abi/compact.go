@@ -287,6 +287,16 @@ func appendCompactValue(b []byte, v core.Value) []byte {
 	return append(b, valueNil)
 }
 
+// grow returns s with length n, zeroed, reusing its room.
+func grow[T any](s []T, n int) []T {
+	if s == nil || cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
 // compactReader reads one compact message. The strings it returns are
 // substrings of s, one copy of the whole message, so that reading a
 // string allocates nothing.
@@ -419,8 +429,50 @@ func compactHeader(r *compactReader, what string, b []byte) (byte, error) {
 
 // decodeCompactRequest reads a compact request (b[0] is Compact).
 func decodeCompactRequest(b []byte) (Request, error) {
-	var path [8]pathElem
-	r := &compactReader{path: path[:0]}
+	var d Decoder
+	req, err := d.decodeCompact(b)
+	if err != nil {
+		return Request{}, err
+	}
+	// the request's own, not the decoder's
+	switch a := req.Args.(type) {
+	case *Heartbeat:
+		x := *a
+		req.Args = &x
+	case *HeartbeatBatch:
+		req.Args = &HeartbeatBatch{Beats: a.Beats}
+	case *Resume:
+		x := *a
+		req.Args = &x
+	}
+	return req, nil
+}
+
+// Decoder decodes requests as DecodeRequest does, into room of its own
+// that it reuses: a compact request's arguments, the reader's state. The
+// Request it returns, and what its Args point to, are valid until the
+// next Decode; the strings in them stay valid after (they share one copy
+// of the message). A module decodes every request with one Decoder, so
+// that the hot path allocates only that copy.
+type Decoder struct {
+	r      compactReader
+	path   [8]pathElem
+	beat   Heartbeat
+	batch  HeartbeatBatch
+	resume Resume
+}
+
+// Decode is DecodeRequest into d's room.
+func (d *Decoder) Decode(b []byte) (Request, error) {
+	if len(b) > 0 && b[0] == Compact {
+		return d.decodeCompact(b)
+	}
+	return DecodeRequest(b)
+}
+
+func (d *Decoder) decodeCompact(b []byte) (Request, error) {
+	r := &d.r
+	r.path = d.path[:0]
 	kind, err := compactHeader(r, "request", b)
 	if err != nil {
 		return Request{}, err
@@ -438,14 +490,12 @@ func decodeCompactRequest(b []byte) (Request, error) {
 	r.enter("args", 0)
 	switch kind {
 	case compactHeartbeat:
-		a := new(Heartbeat)
-		req.Op, req.Args, err = OpHeartbeat, a, r.heartbeat(a)
+		d.beat = Heartbeat{}
+		req.Op, req.Args, err = OpHeartbeat, &d.beat, r.heartbeat(&d.beat)
 	case compactBatch:
-		a := new(HeartbeatBatch)
-		req.Op, req.Args, err = OpHeartbeatBatch, a, r.beats(a)
+		req.Op, req.Args, err = OpHeartbeatBatch, &d.batch, r.beats(&d.batch)
 	case compactResume:
-		a := new(Resume)
-		req.Op, req.Args, err = OpResume, a, r.resume(a)
+		req.Op, req.Args, err = OpResume, &d.resume, r.resume(&d.resume)
 	default:
 		r.path = r.path[:0]
 		err = r.fail("unknown compact request kind " + strconv.Itoa(int(kind)))
@@ -530,7 +580,7 @@ func (r *compactReader) beats(x *HeartbeatBatch) error {
 	if err != nil {
 		return err
 	}
-	x.Beats = make([]Heartbeat, n)
+	x.Beats = grow(x.Beats, n)
 	r.enter("", 0)
 	for i := range x.Beats {
 		r.path[len(r.path)-1].index = i
@@ -553,7 +603,7 @@ func (r *compactReader) resume(x *Resume) (err error) {
 	if err != nil {
 		return err
 	}
-	x.Results = make(Results, n)
+	x.Results = grow(x.Results, n)
 	r.enter("", 0)
 	for i := range x.Results {
 		r.path[len(r.path)-1].index = i

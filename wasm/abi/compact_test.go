@@ -62,8 +62,9 @@ func compactResponses(t *testing.T) map[string][]abi.Response {
 }
 
 // TestCompactRoundTrip: every message of the compact form decodes to what
-// its JSON decodes to.
+// its JSON decodes to, by DecodeRequest and by a Decoder reused for each.
 func TestCompactRoundTrip(t *testing.T) {
+	var dec abi.Decoder
 	for i, req := range compactRequests(filled[abi.Heartbeat](t)) {
 		compact, err := abi.EncodeRequestCompact(req)
 		if err != nil || compact[0] != abi.Compact {
@@ -83,6 +84,10 @@ func TestCompactRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("request %d:\ncompact %+v\nJSON    %+v", i, got, want)
+		}
+		reused, err := dec.Decode(compact)
+		if err != nil || !reflect.DeepEqual(reused, want) {
+			t.Errorf("request %d, a Decoder's:\ncompact %+v %v\nJSON    %+v", i, reused, err, want)
 		}
 	}
 	for op, resps := range compactResponses(t) {

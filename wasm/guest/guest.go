@@ -29,6 +29,12 @@ type Guest struct {
 	order   []int64 // IDs in flight (and some ended), oldest first
 	buf     []byte  // the last response, reused by the next
 	compact bool    // the request being handled is in the compact form
+
+	// the room the hot path reuses: the requests' decoder, and the
+	// heartbeats' and batches' flights that have ended
+	dec        abi.Decoder
+	freeBeats  []*beatFlight
+	freeBatchs []*batchFlight
 }
 
 // flight is a plan in flight and how to turn its outcome into the result
@@ -138,7 +144,7 @@ func (g *Guest) append(b []byte, resp abi.Response) []byte {
 }
 
 func (g *Guest) handle(b, request []byte) []byte {
-	req, err := abi.DecodeRequest(request)
+	req, err := g.dec.Decode(request) // valid until the next request: copied where kept
 	if err != nil {
 		return g.append(b, abi.Response{Error: abi.EncodeError(err)})
 	}
@@ -242,6 +248,7 @@ func (g *Guest) respond(b []byte, id int64, f flight) []byte {
 	}
 	b = g.append(b, resp)
 	g.planner.Release(f.stepper()) // read and written out: a later plan may take its room
+	g.recycle(f)
 	return b
 }
 
@@ -295,9 +302,82 @@ func (g *Guest) configure(cfg *abi.Config) (any, error) {
 // call, and an isolate's first request is most often a heartbeat, which
 // then need not compile the switch over every other operation.
 func (g *Guest) startBeat(a *abi.Heartbeat, now time.Time) flight {
-	f := &beatFlight{hb: a.Core()}
+	var f *beatFlight
+	if n := len(g.freeBeats); n > 0 {
+		f, g.freeBeats = g.freeBeats[n-1], g.freeBeats[:n-1]
+	} else {
+		f = new(beatFlight)
+	}
+	f.hb = a.Core()
 	f.p = g.planner.Plan(&f.hb, now).(beatPlan)
 	return f
+}
+
+// batchFlight is a heartbeat batch's flight, in one allocation with the
+// beats its plan holds and its result, reused once it has ended.
+type batchFlight struct {
+	beats core.HeartbeatBatch // the op, here rather than boxed on its own
+	p     interface {
+		core.Stepper
+		Outcome() ([]core.Ack, error)
+	}
+	w abi.Acks
+}
+
+func (f *batchFlight) stepper() core.Stepper { return f.p }
+
+func (f *batchFlight) result() (any, error) {
+	acks, err := f.p.Outcome()
+	if err != nil {
+		return nil, err
+	}
+	f.w.Acks = resized(f.w.Acks, len(acks))
+	for i, ack := range acks {
+		f.w.Acks[i] = abi.FromAck(ack)
+	}
+	return &f.w, nil
+}
+
+// startBatch makes the plan of a heartbeat batch.
+func (g *Guest) startBatch(a *abi.HeartbeatBatch, now time.Time) flight {
+	var f *batchFlight
+	if n := len(g.freeBatchs); n > 0 {
+		f, g.freeBatchs = g.freeBatchs[n-1], g.freeBatchs[:n-1]
+	} else {
+		f = new(batchFlight)
+	}
+	f.beats = resized(f.beats, len(a.Beats))
+	for i, b := range a.Beats {
+		f.beats[i] = b.Core()
+	}
+	f.p = g.planner.Plan(&f.beats, now).(interface {
+		core.Stepper
+		Outcome() ([]core.Ack, error)
+	})
+	return f
+}
+
+// recycle keeps an ended heartbeat's or batch's flight for the next.
+func (g *Guest) recycle(f flight) {
+	switch f := f.(type) {
+	case *beatFlight:
+		*f = beatFlight{}
+		g.freeBeats = append(g.freeBeats, f)
+	case *batchFlight:
+		clear(f.beats)
+		clear(f.w.Acks)
+		f.p = nil
+		g.freeBatchs = append(g.freeBatchs, f)
+	}
+}
+
+// resized returns s with length n, reusing its room (not zeroed: the
+// caller sets every element).
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // start makes the plan of req, any request but a heartbeat (startBeat).
@@ -305,22 +385,7 @@ func (g *Guest) start(req abi.Request, now time.Time) (flight, error) {
 	pl := g.planner
 	switch a := req.Args.(type) {
 	case *abi.HeartbeatBatch:
-		beats := make([]core.Heartbeat, len(a.Beats))
-		for i, b := range a.Beats {
-			beats[i] = b.Core()
-		}
-		p := pl.Plan(core.HeartbeatBatch(beats), now)
-		return &funcFlight{plan: p, end: func() (any, error) {
-			acks, err := outcome[[]core.Ack](p)
-			if err != nil {
-				return nil, err
-			}
-			out := &abi.Acks{Acks: make([]abi.Ack, len(acks))}
-			for i, ack := range acks {
-				out.Acks[i] = abi.FromAck(ack)
-			}
-			return out, nil
-		}}, nil
+		return g.startBatch(a, now), nil
 	case *abi.Login:
 		p := pl.Plan(a.Core(), now)
 		return ended(p, func(r core.LoginResult) any { w := abi.FromLoginResult(r); return &w }), nil

@@ -17,6 +17,10 @@ import (
 	"github.com/presencekit/presence/wasm/guest"
 )
 
+// The steady beat's arguments before its beats and for each beat
+// (core/lua/heartbeat_steady.lua).
+const steadyHead, steadyFields = 6, 6
+
 // Work is the state of a run: a planner, n beats with tokens, the compact
 // request carrying them, and the reply of a steady script that applies
 // them all.
@@ -46,7 +50,13 @@ func New(n int) *Work {
 	if w.request, err = abi.EncodeRequestCompact(abi.Request{Op: abi.OpHeartbeatBatch, Now: 1767225600000, Args: &batch}); err != nil {
 		panic(err)
 	}
-	w.results = []core.Result{{Value: core.Value{Kind: core.ValueString, Str: strings.Join(tokens, "\x1f")}}}
+	// the steady script's reply to each call of the batch: a token for each
+	// of its beats (core/lua/heartbeat_steady.lua)
+	probe := pl.Plan(core.HeartbeatBatch(w.beats), time.UnixMilli(1767225600000))
+	for _, c := range probe.Calls() {
+		beats := (len(c.Args) - steadyHead) / steadyFields
+		w.results = append(w.results, core.Result{Value: core.Value{Kind: core.ValueString, Str: strings.Join(tokens[:beats], "\x1f")}})
+	}
 	cfg := abi.FromConfig(core.Config{UserBuckets: 1})
 	cfg.Clock = abi.ClockHost
 	req, err := abi.EncodeRequest(abi.Request{Op: abi.OpConfigure, Args: &cfg})
@@ -84,17 +94,29 @@ func (w *Work) Decode() {
 	}
 }
 
-// Plan runs the batch's plan: its calls, the steady reply, its acks.
+// Plan runs the plan the module runs for the beats, as the guest drives
+// it: one heartbeat's (beats=1) or the batch's, its calls, the steady
+// reply, its acks, and the plan handed back for reuse.
 func (w *Work) Plan() {
-	p := w.planner.Plan(core.HeartbeatBatch(w.beats), time.UnixMilli(1767225600000))
-	if len(p.Calls()) != 1 {
-		panic("floor: want one call")
+	now := time.UnixMilli(1767225600000)
+	var p core.Stepper
+	if len(w.beats) == 1 {
+		p = w.planner.Plan(&w.beats[0], now)
+	} else {
+		p = w.planner.Plan((*core.HeartbeatBatch)(&w.beats), now)
+	}
+	if len(p.Calls()) != len(w.results) {
+		panic("floor: the calls are not those of the setup")
 	}
 	if err := p.Step(w.results); err != nil {
 		panic(err)
 	}
-	out, err := p.Result()
-	if acks, _ := out.([]core.Ack); err != nil || len(acks) != len(w.beats) || acks[0].Token == "" {
+	if len(w.beats) == 1 {
+		if ack, err := p.(interface{ Outcome() (core.Ack, error) }).Outcome(); err != nil || ack.Token == "" {
+			panic("floor: the steady script did not apply the beat")
+		}
+	} else if acks, err := p.(interface{ Outcome() ([]core.Ack, error) }).Outcome(); err != nil || len(acks) != len(w.beats) || acks[0].Token == "" {
 		panic("floor: the steady script did not apply the beats")
 	}
+	w.planner.Release(p)
 }
