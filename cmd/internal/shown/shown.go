@@ -10,8 +10,7 @@ import "github.com/presencekit/presence/core"
 var first = [...]core.Status{core.StatusOnline, core.StatusAway, core.StatusDND, core.StatusPushOnline}
 
 // Statuses returns every status but OFFLINE, in the order they are shown:
-// ONLINE, AWAY, DND, PUSH_ONLINE, then any other status core has, by
-// number.
+// those of first, then any other status core has, by number.
 func Statuses() []core.Status {
 	out := append([]core.Status(nil), first[:]...)
 	for s := core.StatusOffline + 1; known(s); s++ {
