@@ -41,10 +41,16 @@ const (
 // even as can be (62 in two of 31, not 50 and 12), so that more calls
 // share a round trip.
 func spans(count, n int) [][2]int {
-	k := (count + n - 1) / n
-	out := make([][2]int, k)
+	out := make([][2]int, spanCount(count, n))
 	for i := range out {
-		out[i] = [2]int{i * count / k, (i + 1) * count / k}
+		out[i][0], out[i][1] = span(count, len(out), i)
 	}
 	return out
 }
+
+// spanCount is the number of spans that spans splits [0, count) into.
+func spanCount(count, n int) int { return (count + n - 1) / n }
+
+// span is the i-th of the k spans that spans splits [0, count) into, for
+// a caller that keeps its own room.
+func span(count, k, i int) (lo, hi int) { return i * count / k, (i + 1) * count / k }

@@ -18,6 +18,9 @@ func PageOf(user string, level, split int) int {
 	return int(userPage(user, uint(level), uint32(split)))
 }
 
+// SteadyChunk is the most beats one steady beat call carries (steadyChunk).
+const SteadyChunk = steadyChunk
+
 // LogChunk is the most events one change log append carries (logChunk).
 const LogChunk = logChunk
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -495,3 +496,32 @@ func TestRunStoreBreaksContract(t *testing.T) {
 // (lua/recordlib.lua): such a user lives in the bucket's big hash and has
 // its own entry in the due index.
 var bigMeta = map[string]string{"note": strings.Repeat("m", 64)}
+
+// TestSteadyCallsSplitEvenly: the steady beats of one bucket that one call
+// cannot carry go in calls as even as can be, since each call decides up to
+// the same number of the beats it cannot apply (LEFT_MAX): two calls of 32
+// for 64 beats, not 62 and 2.
+func TestSteadyCallsSplitEvenly(t *testing.T) {
+	pl := testPlanner(t, core.Config{UserBuckets: 1})
+	for _, n := range []int{core.SteadyChunk, core.SteadyChunk + 2, 2*core.SteadyChunk - 1} {
+		beats := make(core.HeartbeatBatch, n)
+		for i := range beats {
+			beats[i] = core.Heartbeat{User: fmt.Sprintf("user%04d", i), Device: "web", Kind: core.KindWeb, Token: "t"}
+		}
+		calls := pl.Plan(beats, time.UnixMilli(1_700_000_000_000)).Calls()
+		k := (n + core.SteadyChunk - 1) / core.SteadyChunk
+		var sizes []int
+		for _, c := range calls {
+			users := 0
+			for _, a := range c.Args {
+				if strings.HasPrefix(a, "user") {
+					users++
+				}
+			}
+			sizes = append(sizes, users)
+		}
+		if len(sizes) != k || slices.Max(sizes)-slices.Min(sizes) > 1 {
+			t.Errorf("%d steady beats in one bucket: calls of %v beats; want %d calls as even as can be", n, sizes, k)
+		}
+	}
+}

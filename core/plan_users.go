@@ -234,7 +234,8 @@ func (bp *beatsPlan) round() *round {
 
 // steadyRound offers the beats of each run (one bucket's valid beats, in
 // order) that may be steady to lua/heartbeat_steady.lua, in calls of at
-// most steadyChunk beats of one run, sent a few at a time. A user with
+// most steadyChunk beats of one run, as even as can be (spans: each call
+// decides as many of the beats it cannot apply), sent a few at a time. A user with
 // several beats in the batch has them all left to heartbeat_full.lua, so
 // that one script applies them together and in order: split between the
 // two scripts, they could be applied out of order or apart. Without such
@@ -255,8 +256,9 @@ func (bp *beatsPlan) steadyRound() (*round, error) {
 		}
 		these := bp.these[from:]
 		b, seed := bp.bucket[run[0]], bp.seed[run[0]]
-		for lo := 0; lo < len(these); lo += steadyChunk {
-			part := these[lo:min(lo+steadyChunk, len(these)):min(lo+steadyChunk, len(these))]
+		for k, s := spanCount(len(these), steadyChunk), 0; s < k; s++ {
+			lo, hi := span(len(these), k, s)
+			part := these[lo:hi:hi]
 			var places []int
 			if seed != "" {
 				places = bp.places[:0]
