@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -75,44 +74,34 @@ func (s *sequencer) done(ticket int) {
 
 // edgeStore is an edge's view of the shared store. During a sequenced
 // call (ticket ≥ 0) it waits for the ticket's turn before the call's first
-// script reaches Redis, and ends the turn as soon as Redis has answered
-// (unless the answer is NOSCRIPT: the core resends at once, within the
-// turn), so that the edge decodes the answer while the next edge's scripts
-// run. The simulated engines make one round trip per batch call.
+// script reaches Redis, and keeps the turn until the call returns: a batch
+// call may take more than one round trip (the beats the steady script
+// leaves to the full one, a change log append), and each of them must
+// reach Redis in the same order every run, not whenever its edge gets
+// there first.
 type edgeStore struct {
 	inner     core.Store
 	sequencer *sequencer
 	ticket    int
 	holding   bool
-	done      bool
 }
 
 // Eval waits for the turn, if any, and forwards to the shared store.
 func (s *edgeStore) Eval(ctx context.Context, calls []core.Call) []core.Result {
-	if s.ticket < 0 || s.done {
-		return s.inner.Eval(ctx, calls)
-	}
-	if !s.holding {
+	if s.ticket >= 0 && !s.holding {
 		s.sequencer.wait(s.ticket)
 		s.holding = true
 	}
-	res := s.inner.Eval(ctx, calls)
-	if !slices.ContainsFunc(res, func(r core.Result) bool { return errors.Is(r.Err, core.ErrNoScript) }) {
-		s.sequencer.done(s.ticket)
-		s.done = true
-	}
-	return res
+	return s.inner.Eval(ctx, calls)
 }
 
 // sequenced runs f as the call of the given ticket.
 func (s *edgeStore) sequenced(ticket int, f func()) {
-	s.ticket, s.holding, s.done = ticket, false, false
+	s.ticket, s.holding = ticket, false
 	f()
-	if !s.done {
-		if !s.holding {
-			s.sequencer.wait(ticket)
-		}
-		s.sequencer.done(ticket)
+	if !s.holding {
+		s.sequencer.wait(ticket)
 	}
-	s.ticket, s.holding, s.done = -1, false, false
+	s.sequencer.done(ticket)
+	s.ticket, s.holding = -1, false
 }
