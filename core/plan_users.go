@@ -235,11 +235,12 @@ func (bp *beatsPlan) round() *round {
 // steadyRound offers the beats of each run (one bucket's valid beats, in
 // order) that may be steady to lua/heartbeat_steady.lua, in calls of at
 // most steadyChunk beats of one run, as even as can be (spans: each call
-// decides as many of the beats it cannot apply), sent a few at a time. A user with
-// several beats in the batch has them all left to heartbeat_full.lua, so
-// that one script applies them together and in order: split between the
-// two scripts, they could be applied out of order or apart. Without such
-// a beat, it goes on with the full path's round at once.
+// decides as many of the beats it cannot apply), sent a few at a time. A
+// user with several beats in the batch has them all left to
+// heartbeat_full.lua, so that one script applies them together and in
+// order: split between the two scripts, they could be applied out of
+// order or apart. Without such a beat, it goes on with the full path's
+// round at once.
 func (bp *beatsPlan) steadyRound() (*round, error) {
 	p, m, beats := bp.p, &bp.plan.m, bp.beats
 	bp.calls, bp.costs, bp.parts, bp.partIn = bp.calls[:0], bp.costs[:0], bp.parts[:0], bp.partIn[:0]
@@ -256,7 +257,8 @@ func (bp *beatsPlan) steadyRound() (*round, error) {
 		}
 		these := bp.these[from:]
 		b, seed := bp.bucket[run[0]], bp.seed[run[0]]
-		for k, s := spanCount(len(these), steadyChunk), 0; s < k; s++ {
+		k := spanCount(len(these), steadyChunk)
+		for s := range k {
 			lo, hi := span(len(these), k, s)
 			part := these[lo:hi:hi]
 			var places []int
